@@ -1,0 +1,66 @@
+"""The `oz0` command line. Each command group lives in its own module, registered in COMMANDS."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Sequence
+
+from adapters import cli_render
+
+__all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
+
+
+class CommandError(Exception):
+    """A failure the user can act on: printed as one line on stderr, exit code `code`, no traceback."""
+
+    def __init__(self, message: str, *, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+    "render": cli_render.register_render,
+    "demo": cli_render.register_demo,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="oz0",
+        description="Ask AI agents and tools; read their structured results as safe chat cards.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for register in COMMANDS.values():
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `oz0`: returns the exit code (0 ok, 1 failure, 2 usage or input error)."""
+    from edge.contracts import ContractError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except (CommandError, ContractError) as exc:
+        print(f"oz0: error: {exc}", file=sys.stderr)
+        code = getattr(exc, "code", 2)
+    except KeyboardInterrupt:
+        print("oz0: interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except Exception as exc:  # a bug: one line for the user, the traceback only when asked for
+        if os.environ.get("OZ0_DEBUG"):
+            raise
+        print(f"oz0: internal error: {type(exc).__name__}: {exc} (set OZ0_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        code = 1
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Contracts: JSON Schemas loaded once, checked at load, compiled once, never fetching anything.
+
+A contract is the schema an agent or tool declares for what it takes or answers. Every `$ref` is
+checked when the schema is loaded, not lazily when an instance happens to reach it: a reference must
+resolve inside the same document (`#/...`, `#anchor`, or an `$id` embedded in that document), or be
+one of the known meta-schemas, which resolve locally. The compiled validator is built `offline` with
+a retriever that refuses, so nothing can be fetched even if the load-time check had a gap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import unquote, urldefrag, urljoin
+
+import jsonschema_rs
+import orjson
+
+__all__ = [
+    "DIALECTS",
+    "Contract",
+    "ContractError",
+    "Violation",
+    "compile_count",
+    "json_path",
+    "load_contract",
+    "load_json_file",
+]
+
+DIALECTS: dict[str, str] = {
+    "https://json-schema.org/draft/2020-12/schema": "2020-12",
+    "https://json-schema.org/draft/2019-09/schema": "2019-09",
+    "http://json-schema.org/draft-07/schema": "draft-07",
+}
+DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+MAX_SCHEMA_BYTES = 1_048_576
+MAX_SCHEMA_DEPTH = 64
+MAX_MESSAGE_CHARS = 300
+
+_SCHEMA_VALUED = (
+    "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
+    "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+_lock = threading.Lock()
+_cache: dict[str, "Contract"] = {}
+_compiles = 0
+
+
+class ContractError(ValueError):
+    """A schema that cannot serve as a contract: names the source, where in the schema, and what is wrong."""
+
+    def __init__(self, message: str, *, source: str = "<schema>", location: str = "") -> None:
+        self.message = message
+        self.source = source
+        self.location = location
+        where = f" at {location}" if location else ""
+        super().__init__(f"{source}{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way an instance breaks its contract, as data: where in the instance, which rule, why."""
+
+    json_path: str
+    schema_path: str
+    keyword: str
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.json_path}: {self.message} (rule {self.keyword} at {self.schema_path or '/'})"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"json_path": self.json_path, "schema_path": self.schema_path, "keyword": self.keyword,
+                "message": self.message}
+
+
+def json_path(parts: Any) -> str:
+    """Render an instance location as a JSONPath (`$.rows[3].name`, `$['odd key']`)."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif part.isidentifier():
+            out.append(f".{part}")
+        else:
+            out.append("[" + json.dumps(part, ensure_ascii=False) + "]")
+    return "".join(out)
+
+
+def _pointer(parts: Any) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts) if parts else ""
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    raise ContractError(f"refusing to fetch {uri!r}: a contract's $ref must stay inside its own document")
+
+
+@dataclass(frozen=True, eq=False)
+class Contract:
+    """A loaded, checked and compiled schema. Build with `load_contract`; share freely."""
+
+    schema: Any
+    source: str
+    dialect: str
+    digest: str
+    _validator: Any = field(repr=False)
+    _resources: dict[str, Any] = field(repr=False)
+
+    def is_valid(self, instance: Any) -> bool:
+        return self._validator.is_valid(instance)
+
+    def validate(self, instance: Any, *, limit: int = 20) -> tuple[Violation, ...]:
+        """Every way `instance` breaks the contract (at most `limit`), empty when it conforms."""
+        if self._validator.is_valid(instance):
+            return ()
+        found = []
+        for error in self._validator.iter_errors(instance):
+            found.append(_violation(error))
+            if len(found) >= limit:
+                break
+        return tuple(found)
+
+    def resolve(self, ref: str, *, base: str = "") -> Any:
+        """The subschema a local `$ref` names (used to follow properties for card order)."""
+        target, _ = _resolve_ref(ref, base or self._root_base(), self._resources, self.schema)
+        return target
+
+    def _root_base(self) -> str:
+        root_id = self.schema.get("$id") if isinstance(self.schema, dict) else None
+        return _norm(root_id or "urn:oz0:root")
+
+
+def _violation(error: Any) -> Violation:
+    schema_path = list(error.schema_path)
+    keyword = error.kind.name
+    if schema_path and isinstance(schema_path[-1], str) and schema_path[-1] != keyword and keyword != "falseSchema":
+        keyword = schema_path[-1] if schema_path[-1] in _KNOWN_KEYWORDS else keyword
+    if keyword == "falseSchema":
+        keyword = "false"
+    message = error.message
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return Violation(json_path(error.instance_path), _pointer(schema_path), keyword, message)
+
+
+_KNOWN_KEYWORDS = frozenset({
+    "type", "enum", "const", "required", "properties", "additionalProperties", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "items", "prefixItems", "additionalItems",
+    "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "minLength",
+    "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+    "dependentSchemas", "unevaluatedItems", "unevaluatedProperties", "contentEncoding",
+    "contentMediaType", "$ref", "$dynamicRef",
+})
+
+
+def compile_count() -> int:
+    """How many schemas were compiled in this process: the cache makes this one per distinct schema."""
+    return _compiles
+
+
+def load_json_file(path: str | os.PathLike[str], *, what: str = "JSON") -> Any:
+    """Read a JSON file or `-` for stdin, with an error that names the file and the problem."""
+    name = str(path)
+    try:
+        if name == "-":
+            import sys
+            data = sys.stdin.buffer.read()
+            name = "<stdin>"
+        else:
+            data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ContractError(f"cannot read {what}: {exc.strerror or exc}", source=name) from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ContractError(f"not valid JSON: {exc}", source=name) from exc
+
+
+def load_contract(schema: Any, *, source: str | None = None) -> Contract:
+    """Load, check and compile a schema (a dict, a bool, or a path to a JSON file), cached by content.
+
+    Raises ContractError for an unreadable file, an unknown dialect, an invalid schema, or a `$ref`
+    that leaves the document.
+    """
+    global _compiles
+    if isinstance(schema, (str, os.PathLike)):
+        source = source or str(schema)
+        schema = load_json_file(schema, what="schema")
+    source = source or "<schema>"
+    if not isinstance(schema, (dict, bool)):
+        raise ContractError(f"a schema must be a JSON object or boolean, not {type(schema).__name__}",
+                            source=source)
+    raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    if len(raw) > MAX_SCHEMA_BYTES:
+        raise ContractError(f"schema is {len(raw):,} bytes; the limit is {MAX_SCHEMA_BYTES:,}", source=source)
+    digest = hashlib.sha256(raw).hexdigest()
+    cached = _cache.get(digest)
+    if cached is not None:
+        return cached
+    dialect = _dialect(schema, source)
+    resources = _check_refs(schema, source)
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        raise ContractError(f"not a valid JSON Schema: {exc.message}", source=source,
+                            location=_pointer(exc.instance_path) or "/") from None
+    except jsonschema_rs.ReferencingError as exc:
+        raise ContractError(f"cannot check against its meta-schema: {exc}", source=source) from None
+    try:
+        validator = jsonschema_rs.validator_for(
+            schema, retriever=_refuse_retrieval,
+            pattern_options=jsonschema_rs.RegexOptions(size_limit=1 << 20, dfa_size_limit=1 << 20),
+        )
+    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ContractError(f"cannot compile: {first}", source=source) from None
+    with _lock:
+        _compiles += 1
+        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources)
+        _cache[digest] = contract
+    return contract
+
+
+def _dialect(schema: Any, source: str) -> str:
+    if not isinstance(schema, dict):
+        return DEFAULT_DIALECT
+    declared = schema.get("$schema", DEFAULT_DIALECT)
+    if not isinstance(declared, str):
+        raise ContractError("$schema must be a string", source=source, location="/$schema")
+    key = declared.rstrip("#")
+    if key not in DIALECTS:
+        allowed = ", ".join(f"{v} ({k})" for k, v in DIALECTS.items())
+        raise ContractError(f"unsupported $schema {declared!r}; supported dialects: {allowed}",
+                            source=source, location="/$schema")
+    return key
+
+
+def _norm(uri: str) -> str:
+    base, _ = urldefrag(uri)
+    return base
+
+
+def _subschemas(node: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    for key in _SCHEMA_VALUED:
+        if key in node and isinstance(node[key], (dict, bool)):
+            yield (key,), node[key]
+    for key in _SCHEMA_MAPS:
+        value = node.get(key)
+        if isinstance(value, dict):
+            for name, sub in value.items():
+                if isinstance(sub, (dict, bool)):
+                    yield (key, name), sub
+    for key in _SCHEMA_ARRAYS:
+        value = node.get(key)
+        if isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield (key, i), sub
+    items = node.get("items")
+    if isinstance(items, (dict, bool)):
+        yield ("items",), items
+    elif isinstance(items, list):
+        for i, sub in enumerate(items):
+            yield ("items", i), sub
+
+
+def _walk(schema: Any, base: str, path: tuple[Any, ...], depth: int, source: str
+          ) -> Iterator[tuple[dict[str, Any], str, tuple[Any, ...]]]:
+    if not isinstance(schema, dict):
+        return
+    if depth > MAX_SCHEMA_DEPTH:
+        raise ContractError(f"schema nests deeper than {MAX_SCHEMA_DEPTH} levels", source=source,
+                            location=_pointer(path))
+    own_id = schema.get("$id")
+    if isinstance(own_id, str) and not own_id.startswith("#"):
+        base = _norm(urljoin(base, own_id))
+    yield schema, base, path
+    for sub_path, sub in _subschemas(schema):
+        yield from _walk(sub, base, path + sub_path, depth + 1, source)
+
+
+def _check_refs(schema: Any, source: str) -> dict[str, Any]:
+    """Map every resource and anchor in the document, then prove each `$ref` lands on one."""
+    root_base = _norm(schema.get("$id", "urn:oz0:root")) if isinstance(schema, dict) else "urn:oz0:root"
+    resources: dict[str, Any] = {}
+    nodes = list(_walk(schema, root_base, (), 0, source))
+    for node, base, _ in nodes:
+        resources.setdefault(base, node)
+        for key in ("$anchor", "$dynamicAnchor"):
+            if isinstance(node.get(key), str):
+                resources[f"{base}#{node[key]}"] = node
+        legacy = node.get("$id")
+        if isinstance(legacy, str) and "#" in legacy and not legacy.endswith("#"):
+            doc, frag = urldefrag(urljoin(base, legacy))
+            if frag and not frag.startswith("/"):
+                resources[f"{doc}#{frag}"] = node
+    for node, base, path in nodes:
+        for key in ("$ref", "$dynamicRef", "$recursiveRef"):
+            ref = node.get(key)
+            if ref is None:
+                continue
+            where = _pointer(path + (key,))
+            if not isinstance(ref, str):
+                raise ContractError(f"{key} must be a string", source=source, location=where)
+            try:
+                _resolve_ref(ref, base, resources, schema)
+            except LookupError as exc:
+                raise ContractError(f"{key} {ref!r} {exc}", source=source, location=where) from None
+    return resources
+
+
+def _is_meta_schema(uri: str) -> bool:
+    doc = _norm(uri).rstrip("#")
+    return doc in DIALECTS or doc.startswith(tuple(k.rsplit("/", 1)[0] + "/meta/" for k in DIALECTS))
+
+
+def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> tuple[Any, str]:
+    if ref.startswith("#"):
+        doc, fragment = base, unquote(ref[1:])
+    else:
+        doc, fragment = urldefrag(urljoin(base, ref))
+    if doc not in resources:
+        if _is_meta_schema(doc):
+            return {}, doc
+        scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
+        if scheme in ("http", "https", "file", "ftp"):
+            raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "
+                              "under $defs and refer to it as '#/$defs/...'")
+        raise LookupError("does not resolve inside this document; refer to '#/$defs/...' or an $id embedded here")
+    node = resources[doc]
+    if not fragment:
+        return node, doc
+    if not fragment.startswith("/"):
+        anchored = resources.get(f"{doc}#{fragment}")
+        if anchored is None:
+            raise LookupError(f"names anchor {fragment!r}, which this document does not define")
+        return anchored, doc
+    for token in fragment.split("/")[1:]:
+        token = unquote(token).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise LookupError("points at nothing: no such location in this document")
+    return node, doc

@@ -1,0 +1,26 @@
+"""Renderers: pure functions from a neutral card to one platform's payload.
+
+Registration is this explicit table; adding a platform means one new module and one new line here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from edge.cards import Card
+from renderers import plain_text
+
+__all__ = ["RENDERERS", "render"]
+
+RENDERERS: dict[str, Callable[[Card], Any]] = {
+    "text": plain_text.render,
+}
+
+
+def render(card: Card, platform: str) -> Any:
+    """Draw `card` for `platform` (a key of RENDERERS)."""
+    try:
+        renderer = RENDERERS[platform]
+    except KeyError:
+        raise ValueError(f"unknown renderer {platform!r}; known: {', '.join(RENDERERS)}") from None
+    return renderer(card)

@@ -1,0 +1,121 @@
+"""Terminal text: aligned tables, key-values, +/- diffs, readable markdown and the QZX status header.
+
+Drawn with rich into a string (no colour codes, so the output is the same in a pipe and in a test);
+every string from the result goes through `safety`, and into rich as `Text`, never as markup, so
+a `[bold]` or an escape sequence in data stays literal or is removed.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Callable
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from edge.cards import Card, cell_text
+from renderers.safety import clean, one_line
+
+__all__ = ["render"]
+
+WIDTH = 100
+MAX_ROWS = 200
+
+
+def _t(value: Any) -> Text:
+    return Text(one_line(cell_text(value)))
+
+
+def _status(card: Card) -> list[RenderableType]:
+    s = card.status
+    if s is None:
+        return []
+    out = [Text(("✔ success: " if s.success else "✘ failure: ") + one_line(s.message))]
+    if s.error_code or s.error:
+        out.append(Text("  error: " + " ".join(one_line(x) for x in (s.error_code, s.error) if x)))
+    for w in s.warnings:
+        out.append(Text("  warning: " + one_line(w)))
+    facts = [f"command {one_line(s.command)}" if s.command else "",
+             f"{s.duration_ms:g} ms" if s.duration_ms is not None else ""]
+    if any(facts):
+        out.append(Text("  " + " · ".join(f for f in facts if f)))
+    return out
+
+
+def _table(card: Card) -> list[RenderableType]:
+    table = Table(show_lines=False, expand=False)
+    for col in card.columns:
+        table.add_column(Text(one_line(col)), overflow="fold")
+    for row in card.rows[:MAX_ROWS]:
+        table.add_row(*(_t(c) for c in row))
+    out: list[RenderableType] = [table]
+    if len(card.rows) > MAX_ROWS:
+        out.append(Text(f"… {len(card.rows) - MAX_ROWS} more rows"))
+    if not card.rows:
+        out.append(Text("(no rows)"))
+    return out
+
+
+def _key_values(card: Card) -> list[RenderableType]:
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style=None, no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in zip(card.keys, card.values):
+        table.add_row(Text(one_line(key)), _t(value))
+    return [table] if card.keys else []
+
+
+def _diff(card: Card) -> list[RenderableType]:
+    out = _key_values(card)
+    diff = card.diff
+    if diff is None:
+        return out
+    if diff.kind == "lines":
+        out.append(Text(f"--- {one_line(diff.before)}\n+++ {one_line(diff.after)}"))
+        out += [Text((ln.op if ln.op != "@" else "") + clean(ln.text).replace("\n", " ")) for ln in diff.lines]
+        if not diff.lines:
+            out.append(Text("(no differences)"))
+    else:
+        for c in diff.changes:
+            if c.change == "added":
+                out.append(Text(f"+ {one_line(c.key)}: {one_line(cell_text(c.after))}"))
+            elif c.change == "removed":
+                out.append(Text(f"- {one_line(c.key)}: {one_line(cell_text(c.before))}"))
+            else:
+                out.append(Text(f"~ {one_line(c.key)}: {one_line(cell_text(c.before))} → "
+                                f"{one_line(cell_text(c.after))}"))
+    return out
+
+
+def _text(card: Card) -> list[RenderableType]:
+    return [Text(clean(card.text))] if card.text else []
+
+
+RULES: dict[str, Callable[[Card], list[RenderableType]]] = {
+    "table": _table,
+    "key_values": _key_values,
+    "diff": _diff,
+    "text": _text,
+}
+
+
+def render(card: Card) -> str:
+    """The card as terminal text."""
+    parts: list[RenderableType] = []
+    if card.title:
+        parts.append(Text(one_line(card.title), style="bold"))
+    parts += _status(card)
+    if not card.drawn:
+        parts.append(Text("Not drawn as a card: " + one_line(card.reason or "")))
+        for v in card.violations:
+            parts.append(Text("  " + one_line(v.describe())))
+    rule = RULES.get(card.form)
+    parts += rule(card) if rule else _text(card.degrade())
+    if card.attachment is not None:
+        a = card.attachment
+        parts.append(Text(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
+    buffer = io.StringIO()
+    Console(file=buffer, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
+            emoji=False, highlight=False, markup=False).print(Group(*parts))
+    return buffer.getvalue()
