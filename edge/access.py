@@ -1,0 +1,161 @@
+"""Who may ask which agent, where: `OZ0_HOME/access.yaml`, shared by every channel.
+
+    default: deny            # what happens when no rule matches (allow when omitted)
+    rules:                   # first rule that matches the agent and the asker decides
+      - allow: [deploys, "incident-*"]     # agent names or globs
+        platform: slack                    # optional: slack, discord, console, cli
+        workspace: T0123                   # optional: Slack team id, Discord guild id
+        channels: [C0456]                  # optional
+        users: [U0789]                     # optional; with groups: the user OR one of the groups
+        groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids
+      - deny: ["*"]
+        channels: [C0DEAD]
+
+Without the file every agent may be asked everywhere the bot is. A broken file is an error at start,
+never a silent "allow".
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+__all__ = ["AccessError", "AccessPolicy", "AccessRule", "Asker"]
+
+_CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
+
+
+class AccessError(ValueError):
+    """access.yaml cannot be read: names the file and the rule."""
+
+
+@dataclass(frozen=True)
+class Asker:
+    """Who asks, and where: what a channel knows about a request."""
+
+    platform: str
+    workspace: str | None = None
+    channel: str | None = None
+    user: str | None = None
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AccessRule:
+    effect: str
+    agents: tuple[str, ...]
+    platform: str | None = None
+    workspace: str | None = None
+    channels: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    index: int = 0
+
+    def covers(self, agent: str) -> bool:
+        return any(fnmatch.fnmatchcase(agent, pattern) for pattern in self.agents)
+
+    def matches(self, asker: Asker) -> bool:
+        if self.platform is not None and self.platform != asker.platform:
+            return False
+        if self.workspace is not None and self.workspace != asker.workspace:
+            return False
+        if self.channels and asker.channel not in self.channels:
+            return False
+        if self.users or self.groups:
+            return asker.user in self.users or bool(set(self.groups) & set(asker.groups))
+        return True
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    default: str = "allow"
+    rules: tuple[AccessRule, ...] = ()
+    source: str = "(no access.yaml: every agent, everywhere)"
+
+    @classmethod
+    def load(cls, home: str | Path) -> "AccessPolicy":
+        """The policy in `home/access.yaml`, or allow-all when there is no such file."""
+        path = Path(home) / "access.yaml"
+        if not path.exists():
+            return cls()
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise AccessError(f"{path}: cannot read access rules: {exc}") from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "access.yaml") -> "AccessPolicy":
+        if not isinstance(data, dict):
+            raise AccessError(f"{source}: expected a mapping with 'default' and 'rules'")
+        default = data.get("default", "allow")
+        if default not in ("allow", "deny"):
+            raise AccessError(f"{source}: default must be 'allow' or 'deny', not {default!r}")
+        rules = []
+        for i, raw in enumerate(data.get("rules") or []):
+            rules.append(_rule(raw, i, source))
+        unknown = set(data) - {"default", "rules"}
+        if unknown:
+            raise AccessError(f"{source}: unknown keys {sorted(unknown)}; expected 'default' and 'rules'")
+        return cls(default, tuple(rules), source)
+
+    def decide(self, agent: str, asker: Asker) -> tuple[bool, AccessRule | None]:
+        """Whether `asker` may run `agent`, and the rule that decided (None: the default)."""
+        for rule in self.rules:
+            if rule.covers(agent) and rule.matches(asker):
+                return rule.effect == "allow", rule
+        return self.default == "allow", None
+
+    def allows(self, agent: str, asker: Asker) -> bool:
+        return self.decide(agent, asker)[0]
+
+    def allowed_agents(self, agents: Iterable[str], asker: Asker) -> list[str]:
+        return [a for a in agents if self.allows(a, asker)]
+
+    def explain_denial(self, agent: str, asker: Asker) -> str:
+        """A sentence for the person who was refused: what was refused and who can change it."""
+        _, rule = self.decide(agent, asker)
+        why = f"rule {rule.index + 1} of the access rules" if rule else "the default of the access rules"
+        return (f"You may not run '{agent}' here ({why}). Ask the bot's administrator to allow it in "
+                "access.yaml.")
+
+
+def _rule(raw: Any, index: int, source: str) -> AccessRule:
+    where = f"{source}: rules[{index}]"
+    if not isinstance(raw, dict):
+        raise AccessError(f"{where}: a rule is a mapping with 'allow' or 'deny'")
+    effects = [k for k in ("allow", "deny") if k in raw]
+    if len(effects) != 1:
+        raise AccessError(f"{where}: a rule has exactly one of 'allow' or 'deny' (a list of agents)")
+    unknown = set(raw) - {"allow", "deny", *_CONDITIONS}
+    if unknown:
+        raise AccessError(f"{where}: unknown keys {sorted(unknown)}; conditions are {', '.join(_CONDITIONS)}")
+    agents = _strings(raw[effects[0]], f"{where}.{effects[0]}")
+    return AccessRule(
+        effect=effects[0], agents=agents, index=index,
+        platform=_scalar(raw.get("platform"), f"{where}.platform"),
+        workspace=_scalar(raw.get("workspace"), f"{where}.workspace"),
+        channels=_strings(raw.get("channels", []), f"{where}.channels"),
+        users=_strings(raw.get("users", []), f"{where}.users"),
+        groups=_strings(raw.get("groups", []), f"{where}.groups"),
+    )
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, (str, int)):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) for v in value):
+        raise AccessError(f"{where}: expected a list of names or ids")
+    return tuple(str(v) for v in value)
+
+
+def _scalar(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)):
+        raise AccessError(f"{where}: expected one name or id")
+    return str(value)
