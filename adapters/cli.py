@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from adapters import cli_render
+from adapters import cli_qzx, cli_render
 
 __all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
 
@@ -23,6 +23,7 @@ class CommandError(Exception):
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "render": cli_render.register_render,
     "demo": cli_render.register_demo,
+    "qzx": cli_qzx.register,
 }
 
 
