@@ -278,12 +278,27 @@ class _SchemaView:
         return None
 
     def properties(self) -> dict[str, Any]:
+        """Property schemas in the order the schema is written, `$ref` and `allOf` followed in place."""
         props: dict[str, Any] = {}
-        for layer in self._layers():
-            if isinstance(layer.get("properties"), dict):
-                for name, sub in layer["properties"].items():
-                    props.setdefault(name, sub)
+        self._collect(self.node, props, set())
         return props
+
+    def _collect(self, node: Any, props: dict[str, Any], seen: set[int]) -> None:
+        if not isinstance(node, dict) or id(node) in seen:
+            return
+        seen.add(id(node))
+        for key, sub in node.items():
+            if key == "properties" and isinstance(sub, dict):
+                for name, prop in sub.items():
+                    props.setdefault(name, prop)
+            elif key == "allOf" and isinstance(sub, list):
+                for branch in sub:
+                    self._collect(branch, props, seen)
+            elif key == "$ref" and isinstance(sub, str) and self.contract is not None:
+                try:
+                    self._collect(self.contract.resolve(sub), props, seen)
+                except LookupError:
+                    continue
 
     def property(self, name: str) -> "_SchemaView":
         return _SchemaView(self.contract, self.properties().get(name))

@@ -219,7 +219,8 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     try:
         validator = jsonschema_rs.validator_for(
             schema, retriever=_refuse_retrieval,
-            pattern_options=jsonschema_rs.RegexOptions(size_limit=1 << 20, dfa_size_limit=1 << 20),
+            pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=1_000_000, size_limit=1 << 20,
+                                                              dfa_size_limit=1 << 20),
         )
     except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
         first = str(exc).splitlines()[0]
