@@ -148,6 +148,15 @@ def tool(output_schema):
     return {"name": "weather", "inputSchema": {"type": "object"}, "outputSchema": output_schema}
 
 
+def _without(schema, *path):
+    schema = copy.deepcopy(schema)
+    node = schema
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return schema
+
+
 STRUCTURAL = {
     "type": "object", "required": ["success", "message"],
     "properties": {"success": {"type": "boolean"},
@@ -173,15 +182,6 @@ def test_output_schema_modes(schema, mode):
     verdict = check_output_schema(tool(schema))
     assert verdict.mode == mode and verdict.violations == ()
     assert bool(verdict.warnings) == (mode == "structural_core")
-
-
-def _without(schema, *path):
-    schema = copy.deepcopy(schema)
-    node = schema
-    for key in path[:-1]:
-        node = node[key]
-    del node[path[-1]]
-    return schema
 
 
 @pytest.mark.parametrize("schema,expected", [
