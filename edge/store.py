@@ -1,0 +1,313 @@
+"""The store under OZ0_HOME: the job journal, the installed plugins and the audit log, in one database.
+
+SQLite (a file under OZ0_HOME) by default; `OZ0_DATABASE_URL=postgresql://...` moves all three to
+Postgres so several replicas share them. SQLAlchemy Core keeps the SQL the same on both. Every write
+that must not half-happen (a job journaled under its dedupe key, a plugin version with its agents)
+is one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "AuditRecord",
+    "InstalledAgent",
+    "InstalledVersion",
+    "Store",
+    "metadata",
+]
+
+ACTIVE_STATUSES = ("queued", "running")
+
+metadata = MetaData()
+
+plugins = Table(
+    "plugins", metadata,
+    Column("name", String(64), primary_key=True),
+    Column("current_version_id", Integer, nullable=True),
+    Column("installed_at", Float, nullable=False),
+)
+
+plugin_versions = Table(
+    "plugin_versions", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("plugin", String(64), ForeignKey("plugins.name"), nullable=False),
+    Column("version", String(64), nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("description", Text, nullable=False, default=""),
+    Column("installed_at", Float, nullable=False),
+    Column("installed_by", String(200), nullable=False, default=""),
+    UniqueConstraint("plugin", "version", "content_hash", name="uq_plugin_version_hash"),
+)
+
+agents = Table(
+    "agents", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("version_id", Integer, ForeignKey("plugin_versions.id"), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("description", Text, nullable=False, default=""),
+    Column("input_schema_file", Text, nullable=True),
+    Column("input_schema", JSON(none_as_null=True), nullable=True),
+    Column("input_hash", String(64), nullable=True),
+    Column("output_schema_file", Text, nullable=True),
+    Column("output_schema", JSON(none_as_null=True), nullable=True),
+    Column("output_hash", String(64), nullable=True),
+    Column("failures", JSON, nullable=False),
+    Column("limits", JSON, nullable=False),
+    UniqueConstraint("version_id", "name", name="uq_agent_per_version"),
+)
+
+jobs = Table(
+    "jobs", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("agent", String(64), nullable=False, index=True),
+    Column("plugin", String(64), nullable=True),
+    Column("plugin_version", String(64), nullable=True),
+    Column("requester", String(200), nullable=False),
+    Column("channel", String(200), nullable=False),
+    Column("input", Text, nullable=False),
+    Column("status", String(16), nullable=False, index=True),
+    Column("output", JSON(none_as_null=True), nullable=True),
+    Column("failure_kind", String(64), nullable=True),
+    Column("failure_reason", Text, nullable=True),
+    Column("created", Float, nullable=False, index=True),
+    Column("started", Float, nullable=True),
+    Column("ended", Float, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("dedupe_key", String(300), nullable=True, unique=True),
+    Column("reply_to", JSON(none_as_null=True), nullable=True),
+    Column("runner", String(200), nullable=True),
+)
+
+audit = Table(
+    "audit", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False, index=True),
+    Column("action", String(100), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("detail", JSON, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    id: int
+    at: float
+    action: str
+    actor: str
+    detail: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class InstalledAgent:
+    """An agent as the store keeps it: its contracts themselves, so versions can be compared later."""
+
+    name: str
+    kind: str
+    description: str
+    input_schema_file: str | None
+    input_schema: Any
+    input_hash: str | None
+    output_schema_file: str | None
+    output_schema: Any
+    output_hash: str | None
+    failures: Mapping[str, Any]
+    limits: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class InstalledVersion:
+    id: int
+    plugin: str
+    version: str
+    content_hash: str
+    path: str
+    description: str
+    installed_at: float
+    installed_by: str
+    agents: tuple[InstalledAgent, ...]
+    current: bool = False
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+class Store:
+    """The database behind a Runtime. Plain rows in, plain dicts out; the Runtime makes Jobs of them."""
+
+    def __init__(self, url: str) -> None:
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url[len("postgres://"):]
+        self.url = url
+        self.engine: Engine = create_engine(url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # jobs -------------------------------------------------------------------------------------
+
+    def insert_job(self, row: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Journal a job; with a dedupe key already seen, the existing job and False (no new row)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(jobs).values(**row))
+        except IntegrityError:
+            key = row.get("dedupe_key")
+            if key is None:
+                raise
+            existing = self.job_by_dedupe_key(key)
+            if existing is None:
+                raise
+            return existing, False
+        return dict(row), True
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            found = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+            if found is None and 4 <= len(job_id) < 32:
+                matches = conn.execute(
+                    select(jobs).where(jobs.c.id.startswith(job_id, autoescape=True)).limit(2)
+                ).mappings().all()
+                found = matches[0] if len(matches) == 1 else None
+        return dict(found) if found else None
+
+    def job_by_dedupe_key(self, key: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            found = conn.execute(select(jobs).where(jobs.c.dedupe_key == key)).mappings().first()
+        return dict(found) if found else None
+
+    def jobs(self, *, limit: int = 50, statuses: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        query = select(jobs).order_by(jobs.c.created.desc(), jobs.c.id).limit(limit)
+        if statuses is not None:
+            query = query.where(jobs.c.status.in_(list(statuses)))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def update_job(self, job_id: str, *, only_if_status: Iterable[str] | None = None, **values: Any) -> bool:
+        """Change a job; with `only_if_status`, only while it still has one of those (a claim)."""
+        query = update(jobs).where(jobs.c.id == job_id).values(**values)
+        if only_if_status is not None:
+            query = query.where(jobs.c.status.in_(list(only_if_status)))
+        with self.engine.begin() as conn:
+            return conn.execute(query).rowcount == 1
+
+    # audit ------------------------------------------------------------------------------------
+
+    def add_audit(self, action: str, *, actor: str, detail: Mapping[str, Any], conn: Any = None) -> None:
+        values = {"at": time.time(), "action": action, "actor": actor, "detail": dict(detail)}
+        if conn is not None:
+            conn.execute(insert(audit).values(**values))
+            return
+        with self.engine.begin() as own:
+            own.execute(insert(audit).values(**values))
+
+    def audit_log(self, *, limit: int = 100) -> list[AuditRecord]:
+        query = select(audit).order_by(audit.c.at.desc(), audit.c.id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            return [AuditRecord(r["id"], r["at"], r["action"], r["actor"], r["detail"] or {})
+                    for r in conn.execute(query).mappings()]
+
+    # plugins ----------------------------------------------------------------------------------
+
+    def find_version(self, plugin: str, version: str, content_hash: str) -> InstalledVersion | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(plugin_versions).where(
+                plugin_versions.c.plugin == plugin, plugin_versions.c.version == version,
+                plugin_versions.c.content_hash == content_hash)).mappings().first()
+            return self._version(conn, row) if row else None
+
+    def current_versions(self) -> list[InstalledVersion]:
+        """The version in use of every installed plugin, by plugin name."""
+        query = (select(plugin_versions)
+                 .join(plugins, plugins.c.current_version_id == plugin_versions.c.id)
+                 .order_by(plugins.c.name))
+        with self.engine.connect() as conn:
+            return [self._version(conn, row, current=True) for row in conn.execute(query).mappings()]
+
+    def current_version(self, plugin: str) -> InstalledVersion | None:
+        return next((v for v in self.current_versions() if v.plugin == plugin), None)
+
+    def versions(self, plugin: str) -> list[InstalledVersion]:
+        with self.engine.connect() as conn:
+            current = conn.execute(select(plugins.c.current_version_id)
+                                   .where(plugins.c.name == plugin)).scalar()
+            rows = conn.execute(select(plugin_versions).where(plugin_versions.c.plugin == plugin)
+                                .order_by(plugin_versions.c.installed_at)).mappings().all()
+            return [self._version(conn, row, current=row["id"] == current) for row in rows]
+
+    def _version(self, conn: Any, row: Mapping[str, Any], *, current: bool = False) -> InstalledVersion:
+        agent_rows = conn.execute(select(agents).where(agents.c.version_id == row["id"])
+                                  .order_by(agents.c.name)).mappings().all()
+        return InstalledVersion(
+            id=row["id"], plugin=row["plugin"], version=row["version"], content_hash=row["content_hash"],
+            path=row["path"], description=row["description"] or "", installed_at=row["installed_at"],
+            installed_by=row["installed_by"] or "", current=current,
+            agents=tuple(InstalledAgent(
+                name=a["name"], kind=a["kind"], description=a["description"] or "",
+                input_schema_file=a["input_schema_file"], input_schema=a["input_schema"],
+                input_hash=a["input_hash"], output_schema_file=a["output_schema_file"],
+                output_schema=a["output_schema"], output_hash=a["output_hash"],
+                failures=a["failures"] or {}, limits=a["limits"] or {},
+            ) for a in agent_rows),
+        )
+
+    def record_version(self, *, plugin: str, version: str, content_hash: str, path: str, description: str,
+                       installed_by: str, agent_rows: Iterable[Mapping[str, Any]],
+                       audit_detail: Mapping[str, Any]) -> InstalledVersion:
+        """Install a plugin version and make it current, with its agents and an audit record: one transaction."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            exists = conn.execute(select(plugins.c.name).where(plugins.c.name == plugin)).first()
+            if exists is None:
+                conn.execute(insert(plugins).values(name=plugin, current_version_id=None, installed_at=now))
+            row = conn.execute(select(plugin_versions.c.id).where(
+                plugin_versions.c.plugin == plugin, plugin_versions.c.version == version,
+                plugin_versions.c.content_hash == content_hash)).first()
+            if row is None:
+                version_id = conn.execute(insert(plugin_versions).values(
+                    plugin=plugin, version=version, content_hash=content_hash, path=path,
+                    description=description, installed_at=now, installed_by=installed_by,
+                )).inserted_primary_key[0]
+                for agent in agent_rows:
+                    conn.execute(insert(agents).values(version_id=version_id, **agent))
+            else:
+                version_id = row[0]
+            conn.execute(update(plugins).where(plugins.c.name == plugin)
+                         .values(current_version_id=version_id, installed_at=now))
+            self.add_audit("plugin.install", actor=installed_by, detail=audit_detail, conn=conn)
+            stored = conn.execute(select(plugin_versions).where(plugin_versions.c.id == version_id)).mappings().one()
+            return self._version(conn, stored, current=True)
