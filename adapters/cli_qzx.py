@@ -166,7 +166,8 @@ def _receipt(args: argparse.Namespace) -> int:
     for line in receipt["warnings"]:
         print(f"warning: {line}")
     verdict = "PASS" if receipt["success"] else "FAIL"
-    print(f"{verdict}: {receipt['message']} Receipt written to {args.report}.")
+    print(f"{verdict}: {receipt['message']}")
+    print(f"Receipt written to {args.report}.")
     return 0 if receipt["success"] else 1
 
 
