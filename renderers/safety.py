@@ -9,9 +9,20 @@ renderer's own job, done after this.
 from __future__ import annotations
 
 import re
+from html import escape as _html_escape
 from urllib.parse import urlsplit
 
-__all__ = ["clean", "clip", "one_line", "safe_url"]
+__all__ = [
+    "clean",
+    "clip",
+    "discord_escape",
+    "fence_safe",
+    "html_escape",
+    "one_line",
+    "safe_url",
+    "slack_escape",
+    "utf16_len",
+]
 
 _INVISIBLE = (
     "\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"  # C0 (but \t \n \r) and C1 controls
@@ -51,3 +62,64 @@ def safe_url(url: str) -> str | None:
     except ValueError:
         return None
     return url if scheme in _ALLOWED_SCHEMES else None
+
+
+def utf16_len(text: str) -> int:
+    """Length as JavaScript counts it (UTF-16 code units): how Slack and Discord measure their limits."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def slack_escape(text: str) -> str:
+    """Text for a Slack field that Slack parses (mrkdwn, markdown, the top-level `text`).
+
+    Escaping `&`, `<` and `>` keeps `<!channel>`, `<@U…>`, `<#C…>`, `<!subteam^…>`, `<!date^…>` and
+    `<url|label>` inert. mrkdwn cannot escape `*_~` or backticks: data that must be literal goes in
+    plain_text, raw_text or rich text instead.
+    """
+    return clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_DISCORD_URL = re.compile(r"https?://[^\s<>`|\\\[\]()\"']+")
+_DISCORD_INLINE = re.compile(r"([\\*_~`|<>\[\]])")
+_EVERYONE = re.compile(r"@(everyone|here)", re.IGNORECASE)
+_DISCORD_LINE_START = re.compile(r"^(\s*)(?:([-+#])|(\d+)([.)]))", re.MULTILINE)
+
+
+def discord_escape(text: str) -> str:
+    """Data as literal Discord markdown: no formatting, no mention, no masked link, no heading or list.
+
+    Every markdown character is backslash-escaped, so `<@…>`, `<@&…>`, `<#…>`, `</cmd:…>`, `<t:…>`,
+    `[label](url)`, `||spoiler||` and code fences stay text; `@everyone` and `@here` get a
+    zero-width space after the `@` (Discord's own advice; `allowed_mentions` stops the ping anyway).
+    URLs are kept whole so they still work as links (the message suppresses their previews).
+    """
+    text = clean(text)
+    out: list[str] = []
+    pos = 0
+    for match in _DISCORD_URL.finditer(text):
+        out.append(_discord_escape_plain(text[pos:match.start()]))
+        out.append(_EVERYONE.sub("@\u200b\\1", match.group(0)))
+        pos = match.end()
+    out.append(_discord_escape_plain(text[pos:]))
+    return _DISCORD_LINE_START.sub(_escape_line_start, "".join(out))
+
+
+def _escape_line_start(m: re.Match[str]) -> str:
+    if m.group(2):
+        return m.group(1) + "\\" + m.group(2)
+    return m.group(1) + m.group(3) + "\\" + m.group(4)
+
+
+def _discord_escape_plain(text: str) -> str:
+    text = _DISCORD_INLINE.sub(r"\\\1", text)
+    return _EVERYONE.sub("@\u200b\\1", text)
+
+
+def fence_safe(text: str) -> str:
+    """Cleaned text for inside a code block: a run of backticks is broken so it cannot close the fence."""
+    return clean(text).replace("`", "`\u200b").replace("~~~", "~\u200b~~")
+
+
+def html_escape(text: str) -> str:
+    """Cleaned text escaped for HTML element content and quoted attribute values."""
+    return _html_escape(clean(text), quote=True)

@@ -1,0 +1,42 @@
+"""What the adapters upload beside a card: the same convention for every chat renderer.
+
+A Slack or Discord payload may carry `oz0_attachments`, a list of descriptors
+`{"filename", "content_type", "size"}`. Adapters pop every key starting with `oz0_` before posting,
+and upload one file per descriptor, its bytes from `attachment_for(card)`:
+- a card that was not drawn (over 64 KiB, or it broke its contract) carries the full result as
+  `Card.attachment`, and that is what is uploaded;
+- a drawn card that a renderer had to cut to fit a platform limit (rows, lines, characters) is
+  uploaded whole as the card's JSON (`oz0 render --to card`), so nothing the card holds is lost.
+The card says so in words too ("… 412 more rows, full result attached"): never a silent cut.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from edge.cards import Attachment, Card
+
+__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "size_text"]
+
+ATTACHMENTS_KEY = "oz0_attachments"
+
+
+def attachment_for(card: Card) -> Attachment:
+    """The file that carries everything the card was drawn from."""
+    if card.attachment is not None:
+        return card.attachment
+    data = json.dumps(card.to_dict(), ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
+    return Attachment("result.json", "application/json", data)
+
+
+def descriptors(card: Card, *, cut: bool) -> list[dict[str, Any]]:
+    """The `oz0_attachments` list: the card's own attachment, or the whole card when a renderer cut it."""
+    if card.attachment is not None or cut:
+        return [attachment_for(card).to_dict()]
+    return []
+
+
+def size_text(size: int) -> str:
+    """A byte count for people: "70,123 bytes"."""
+    return f"{size:,} bytes"
