@@ -3,11 +3,11 @@ sees: stdout, exit codes, the receipt file, and the official schemas as oracles.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -284,7 +284,7 @@ def emitted(**kw):
 
 def test_emit_result_success_and_failure():
     code, doc = emitted(command="run", success=True, message="Deploy started.", data={"run_id": "r1"},
-                        started=0.0 + __import__("time").monotonic())
+                        started=time.monotonic())
     assert code == 0 and doc["run_id"] == "r1" and doc["meta"]["command"] == "run"
     assert doc["meta"]["duration_ms"] >= 0 and "error" not in doc
     code, doc = emitted(command="run", success=False, message="Deploy refused.", error_code="not_allowed")
