@@ -1,0 +1,146 @@
+"""An MCP server for the tests: one tool per card the edge draws, plus tools that fail on purpose.
+
+Run it as `python cards_server.py` (stdio) or `python cards_server.py http PORT` (streamable HTTP
+on 127.0.0.1). Tools:
+
+- deploys: a list (the SDK wraps it as {"result": [...]}) -> table
+- disk: an object -> key-values
+- config_change: an object whose schema has x-oz0-diff -> diff
+- health: a QZX Result Contract envelope -> status header
+- fail: raises -> isError with the tool's text
+- broken: an object that breaks its own outputSchema (the schema says maximum 100) -> not drawn
+- notes: plain text, no outputSchema -> markdown text
+- json_text: JSON as text, no outputSchema -> drawn as that JSON
+- remote_ref: its outputSchema has a remote $ref -> a clear error naming it
+- sleep: sleeps, to test call timeouts
+- crash: exits the server process, to test restarts
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("oz0-test-cards")
+
+
+class Deploy(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"x-oz0-order": ["service", "version"]})
+    version: str
+    service: str
+    ok: bool
+
+
+class Disk(BaseModel):
+    host: str
+    mount: str
+    used_percent: float = Field(json_schema_extra={"maximum": 100})
+
+
+class ConfigChange(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"x-oz0-diff": {"before": "before", "after": "after"}})
+    file: str
+    before: str
+    after: str
+
+
+class Remote(BaseModel):
+    host: str = Field(json_schema_extra={"$ref": "https://schemas.example.com/host.json"})
+
+
+class HealthMeta(BaseModel):
+    command: str
+    duration_ms: float
+
+
+class Health(BaseModel):
+    success: bool
+    message: str
+    warnings: list[str] = []
+    meta: HealthMeta
+    checks: list[dict[str, Any]]
+
+
+@server.tool()
+def deploys(service: str = "api") -> list[Deploy]:
+    """Recent deploys of a service."""
+    return [Deploy(version="1.4.2", service=service, ok=True), Deploy(version="1.4.3", service=service, ok=False)]
+
+
+@server.tool()
+def disk(host: str) -> Disk:
+    """Disk use of one host."""
+    return Disk(host=host, mount="/var", used_percent=71.5)
+
+
+@server.tool()
+def config_change(file: str = "app.ini") -> ConfigChange:
+    """The last change to a config file."""
+    return ConfigChange(file=file, before="workers = 2\ntimeout = 30\n", after="workers = 4\ntimeout = 30\n")
+
+
+@server.tool()
+def health() -> Health:
+    """Health checks, as a QZX result."""
+    return Health(success=True, message="All 2 checks passed", warnings=["cache warming"],
+                  meta=HealthMeta(command="health", duration_ms=12.5),
+                  checks=[{"name": "db", "ok": True}, {"name": "queue", "ok": True}])
+
+
+@server.tool()
+def fail(reason: str = "the backup volume is offline") -> Disk:
+    """Always fails with a tool error."""
+    raise ToolError(f"Cannot read disk use: {reason}")
+
+
+@server.tool()
+def broken(host: str = "db-1") -> Disk:
+    """Answers with a value its own outputSchema forbids (used_percent over the maximum of 100)."""
+    return Disk(host=host, mount="/data", used_percent=140.5)
+
+
+@server.tool(structured_output=False)
+def notes() -> str:
+    """Release notes as markdown text."""
+    return "# Release 1.4\n\n- faster *search*\n- fixed login"
+
+
+@server.tool(structured_output=False)
+def json_text() -> str:
+    """JSON, but as text content only."""
+    return '{"queue": "mail", "depth": 12}'
+
+
+@server.tool()
+def remote_ref() -> Remote:
+    """Its outputSchema points at a remote $ref, which the edge refuses to fetch."""
+    return Remote(host="db-1")
+
+
+@server.tool()
+def sleep(seconds: float) -> str:
+    """Sleeps, then answers."""
+    time.sleep(seconds)
+    return "awake"
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server process at once, as a crash would."""
+    print("cards_server: crashing on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        print("cards_server: ready on stdio", file=sys.stderr, flush=True)
+        server.run()
