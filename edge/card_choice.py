@@ -136,6 +136,11 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
                     text=message if message != first_line else "", text_format="markdown")
     if "structuredContent" in result:
         return _card(structured, contract, title)
+    if contract is not None:
+        return Card(form="text", title=title, drawn=False, text_format="plain",
+                    reason=("The tool declares an outputSchema but its result has no structuredContent, "
+                            "which MCP requires; the raw result is attached."),
+                    attachment=Attachment("result.json", "application/json", compact_json(result)))
     if text:
         try:
             parsed = json.loads(text)
