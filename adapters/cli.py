@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from adapters import cli_qzx, cli_render
+from adapters import cli_qzx, cli_render, serve
 
 __all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
 
@@ -24,6 +24,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "render": cli_render.register_render,
     "demo": cli_render.register_demo,
     "qzx": cli_qzx.register,
+    "serve": serve.register,
 }
 
 
