@@ -8,12 +8,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from edge.cards import Card
-from renderers import plain_text
+from renderers import discord_message, html_console, plain_text, slack_blocks
 
 __all__ = ["RENDERERS", "render"]
 
 RENDERERS: dict[str, Callable[[Card], Any]] = {
     "text": plain_text.render,
+    "slack": slack_blocks.render,
+    "discord": discord_message.render,
+    "html": html_console.render,
 }
 
 
