@@ -169,7 +169,7 @@ class Runtime:
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
         row = {
-            "id": uuid.uuid4().hex[:16], "agent": agent, "plugin": plugin, "plugin_version": version,
+            "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
