@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from adapters import cli_qzx, cli_render, serve
+from adapters import cli_mcp, cli_qzx, cli_render, serve
 from adapters import cli_plugin, cli_run
 
 __all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
@@ -26,6 +26,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "demo": cli_render.register_demo,
     "qzx": cli_qzx.register,
     "serve": serve.register,
+    "mcp": cli_mcp.register,
     "plugin": cli_plugin.register,
     "run": cli_run.register_run,
     "jobs": cli_run.register_jobs,

@@ -675,7 +675,7 @@ def card_form(tool: ToolInfo) -> str:
         columns = list(_props(contract, rows))
         order = rows.get("x-oz0-order") if isinstance(rows.get("x-oz0-order"), list) else []
         columns = [c for c in order if c in columns] + [c for c in columns if c not in order]
-        return header + "table: " + ", ".join(columns)
+        return header + ("table: " + ", ".join(columns) if columns else "table (columns from the rows)")
     if props:
         return header + "key-values: " + ", ".join(props)
     return header + "text"
