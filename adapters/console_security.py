@@ -1,0 +1,156 @@
+"""The web console's guards: where it may listen, who may use it, forged forms, and what a page may load.
+
+- Bound to a loopback address the console is the local user's; bound anywhere else it needs
+  `OZ0_CONSOLE_TOKEN` (sent as a bearer token, or typed once into the login form) and refuses to
+  start without one. On loopback only loopback host names are answered (no DNS rebinding).
+- Forms carry a signed double-submit CSRF token: a random nonce with an HMAC under a per-process
+  key, in an HttpOnly SameSite=Strict cookie and in a hidden field; both must match and verify.
+  The JSON API only takes `application/json`, which a cross-site page cannot send without CORS.
+- Every response carries a strict Content-Security-Policy: no inline script or style, nothing
+  remote, so a hostile result stays inert even if a bug let markup through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = [
+    "CSP",
+    "CSRF_COOKIE",
+    "CSRF_FIELD",
+    "SESSION_COOKIE",
+    "ConsoleConfigError",
+    "Guard",
+    "SecurityHeaders",
+    "is_loopback",
+]
+
+CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'; connect-src 'self'")
+SECURITY_HEADERS: dict[str, str] = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+}
+CSRF_COOKIE = "oz0_csrf"
+CSRF_FIELD = "csrf"
+SESSION_COOKIE = "oz0_session"
+MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+class ConsoleConfigError(ValueError):
+    """A console setting that would make it unsafe or unable to start: names the variable and the fix."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address or `localhost`) only accepts connections from this machine."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Guard:
+    """Auth and CSRF for one console: built from the bind address and the token."""
+
+    host: str
+    token: str | None = None
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not self.token.strip():
+            self.token = None
+        if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
+            raise ConsoleConfigError(
+                f"OZ0_CONSOLE_TOKEN is {len(self.token)} characters; use at least {MIN_TOKEN_CHARS} "
+                "(for example the output of `python -c 'import secrets; print(secrets.token_urlsafe())'`)")
+        if self.token is None and not is_loopback(self.host):
+            raise ConsoleConfigError(
+                f"OZ0_CONSOLE_HOST={self.host} is not a loopback address, so the console needs "
+                "OZ0_CONSOLE_TOKEN (at least 16 characters) before it will start; or bind it to 127.0.0.1")
+
+    @property
+    def needs_login(self) -> bool:
+        return self.token is not None
+
+    @property
+    def allowed_hosts(self) -> list[str]:
+        """Host header names answered: loopback names on loopback (no DNS rebinding), any behind a token."""
+        if is_loopback(self.host) and self.token is None:
+            return ["localhost", "127.0.0.1", "::1", "[::1]"]
+        return ["*"]
+
+    def session_value(self) -> str:
+        """The login cookie: an HMAC of the token, so the cookie never carries the token itself."""
+        assert self.token is not None
+        return hmac.new(self.token.encode(), b"oz0-console-session", hashlib.sha256).hexdigest()
+
+    def authorized(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> bool:
+        if self.token is None:
+            return True
+        auth = headers.get("authorization", "")
+        scheme, _, value = auth.partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return hmac.compare_digest(value.strip().encode(), self.token.encode())
+        session = cookies.get(SESSION_COOKIE, "")
+        return bool(session) and hmac.compare_digest(session.encode(), self.session_value().encode())
+
+    def token_matches(self, typed: str) -> bool:
+        return self.token is not None and hmac.compare_digest(typed.strip().encode(), self.token.encode())
+
+    def new_csrf(self) -> str:
+        nonce = secrets.token_urlsafe(18)
+        return f"{nonce}.{self._sign(nonce)}"
+
+    def csrf_ok(self, cookie: str | None, submitted: str | None) -> bool:
+        """The form's token equals the cookie's and was signed by this process."""
+        if not cookie or not submitted or not hmac.compare_digest(cookie.encode(), submitted.encode()):
+            return False
+        nonce, _, signature = cookie.partition(".")
+        return bool(nonce) and hmac.compare_digest(signature.encode(), self._sign(nonce).encode())
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self.key, b"csrf:" + nonce.encode(), hashlib.sha256).hexdigest()
+
+
+class SecurityHeaders:
+    """ASGI middleware: the CSP and its companions on every HTTP response, errors included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+                headers.setdefault("cache-control", "no-store")
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def cookie_options(**extra: Any) -> dict[str, Any]:
+    """Attributes of every console cookie: unreadable from script, never sent cross-site."""
+    return {"httponly": True, "samesite": "strict", "path": "/", **extra}
