@@ -508,7 +508,8 @@ class _Comparison:
         new_keys = {_canon_key(self._canon(b, self.new_doc)): b for b in nv or []}
         for canon, branch in old_keys.items():
             if canon not in new_keys:
-                self.add(path, NARROWS, f"{p} lost a {key} branch: {_branch_words(branch)}")
+                self.add(path, NARROWS, f"{p} lost {'an' if key == 'anyOf' else 'a'} {key} branch: "
+                                        f"{_branch_words(branch)}")
         for canon, branch in new_keys.items():
             if canon not in old_keys:
                 self.add(path, WIDENS, f"{p} has a new {key} branch: {_branch_words(branch)}")
