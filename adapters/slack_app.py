@@ -151,6 +151,7 @@ class ReplyTarget:
     thread_ts: str | None = None
     response_url: str | None = None
     ts: str | None = None          # the "working..." message, once posted
+    in_thread: bool = False        # the ask was made in an existing thread (not a top-level message)
 
     @property
     def ephemeral(self) -> bool:
@@ -158,13 +159,15 @@ class ReplyTarget:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"platform": "slack", "channel": self.channel, "user": self.user, "team": self.team,
-               "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts}
+               "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts,
+               "in_thread": self.in_thread or None}
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
-                   thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"))
+                   thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
+                   in_thread=bool(data.get("in_thread")))
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,7 @@ def to_edge_request(body: Mapping[str, Any]) -> EdgeRequest:
         agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
         asker = Asker("slack", workspace=team, channel=channel, user=user)
         reply = ReplyTarget(channel=channel, user=user, team=team,
-                            thread_ts=event.get("thread_ts") or event.get("ts"))
+                            thread_ts=event.get("thread_ts") or event.get("ts"), in_thread=bool(event.get("thread_ts")))
         return EdgeRequest(agent, text, asker, f"slack:event:{body['event_id']}", reply, "mention")
     raise ValueError(f"not an ask: {body.get('type') or 'unknown'} payload")
 
@@ -372,16 +375,16 @@ class SlackChannel:
         if not task.cancelled() and task.exception() is not None:
             log.error("Slack task %s failed", task.get_name(), exc_info=task.exception())
 
-    async def drain(self, *, timeout: float = STOP_GRACE_S) -> None:
-        """Let running jobs finish for a while; the rest are reported as interrupted after the restart."""
+    async def drain(self, *, timeout: float | None = None) -> None:
+        """Let running jobs finish for a while (STOP_GRACE_S); the rest are stopped, journaled as
+        interrupted and reported so in their threads."""
         if not self._tasks:
             return
-        done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        done, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S if timeout is None else timeout)
         for task in pending:
             task.cancel()
         if pending:
-            log.warning("stopped with %d Slack job(s) still running; they are reported after the restart",
-                        len(pending))
+            log.warning("stopped with %d Slack job(s) still running; reporting them as interrupted", len(pending))
             await asyncio.gather(*pending, return_exceptions=True)
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
@@ -485,7 +488,7 @@ class SlackChannel:
     async def _post_ephemeral(self, reply: ReplyTarget, card: Card) -> None:
         public, _ = split_private(to_slack_payload(card, channel=reply.channel))
         # An ephemeral message in a thread shows only if the thread exists: a top-level mention has none yet.
-        thread = reply.thread_ts if reply.thread_ts and reply.thread_ts != reply.ts else None
+        thread = reply.thread_ts if reply.in_thread else None
         await self.client.chat_postEphemeral(user=reply.user, **public,
                                              **({"thread_ts": thread} if thread else {}))
 

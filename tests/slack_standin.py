@@ -83,6 +83,7 @@ class SlackStandIn:
     async def __aenter__(self) -> "SlackStandIn":
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/response/{name}", self._response)
         app.router.add_get("/socket", self._socket)

@@ -1,0 +1,189 @@
+"""A running Slack channel for tests and the ack benchmark: the real bolt app in HTTP mode (or Socket
+Mode) started by `adapters.slack_app.serve`, a real Runtime on a SQLite file, a plugin of small agents
+installed in it, and the loopback Slack stand-in as the Web API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import aiohttp
+from slack_sdk.models.blocks import Block
+
+from adapters import slack_app
+from edge.plugins import load_plugin
+from edge.runtime import Runtime, install_plugin
+from slack_standin import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    SIGNING_SECRET,
+    SlackStandIn,
+    mention_event_body,
+    signed_headers,
+    slash_command_body,
+)
+
+__all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_channel"]
+
+PLUGIN_FILES = {
+    "plugin.yaml": "name: slacktest\nversion: 1.0.0\ndescription: agents for the Slack channel tests\n",
+    "agents/echo.yaml": """\
+        description: Says back what it was given
+        kind: python
+        entry: impl:echo
+        input: text
+        output: text
+        example: hello there
+        """,
+    "agents/deploys.yaml": """\
+        description: Lists recent deploys of a service
+        kind: python
+        entry: impl:deploys
+        input_schema: schemas/deploys.in.json
+        output_schema: schemas/deploys.out.json
+        example: {"service": "api", "rows": 3}
+        """,
+    "agents/boom.yaml": """\
+        description: Always fails
+        kind: python
+        entry: impl:boom
+        input: text
+        output: text
+        limits: {max_attempts: 1}
+        """,
+    "schemas/deploys.in.json": """\
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+         "required": ["service"], "additionalProperties": false,
+         "properties": {"service": {"type": "string"}, "rows": {"type": "integer", "minimum": 0}}}
+        """,
+    "schemas/deploys.out.json": """\
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array",
+         "items": {"type": "object", "properties": {"service": {"type": "string"}, "n": {"type": "integer"},
+                   "status": {"type": "string"}}}}
+        """,
+    "impl.py": """\
+        import asyncio
+
+        async def echo(text):
+            if text.startswith("sleep "):
+                await asyncio.sleep(float(text.split()[1]))
+            return "echo: " + text
+
+        def deploys(value):
+            return [{"service": value["service"], "n": i, "status": "ok"} for i in range(value.get("rows", 3))]
+
+        def boom(text):
+            raise RuntimeError("the database is on fire")
+        """,
+}
+
+
+def install_test_plugin(home: Path) -> None:
+    src = home.parent / "slacktest-plugin"
+    for name, text in PLUGIN_FILES.items():
+        path = src / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    runtime = Runtime(home)
+    try:
+        install_plugin(runtime, load_plugin(src), actor="test")
+    finally:
+        runtime.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:
+    """The oracle: slack_sdk's own models parse and validate every block, and there are at most 50."""
+    assert isinstance(blocks, list) and 0 < len(blocks) <= 50, blocks
+    for raw in blocks:
+        block = Block.parse(raw)
+        assert block is not None, raw
+        block.validate_json()
+
+
+@dataclass
+class Harness:
+    slack: SlackStandIn
+    runtime: Runtime
+    http: aiohttp.ClientSession
+    url: str
+    stop: asyncio.Event
+    env: dict[str, str]
+
+    async def command(self, text: str, *, trigger_id: str = "1337.42.abcdef", user: str = "U0ASKER",
+                      channel: str = "C0GENERAL", headers: dict[str, str] | None = None
+                      ) -> tuple[int, Any, float]:
+        """POST a signed /ask; (status, JSON body or text, seconds until the answer)."""
+        body = slash_command_body(text, response_url=self.slack.response_url(trigger_id), user=user,
+                                  channel=channel, trigger_id=trigger_id)
+        return await self.post(body, headers or signed_headers(body))
+
+    async def mention(self, text: str, *, event_id: str = "Ev0001", user: str = "U0ASKER",
+                      ts: str = "1700000000.000100", thread_ts: str | None = None, retry_num: int | None = None
+                      ) -> tuple[int, Any, float]:
+        body = mention_event_body(text, event_id=event_id, user=user, ts=ts, thread_ts=thread_ts)
+        return await self.post(body, signed_headers(body, content_type="application/json", retry_num=retry_num))
+
+    async def post(self, body: str, headers: dict[str, str]) -> tuple[int, Any, float]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        async with self.http.post(self.url, data=body.encode("utf-8"), headers=headers) as resp:
+            raw = await resp.text()
+            took = loop.time() - start
+            try:
+                payload: Any = await resp.json(content_type=None) if raw else None
+            except ValueError:
+                payload = raw
+            return resp.status, payload, took
+
+
+@contextlib.asynccontextmanager
+async def running_channel(home: Path, *, usergroups: dict[str, list[str]] | None = None,
+                          socket_mode: bool = False, slack: SlackStandIn | None = None) -> AsyncIterator[Harness]:
+    """Start `slack_app.serve` against a stand-in; stop it (and wait for it) on exit."""
+    async with contextlib.AsyncExitStack() as stack:
+        if slack is None:
+            slack = await stack.enter_async_context(SlackStandIn(usergroups=usergroups))
+        runtime = Runtime(home, backoff_s=0.01)
+        stack.callback(runtime.close)
+        port = free_port()
+        env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+               "SLACK_API_URL": slack.api_url, "OZ0_SLACK_PORT": str(port), "OZ0_SLACK_HOST": "127.0.0.1"}
+        if socket_mode:
+            env["SLACK_APP_TOKEN"] = APP_TOKEN
+        stop = asyncio.Event()
+        server = asyncio.create_task(slack_app.serve(runtime, env=env, stop=stop))
+        http = await stack.enter_async_context(aiohttp.ClientSession())
+        if socket_mode:
+            await slack.wait_for("apps.connections.open")
+        else:
+            await _wait_listening(port, server)
+        try:
+            yield Harness(slack, runtime, http, f"http://127.0.0.1:{port}{slack_app.EVENTS_PATH}", stop, env)
+        finally:
+            stop.set()
+            await asyncio.wait_for(server, 15)
+
+
+async def _wait_listening(port: int, server: asyncio.Task[Any]) -> None:
+    for _ in range(500):
+        if server.done():
+            server.result()  # raises what serve() raised
+            raise AssertionError("serve() returned before listening")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.01)
+    raise AssertionError(f"the Slack channel did not listen on {port}")
