@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
+	$(BIN)/oz0 plugin install --example --quiet-if-current
 	$(BIN)/oz0 demo
 
 test: $(STAMP)

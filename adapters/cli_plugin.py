@@ -157,7 +157,7 @@ def _install(args: argparse.Namespace) -> int:
 def _contract(file: str | None, digest: str | None) -> str:
     if file is None:
         return "text"
-    return f"{file} (sha256:{digest[:12]})" if digest else file
+    return f"{file} (sha256:{digest[:8]})" if digest else file
 
 
 def _list(args: argparse.Namespace) -> int:
