@@ -2,8 +2,8 @@
 
 One operation per agent, `POST /agents/{name}/runs`. The request body is the input contract
 (`text/plain`, or `application/json` with its schema), the 200 response the output contract, and the
-failure kinds are error responses: `InvalidInput` (every agent has it) as 400, the agent's declared
-kinds as 502, each a schema carrying `x-retryable`, `x-partial` and `x-person`.
+failure kinds are error responses: `InvalidInput` (every agent has it) as 400, the runtime's other
+kinds and the agent's declared ones as 502, each a schema carrying `x-retryable`, `x-partial` and `x-person`.
 
 Each contract is embedded once under `components/schemas/{agent}.input` (or `.output`) with every
 local `$ref` rewritten to a pointer from the document root, and `$id`/`$anchor`/`$schema` dropped, so
@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 from urllib.parse import quote, urldefrag, urljoin
 
 from edge.contracts import Contract
+from edge.jobs import BUILTIN_FAILURES
 from edge.plugins import INVALID_INPUT, AgentSpec, FailureKind
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "OPENAPI_VERSION",
     "agent_path",
     "component_key",
+    "failure_kinds",
     "failure_schema",
     "openapi_document",
 ]
@@ -44,6 +46,7 @@ _SCHEMA_VALUED = (
 )
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
 
@@ -71,9 +74,10 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
                 "The input does not match the agent's input contract; the agent did not start.",
                 [INVALID_INPUT]),
         }
-        if agent.failures:
-            responses[FAILURE_STATUS] = _failure_response(
-                "The agent ended the job with one of its failure kinds.", agent.failures)
+        responses[FAILURE_STATUS] = _failure_response(
+            "The agent ended the job with one of its failure kinds: those it declares, and the "
+            "runtime's own (a kind it declares itself takes the place of the runtime's).",
+            failure_kinds(agent))
         operation: dict[str, Any] = {
             "operationId": f"run.{agent.name}",
             "summary": f"Run {agent.name}",
@@ -104,6 +108,14 @@ def _body(agent: AgentSpec, direction: str, contract: Contract | None, schemas: 
     key = component_key(agent.name, direction)
     schemas[key] = _embed(contract, f"#/components/schemas/{_escape(key)}")
     return {"content": {JSON: {"schema": {"$ref": f"#/components/schemas/{_escape(key)}"}}}}
+
+
+def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
+    """Every kind a run of `agent` may end with other than InvalidInput: the runtime's, overridden
+    by the agent's own declarations, as the runtime looks them up."""
+    kinds = {name: kind for name, kind in BUILTIN_FAILURES.items() if name not in _NOT_RUN_FAILURES}
+    kinds.update((kind.name, kind) for kind in agent.failures if kind.name != INVALID_INPUT.name)
+    return [kinds[name] for name in sorted(kinds)]
 
 
 def failure_schema(kind: FailureKind) -> dict[str, Any]:

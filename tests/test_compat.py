@@ -314,15 +314,15 @@ def test_agents_added_removed_described(tmp_path, old_agents, new_agents, expect
 
 
 FAILURE_ROWS = [
-    ({}, {"Timeout": {"retryable": True}}, "new failure kind Timeout", True),
-    ({"Timeout": {}}, {}, "failure kind Timeout removed", False),
-    ({"Timeout": {"retryable": True}}, {"Timeout": {"retryable": False}}, "Timeout is no longer retryable", True),
-    ({"Timeout": {}}, {"Timeout": {"retryable": True}}, "Timeout is now retryable", False),
-    ({"Timeout": {}}, {"Timeout": {"partial": True}}, "Timeout may now leave partial output", True),
-    ({"Timeout": {"partial": True}}, {"Timeout": {}}, "Timeout no longer leaves partial output", False),
-    ({"Timeout": {}}, {"Timeout": {"person": True}}, "Timeout now asks a person to act", True),
-    ({"Timeout": {"person": True}}, {"Timeout": {}}, "Timeout no longer asks a person to act", False),
-    ({"Timeout": {"description": "a"}}, {"Timeout": {"description": "b"}}, "description of Timeout changed", False),
+    ({}, {"RateLimited": {"retryable": True}}, "new failure kind RateLimited", True),
+    ({"RateLimited": {}}, {}, "failure kind RateLimited removed", False),
+    ({"RateLimited": {"retryable": True}}, {"RateLimited": {"retryable": False}}, "RateLimited is no longer retryable", True),
+    ({"RateLimited": {}}, {"RateLimited": {"retryable": True}}, "RateLimited is now retryable", False),
+    ({"RateLimited": {}}, {"RateLimited": {"partial": True}}, "RateLimited may now leave partial output", True),
+    ({"RateLimited": {"partial": True}}, {"RateLimited": {}}, "RateLimited no longer leaves partial output", False),
+    ({"RateLimited": {}}, {"RateLimited": {"person": True}}, "RateLimited now asks a person to act", True),
+    ({"RateLimited": {"person": True}}, {"RateLimited": {}}, "RateLimited no longer asks a person to act", False),
+    ({"RateLimited": {"description": "a"}}, {"RateLimited": {"description": "b"}}, "description of RateLimited changed", False),
 ]
 
 
@@ -330,6 +330,14 @@ FAILURE_ROWS = [
 def test_failure_rule(tmp_path, old, new, words, breaking):
     changes = diff_plugins(tmp_path, {"helper": {"failures": old}}, {"helper": {"failures": new}})
     assert changes == [Change("helper", "failure", "$", words, breaking)]
+
+
+def test_a_declaration_that_took_the_place_of_a_runtime_kind_falls_back_to_it(tmp_path):
+    """The runtime's Timeout is not retryable: dropping a declaration that made it so breaks callers."""
+    changes = diff_plugins(tmp_path, {"helper": {"failures": {"Timeout": {"retryable": True}}}},
+                           {"helper": {"failures": {}}})
+    assert [(c.what, c.breaking) for c in changes] == [("Timeout is no longer retryable", True),
+                                                       ("description of Timeout changed", False)]
 
 
 def test_several_failure_kinds_compare_independently(tmp_path):

@@ -81,14 +81,16 @@ def test_failure_kinds_are_error_responses_with_their_flags(plugin):
     assert invalid["properties"]["kind"] == {"const": "InvalidInput"}
     assert (invalid["x-retryable"], invalid["x-partial"], invalid["x-person"]) == (False, False, False)
     kinds = {b["title"]: b for b in responses["502"]["content"]["application/json"]["schema"]["oneOf"]}
-    assert sorted(kinds) == ["NeedsOwner", "Timeout"]
+    assert sorted(kinds) == ["AgentError", "Crashed", "Interrupted", "InvalidOutput", "Misconfigured",
+                             "NeedsOwner", "OutputTooLarge", "Rejected", "Timeout", "Unavailable"]
+    assert (kinds["Interrupted"]["x-partial"], kinds["Misconfigured"]["x-person"]) == (True, True)
     assert (kinds["Timeout"]["x-retryable"], kinds["Timeout"]["x-partial"], kinds["Timeout"]["x-person"]) == (
         True, False, False)
     assert (kinds["NeedsOwner"]["x-retryable"], kinds["NeedsOwner"]["x-partial"],
             kinds["NeedsOwner"]["x-person"]) == (False, True, True)
     assert kinds["NeedsOwner"]["description"] == "ask"
     echo = _document(plugin)["paths"]["/agents/echo/runs"]["post"]["responses"]
-    assert sorted(echo) == ["200", "400"]
+    assert sorted(echo) == ["200", "400", "502"]
 
 
 def _validator(document, pointer):
