@@ -50,6 +50,7 @@ __all__ = [
     "server_for_agent",
     "tool_output",
     "servers",
+    "with_known_contracts",
     "with_tool_contracts",
 ]
 
@@ -557,6 +558,9 @@ class McpServers:
             except McpFailure:
                 raise
             except Exception as exc:
+                own = next((e for e in _leaves(exc) if isinstance(e, McpFailure)), None)
+                if own is not None:  # raised inside the SDK's task group, which wraps it
+                    raise own from None
                 if not _is_connection_error(exc):
                     raise _protocol_failure(exc, tool, server) from None
                 if sent:
@@ -718,33 +722,35 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> A
     """An `mcp` agent with its tool's inputSchema/outputSchema as contracts where its file declares none.
 
     Lists the server's tools once (then reuses the listing); any other agent is returned as it is.
-    The runtime calls this before it checks a job's input.
+    The runtime calls this before it checks a job's input. Raises McpFailure (Misconfigured) for a
+    tool schema the edge cannot use, such as one with a remote $ref.
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    pool = pool or servers()
-    await pool.tool(server_for_agent(spec), _tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return with_known_contracts(spec, pool=pool)
+    info = await (pool or servers()).tool(server_for_agent(spec), _tool_name(spec), timeout_s=spec.limits.timeout_s)
+    return _with_contracts(spec, info)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
-    """Like `with_tool_contracts`, from the last listing only (no I/O): for drawing a finished job's card.
-
-    A tool without an outputSchema answers text or JSON (its text parsed); its output contract is then
-    the schema that allows any value, so the runtime accepts either and the card draws it as it is.
-    An agent file that names its own schema keeps it (`input: text` cannot be told from no declaration).
-    """
-    from dataclasses import replace
-
+    """Like `with_tool_contracts` from the last listing only, without reaching the server: for drawing
+    a finished job's card. Returns the agent unchanged when its tool was never listed or its schemas
+    cannot be used (the job that tried already failed, saying why)."""
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
     try:
-        listed = (pool or servers()).listed(server_for_agent(spec))
-    except McpFailure:
+        info = ((pool or servers()).listed(server_for_agent(spec)) or {}).get(_tool_name(spec))
+        return _with_contracts(spec, info) if info is not None else spec
+    except McpFailure as exc:
+        log.info("agent %s keeps its declared contracts: %s", spec.name, exc.reason)
         return spec
-    info = (listed or {}).get(_tool_name(spec))
-    if info is None:
-        return spec
+
+
+def _with_contracts(spec: Any, info: ToolInfo) -> Any:
+    """A tool without an outputSchema answers text or JSON (its text parsed): its output contract is then
+    the schema that allows any value, so the runtime accepts either and the card draws it as it is.
+    An agent file that names its own schema keeps it (`input: text` cannot be told from no declaration)."""
+    from dataclasses import replace
+
     changes: dict[str, Any] = {}
     try:
         if spec.input is None and info.input_schema is not None:
