@@ -27,6 +27,7 @@ import httpx
 import orjson
 
 from edge.jobs import JobFailure, RunContext
+from edge.mcp_agents import run_mcp_agent
 from edge.plugins import AgentSpec
 
 __all__ = [
@@ -428,5 +429,5 @@ AGENT_KINDS: dict[str, AgentKind] = {
     "command": run_command,
     "http": run_http,
     "model": run_model,
-    # "mcp": edge.mcp_agents.run_mcp  (the MCP issue adds this one line)
+    "mcp": run_mcp_agent,
 }

@@ -28,6 +28,7 @@ from edge.agent_kinds import AGENT_KINDS
 from edge.card_choice import choose_card, compact_json, is_qzx_result
 from edge.cards import Card, Status
 from edge.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
+from edge.mcp_agents import with_known_contracts, with_tool_contracts
 from edge.plugins import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
 from edge.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
 
@@ -211,6 +212,7 @@ class Runtime:
         attempts = 0
         try:
             spec = self.agent(job.agent)
+            spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
             value = self.parse_input(spec, job.input)
             plugin = self.plugin_of(spec)
             plugin_path = Path(plugin.path) if plugin else Path(spec.file).parent.parent
@@ -352,7 +354,7 @@ class Runtime:
         """The card for a job: its answer drawn under its output contract, or its failure."""
         title = job.agent
         try:
-            contract = self.agent(job.agent).output
+            contract = with_known_contracts(self.agent(job.agent)).output
         except UnknownAgent:
             contract = None
         if job.status == "succeeded":
