@@ -1,0 +1,173 @@
+"""A running Discord channel for tests: `adapters.discord_client.serve` with a real discord.py client,
+a real Runtime on a SQLite file with a plugin of small agents, and the loopback Discord stand-in as
+both the HTTP API and the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from adapters import discord_client
+from discord_standin import DiscordStandIn, Recorded, snowflake
+from edge.plugins import load_plugin
+from edge.runtime import Runtime, install_plugin
+
+__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel"]
+
+GUILD = snowflake()
+CHANNEL = snowflake()
+OTHER_CHANNEL = snowflake()
+ROLE = snowflake()
+TOKEN = "test-bot-token.not-a-real-one"
+
+PLUGIN_FILES = {
+    "plugin.yaml": "name: discordtest\nversion: 1.0.0\ndescription: agents for the Discord channel tests\n",
+    "agents/echo.yaml": """\
+        description: Says back what it was given
+        kind: python
+        entry: impl:echo
+        input: text
+        output: text
+        example: hello there
+        """,
+    "agents/deploys.yaml": """\
+        description: Lists recent deploys of a service
+        kind: python
+        entry: impl:deploys
+        input_schema: schemas/deploys.in.json
+        output_schema: schemas/deploys.out.json
+        example: {"service": "api", "rows": 3}
+        """,
+    "agents/ops-restart.yaml": """\
+        description: Restarts a service (restricted)
+        kind: python
+        entry: impl:echo
+        input: text
+        output: text
+        """,
+    "agents/boom.yaml": """\
+        description: Always fails
+        kind: python
+        entry: impl:boom
+        input: text
+        output: text
+        limits: {max_attempts: 1}
+        """,
+    "schemas/deploys.in.json": """\
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+         "required": ["service"], "additionalProperties": false,
+         "properties": {"service": {"type": "string"}, "rows": {"type": "integer", "minimum": 0}}}
+        """,
+    "schemas/deploys.out.json": """\
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array",
+         "items": {"type": "object", "properties": {"service": {"type": "string"}, "n": {"type": "integer"},
+                   "status": {"type": "string"}}}}
+        """,
+    "impl.py": """\
+        import asyncio
+        import os
+        from pathlib import Path
+
+        RUNS = Path(os.environ["OZ0_TEST_RUNS"])
+
+        async def echo(text):
+            with RUNS.open("a") as f:
+                f.write(text.replace("\\n", " ") + "\\n")
+            if text.startswith("sleep "):
+                await asyncio.sleep(float(text.split()[1]))
+            return "echo: " + text
+
+        def deploys(value):
+            return [{"service": value["service"], "n": i, "status": "ok @everyone <@&1>"}
+                    for i in range(value.get("rows", 3))]
+
+        def boom(text):
+            raise RuntimeError("token=sk-live-SECRET at /srv/app/boom.py line 3")
+        """,
+}
+
+
+def install_test_plugin(runtime: Runtime, where: Path) -> None:
+    for name, text in PLUGIN_FILES.items():
+        path = where / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    install_plugin(runtime, load_plugin(where), actor="test")
+
+
+@dataclass
+class Harness:
+    standin: DiscordStandIn
+    runtime: Runtime
+    stop: asyncio.Event
+    task: asyncio.Task[Any]
+    runs_file: Path
+
+    def runs(self) -> list[str]:
+        return self.runs_file.read_text().splitlines() if self.runs_file.exists() else []
+
+    async def send(self, payload: dict[str, Any], *, shard_id: int = 0) -> dict[str, Any]:
+        return await self.standin.interact(payload, shard_id=shard_id)
+
+    def where(self, **extra: Any) -> dict[str, Any]:
+        return {"guild_id": GUILD, "channel_id": CHANNEL, **extra}
+
+    async def callback(self, payload: dict[str, Any], *, timeout: float = 10.0) -> Recorded:
+        path = f"/interactions/{payload['id']}/{payload['token']}/callback"
+        return (await self.standin.wait_for(lambda r: r.path == path, timeout=timeout))[0]
+
+    async def edit(self, payload: dict[str, Any], *, timeout: float = 10.0) -> Recorded:
+        path = f"/webhooks/{self.standin.app_id}/{payload['token']}/messages/@original"
+        return (await self.standin.wait_for(lambda r: r.method == "PATCH" and r.path == path,
+                                            timeout=timeout))[0]
+
+    def to(self, payload: dict[str, Any]) -> list[Recorded]:
+        """Every request the client made with this interaction's id or token."""
+        return [r for r in self.standin.requests if payload["token"] in r.path or payload["id"] in r.path]
+
+
+@contextlib.asynccontextmanager
+async def running_channel(home: Path, *, env: dict[str, str] | None = None, access: str | None = None,
+                          token_lifetime_s: float = discord_client.INTERACTION_TOKEN_S,
+                          standin: DiscordStandIn | None = None, runtime: Runtime | None = None,
+                          before_serve: Any = None) -> AsyncIterator[Harness]:
+    if access is not None:
+        (home / "access.yaml").write_text(textwrap.dedent(access), encoding="utf-8")
+    own_runtime = runtime is None
+    if runtime is None:
+        runtime = Runtime(home, backoff_s=0.01)
+        install_test_plugin(runtime, home.parent / "plugin-src")
+    if standin is None:
+        standin = DiscordStandIn(guilds=[DiscordStandIn.guild(GUILD, channel_ids=(CHANNEL, OTHER_CHANNEL),
+                                                              role_ids=(ROLE,))])
+    await standin.start()
+    environment = {"DISCORD_TOKEN": TOKEN, "DISCORD_API_URL": standin.api_url, "DISCORD_GUILD_IDS": GUILD,
+                   **(env or {})}
+    stop = asyncio.Event()
+    if before_serve is not None:
+        before_serve(runtime)
+    task = asyncio.create_task(discord_client.serve(runtime, env=environment, stop=stop,
+                                                    token_lifetime_s=token_lifetime_s))
+    harness = Harness(standin, runtime, stop, task, home.parent / "runs.txt")
+    try:
+        shard_ids = tuple(int(s) for s in environment.get("DISCORD_SHARD_IDS", "0").split(","))
+        waiter = asyncio.create_task(standin.wait_identified(shard_ids))
+        done, _ = await asyncio.wait({waiter, task}, timeout=15, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            waiter.cancel()
+            task.result()
+        if waiter not in done:
+            raise TimeoutError("the client never identified on the stand-in gateway")
+        yield harness
+    finally:
+        stop.set()
+        try:
+            await asyncio.wait_for(task, 15)
+        finally:
+            await standin.close()
+            if own_runtime:
+                runtime.close()
