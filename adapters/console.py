@@ -60,7 +60,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
 MAX_FORM_BYTES = 1_048_576
 JOBS_SHOWN = 100
-PAYLOAD_RENDERERS: tuple[tuple[str, str], ...] = (("slack", "Slack"), ("discord", "Discord"))
+SAFE_DOWNLOAD_TYPES = ("application/json", "text/plain", "text/markdown", "text/csv")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/agents/{name}/runs", pages.run, methods=["POST"]),
         Route("/jobs", pages.jobs, methods=["GET"]),
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
+        Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),
@@ -324,11 +325,25 @@ class _Pages:
             except Exception as exc:
                 log.exception("cannot build the card of job %s", job.id)
                 card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
+        download = False
         if card is not None:
-            card_html, payloads, card_error = _drawn(card)
+            card_html, payloads, download = _drawn(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         return self.page(request, "job.html", nav="jobs", job=_job_view(job), card_html=card_html,
-                         card_error=card_error, payloads=payloads, raw_output=raw)
+                         card_error=card_error, payloads=payloads, raw_output=raw, download=download)
+
+    async def attachment(self, request: Request) -> Response:
+        """The full result of a job as a file: what a channel uploads beside a cut or undrawn card."""
+        from renderers.attachments import attachment_for
+
+        job = self.runtime.job(request.path_params["job_id"])
+        if job is None or not job.finished:
+            return self.error(request, "No such result", "This job has no finished result.", 404)
+        file = attachment_for(self.runtime.card(job))
+        media = file.content_type if file.content_type in SAFE_DOWNLOAD_TYPES else "application/octet-stream"
+        name = "".join(c for c in file.filename if c.isalnum() or c in "._-")[:100] or "result.bin"
+        return Response(file.data, media_type=media,
+                        headers={"content-disposition": f'attachment; filename="{name}"'})
 
     async def login_form(self, request: Request) -> Response:
         if not self.guard.needs_login:
@@ -371,30 +386,25 @@ class _Pages:
                           f"No installed agent is named {request.path_params['name']!r} (known: {names}).", 404)
 
 
-def _drawn(card: Card) -> tuple[Markup | None, list[dict[str, Any]], str | None]:
-    """The card as the HTML renderer draws it, and its Slack and Discord payloads as pretty JSON."""
-    from renderers import RENDERERS
+def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
+    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON, and
+    whether the full result is offered as a file (the card was cut, or not drawn)."""
+    from renderers import discord_message, html_console, slack_blocks
 
-    html_renderer = RENDERERS.get("html")
-    if html_renderer is None:
-        from renderers import html_console
-
-        html_renderer = html_console.render
-    # the HTML renderer escapes every value it draws; that is its job, tested for every hostile fixture
-    card_html = Markup(html_renderer(card))
+    fragment = html_console.render(card)
+    # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
+    card_html = Markup(fragment)
     payloads = []
-    for key, label in PAYLOAD_RENDERERS:
-        renderer = RENDERERS.get(key)
-        if renderer is None:
-            continue
+    for key, label, renderer in (("slack", "Slack", slack_blocks.render),
+                                 ("discord", "Discord", discord_message.render)):
         try:
-            payload = renderer(card)
+            payload: Any = renderer(card)
         except Exception as exc:
             log.exception("the %s renderer failed", key)
             payloads.append({"key": key, "label": label, "uploads": [],
                              "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
             continue
-        uploads = []
+        uploads: list[dict[str, Any]] = []
         if isinstance(payload, dict):
             payload = dict(payload)
             for name in [k for k in payload if k.startswith("oz0_")]:
@@ -403,7 +413,7 @@ def _drawn(card: Card) -> tuple[Markup | None, list[dict[str, Any]], str | None]
                     uploads = [u for u in extra if isinstance(u, dict)]
         payloads.append({"key": key, "label": label, "uploads": uploads,
                          "json": json.dumps(payload, ensure_ascii=False, indent=2, default=str)})
-    return card_html, payloads, None
+    return card_html, payloads, card.attachment is not None or "data-oz0-attachment" in fragment
 
 
 def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
