@@ -1,0 +1,33 @@
+"""Build real plugin folders for tests: plugin.yaml, agents/*.yaml, schemas and code, on disk."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+__all__ = ["make_plugin"]
+
+
+def make_plugin(root: Path, *, name: str = "testkit", version: str = "0.1.0",
+                agents: Mapping[str, Mapping[str, Any] | str] = (),  # type: ignore[assignment]
+                files: Mapping[str, Any] = ()) -> Path:  # type: ignore[assignment]
+    """Write a plugin under `root`. Agents are dicts (dumped as YAML) or raw YAML text; files ending
+    in .json are dumped from data, other files are dedented text."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "plugin.yaml").write_text(yaml.safe_dump({"name": name, "version": version}))
+    (root / "agents").mkdir(exist_ok=True)
+    for agent, body in dict(agents).items():
+        text = body if isinstance(body, str) else yaml.safe_dump(dict(body), sort_keys=False)
+        (root / "agents" / f"{agent}.yaml").write_text(text)
+    for rel, content in dict(files).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if rel.endswith(".json") and not isinstance(content, str):
+            path.write_text(json.dumps(content, indent=2))
+        else:
+            path.write_text(textwrap.dedent(content))
+    return root
