@@ -19,19 +19,24 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote
 
+from edge.contracts import ContractError, load_contract
 from edge.contracts import json_path as _json_path
 from edge.openapi import openapi_document
-from edge.plugins import AgentSpec
+from edge.plugins import AgentSpec, FailureKind, Plugin
+from edge.store import InstalledVersion
 
 __all__ = [
     "ANNOTATIONS",
     "MAX_COMPARE_DEPTH",
     "Change",
     "CompatError",
+    "UpgradeRefused",
     "breaking_changes",
+    "check_upgrade",
     "compare_agents",
     "compare_documents",
     "describe_change",
+    "installed_agents",
     "is_major_bump",
     "refusal_message",
     "required_version_bump",
@@ -129,6 +134,52 @@ def refusal_message(plugin: str, old_version: str, new_version: str, changes: It
     clauses = "; ".join(c.clause() for c in changes if c.breaking)
     return (f"{plugin} {new_version} breaks the contracts of {old_version}: {clauses}; "
             "give it a new major version, or install it with --allow-breaking")
+
+
+# upgrades -------------------------------------------------------------------------------------
+
+class UpgradeRefused(ValueError):
+    """An install the upgrade check refuses; `code` is the error code the CLI and API show."""
+
+    code = "invalid_argument"
+
+    def __init__(self, message: str, *, changes: Iterable[Change] = ()) -> None:
+        super().__init__(f"invalid request: {message}")
+        self.changes = tuple(changes)
+
+
+def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
+    """The agents of an installed version as the store keeps them: their contracts, not their files."""
+    def contract(schema: Any, file: str | None) -> Any:
+        if schema is None:
+            return None
+        return load_contract(schema, source=f"{version.plugin} {version.version}: {file or 'schema'}")
+
+    return [AgentSpec(
+        name=a.name, plugin=version.plugin, kind=a.kind, file="", description=a.description,
+        input=contract(a.input_schema, a.input_schema_file), output=contract(a.output_schema, a.output_schema_file),
+        input_schema_file=a.input_schema_file, output_schema_file=a.output_schema_file,
+        failures=tuple(FailureKind(name, bool(f.get("retryable")), bool(f.get("partial")), bool(f.get("person")),
+                                   str(f.get("description") or "")) for name, f in a.failures.items()),
+    ) for a in version.agents]
+
+
+def check_upgrade(previous: InstalledVersion | None, plugin: Plugin, *, allow_breaking: bool = False) -> list[Change]:
+    """The changes from the installed version to `plugin`, checked before anything is stored.
+
+    Raises UpgradeRefused when a change breaks callers and the version is not a new major one (and
+    `allow_breaking` is off), or when the two cannot be compared.
+    """
+    if previous is None:
+        return []
+    try:
+        changes = compare_agents(installed_agents(previous), plugin.agents)
+    except (CompatError, ContractError) as exc:
+        raise UpgradeRefused(f"cannot compare the contracts of {plugin.name} {plugin.version} with those of "
+                             f"{previous.version}: {exc}") from None
+    if any(c.breaking for c in changes) and not allow_breaking and not is_major_bump(previous.version, plugin.version):
+        raise UpgradeRefused(refusal_message(plugin.name, previous.version, plugin.version, changes), changes=changes)
+    return changes
 
 
 # operations -----------------------------------------------------------------------------------

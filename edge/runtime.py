@@ -27,6 +27,7 @@ import orjson
 from edge.agent_kinds import AGENT_KINDS
 from edge.card_choice import choose_card, compact_json, is_qzx_result
 from edge.cards import Card, Status
+from edge.compat import Change, check_upgrade, is_major_bump
 from edge.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from edge.mcp_agents import with_known_contracts, with_tool_contracts
 from edge.plugins import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
@@ -452,10 +453,12 @@ def content_hash(root: str | Path) -> str:
 class InstallResult:
     """What an install did: the stored version, and whether it was already the current one."""
 
-    def __init__(self, version: InstalledVersion, *, unchanged: bool, previous: InstalledVersion | None) -> None:
+    def __init__(self, version: InstalledVersion, *, unchanged: bool, previous: InstalledVersion | None,
+                 changes: tuple[Change, ...] = ()) -> None:
         self.version = version
         self.unchanged = unchanged
         self.previous = previous
+        self.changes = changes
 
 
 def _agent_row(spec: AgentSpec) -> dict[str, Any]:
@@ -480,7 +483,10 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made
     current in one transaction. Installing the same content again changes nothing.
 
-    Raises PluginError when an agent name belongs to another installed plugin.
+    Raises PluginError when an agent name belongs to another installed plugin, and UpgradeRefused
+    (edge.compat) when the new version breaks the installed one's contracts without a new major version
+    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
+    is recorded in the audit log as `plugin.contracts.breaking`.
     """
     actor = actor or _actor()
     digest = content_hash(plugin.path)
@@ -493,8 +499,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
                               file=spec.file, location="$.name")
-    # The upgrade check (issue #6) compares `previous` with `plugin` here, before anything is stored,
-    # and refuses a breaking change unless allow_breaking.
+    changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
     if not (target / "plugin.yaml").is_file():
         staging = target.with_name(target.name + f".tmp{os.getpid()}")
@@ -504,12 +509,17 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     stored_plugin = load_plugin(target)
     detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
               "previous_version": previous.version if previous else None,
-              "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking}
+              "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
+              "changes": [c.to_dict() for c in changes]}
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
         agent_rows=[_agent_row(a) for a in stored_plugin.agents], audit_detail=detail)
-    return InstallResult(version, unchanged=False, previous=previous)
+    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
+        runtime.audit("plugin.contracts.breaking", actor=actor, detail={
+            "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
+            "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
+    return InstallResult(version, unchanged=False, previous=previous, changes=changes)
 
 
 def _actor() -> str:
