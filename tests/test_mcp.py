@@ -4,54 +4,24 @@ HTTP on loopback, and the PyPI package mcp-server-time."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from mcp_harness import SERVER, free_port, http_server
 
 from edge.contracts import ContractError
 from edge.mcp_agents import McpFailure, McpServers, ServerSpec, card_form, result_card
 
-SERVER = Path(__file__).resolve().parent / "mcp_servers" / "cards_server.py"
 STDIO = ServerSpec(command=(sys.executable, str(SERVER)))
 TIME = ServerSpec(command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "Etc/UTC"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], *, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the HTTP MCP server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"the HTTP MCP server did not listen on {port} within {timeout} s")
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1, stopped at the end of the module."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with http_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
