@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from itertools import chain
 from typing import Any, Iterable, Literal
 
 import orjson
@@ -184,15 +185,10 @@ def _table_rows(value: Any, view: "_SchemaView") -> tuple[list[Any] | None, "_Sc
 
 def _table_card(rows: list[dict[str, Any]], row_view: "_SchemaView", outer: "_SchemaView", *,
                 title: str | None, status: Status | None) -> Card:
-    seen: dict[str, None] = {}
-    for row in rows:
-        for key in row:
-            seen.setdefault(key)
-    if not rows:
-        seen = dict.fromkeys(row_view.properties())
+    seen = dict.fromkeys(chain.from_iterable(rows)) if rows else dict.fromkeys(row_view.properties())
     columns = _ordered(list(seen), row_view, outer)
     return Card(form="table", title=title, status=status, columns=tuple(columns),
-                rows=tuple(tuple(row.get(c) for c in columns) for row in rows))
+                rows=tuple(tuple(map(row.get, columns)) for row in rows))
 
 
 def _diff_card(value: dict[str, Any], view: "_SchemaView", before: str, after: str, *,
