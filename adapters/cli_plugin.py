@@ -9,9 +9,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from adapters import cli_upgrade
 from adapters.cli_json import emit_result
 from adapters.cli_render import render_payload
 from edge.cards import Card
+from edge.compat import UpgradeRefused
 from edge.lint import LintReport, lint_plugin
 from edge.plugins import PluginError, load_plugin
 from edge.scaffold import ScaffoldError, scaffold_plugin
@@ -71,6 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     listing = psub.add_parser("list", help="installed plugins, versions, agents and contracts")
     listing.add_argument("--json", action="store_true", help="print one QZX result")
     listing.set_defaults(func=_list)
+
+    cli_upgrade.register_openapi(psub)
+    cli_upgrade.register_diff(psub)
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -135,6 +140,9 @@ def _install(args: argparse.Namespace) -> int:
     runtime = open_runtime()
     try:
         result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking)
+    except UpgradeRefused as exc:
+        print(cli_upgrade.refusal_line(exc), file=sys.stderr)
+        return 1
     except PluginError as exc:
         raise CommandError(f"not installed: {exc}", code=1) from None
     finally:
@@ -151,6 +159,7 @@ def _install(args: argparse.Namespace) -> int:
     names = ", ".join(a.name for a in v.agents) or "no agents"
     print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "
           f"({names}) into {runtime.home}")
+    cli_upgrade.print_changes(result.changes)
     return 0
 
 
@@ -164,6 +173,7 @@ def _list(args: argparse.Namespace) -> int:
     runtime = open_runtime()
     try:
         versions = runtime.installed()
+        latest = cli_upgrade.latest_changes(runtime.audit_log(limit=cli_upgrade.MAX_AUDIT_SCAN))
     finally:
         runtime.close()
     if args.json:
@@ -171,7 +181,8 @@ def _list(args: argparse.Namespace) -> int:
                     "agents": [{"name": a.name, "kind": a.kind,
                                 "input": _contract(a.input_schema_file, a.input_hash),
                                 "output": _contract(a.output_schema_file, a.output_hash),
-                                "failures": dict(a.failures)} for a in v.agents]} for v in versions]
+                                "failures": dict(a.failures)} for a in v.agents],
+                    "latest_changes": cli_upgrade.latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
     if not versions:
@@ -182,4 +193,5 @@ def _list(args: argparse.Namespace) -> int:
     card = Card(form="table", title=f"Installed plugins ({runtime.home})",
                 columns=("plugin", "version", "agent", "kind", "input", "output"), rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
+    cli_upgrade.print_latest_changes(versions, latest)
     return 0

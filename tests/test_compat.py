@@ -34,6 +34,7 @@ def write_plugin(root: Path, *, name: str = "team", version: str = "0.1.0",
     (root / "agents").mkdir(parents=True, exist_ok=True)
     (root / "schemas").mkdir(exist_ok=True)
     (root / "plugin.yaml").write_text(f"name: {name}\nversion: {version}\n")
+    (root / "helper.py").write_text("def run(value, ctx=None):\n    return value\n")
     for agent, spec in (agents or {}).items():
         lines = ["kind: python", "entry: helper:run"]
         if spec.get("description"):
