@@ -301,20 +301,24 @@ def to_discord_payload(card: Card, *, share_job: str | None = None,
 
 
 def agents_card(agents: Iterable[Any]) -> Card:
-    """The agents this asker may run, with their input contracts and an example (a neutral table card)."""
-    rows = []
+    """The agents this asker may run, each with what it does, its input contract and an example.
+
+    One line per agent (key_values): a table's fixed-width columns would cut the contracts short.
+    """
+    keys, values = [], []
     for spec in agents:
         example = spec.example if isinstance(spec.example, str) else (
             json.dumps(spec.example, ensure_ascii=False) if spec.example is not None else
             ("some text" if spec.input is None else _schema_example(spec.input.schema)))
-        rows.append((spec.name, spec.description or "", _input_summary(spec),
-                     f"/ask agent:{spec.name} input:{example}"))
-    if not rows:
+        parts = [spec.description or "", f"input: {_input_summary(spec)}",
+                 f"e.g. /ask agent:{spec.name} input:{example}"]
+        keys.append(spec.name)
+        values.append(" · ".join(p for p in parts if p))
+    if not keys:
         return Card(form="text", title="No agents for you here", text_format="plain",
                     text="No agent may be run by you in this channel. Ask the bot's administrator (access.yaml).")
-    return Card(form="table", title="Agents you may run", columns=("agent", "what it does", "input", "example"),
-                rows=tuple(rows), notes=("Run one with /ask, or right-click a message: Apps > "
-                                         f"{ASK_MESSAGE_COMMAND}.",))
+    return Card(form="key_values", title="Agents you may run", keys=tuple(keys), values=tuple(values),
+                notes=(f"Run one with /ask, or on a message: Apps > {ASK_MESSAGE_COMMAND}.",))
 
 
 def _input_summary(spec: Any) -> str:

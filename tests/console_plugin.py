@@ -2,7 +2,8 @@
 
 Agents: `deploys` (a schema input with x-oz0-order, an enum, an integer, a boolean; a table answer),
 `echo` (text in, markdown out), `hostile` (answers rows made of naughty strings and markup),
-`grumpy` (always ends with its declared failure kind `Upstream`).
+`grumpy` (always ends with its declared failure kind `Upstream`), and `ex-NAME` answering the bundled
+example results of edge/examples (a key-values, two diffs and a text card).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from edge.plugins import load_plugin
 from edge.runtime import Runtime, install_plugin
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+EXAMPLE_CARDS = {"incident": "key_values", "config-change": "diff", "feature-flags": "diff",
+                 "release-notes": "text"}
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -87,6 +91,10 @@ def hostile(text):
     strings = json.loads((Path(__file__).parent / "hostile.json").read_text(encoding="utf-8"))
     return [{"name": s, "value": s} for s in strings]
 
+def example(text, ctx):
+    name = ctx.agent.name.removeprefix("ex-")
+    return json.loads((Path(__file__).parent / "examples" / f"{name}.result.json").read_text(encoding="utf-8"))
+
 def grumpy(text):
     from edge.jobs import JobFailure
     raise JobFailure("Upstream", "the upstream service said no <b>twice</b>")
@@ -145,6 +153,18 @@ def write_plugin(root: Path, *, blns: int = 40) -> Path:
             limits: {max_attempts: 1}
         """,
     }
+    examples = Path(__file__).resolve().parents[1] / "edge" / "examples"
+    (folder / "examples").mkdir(exist_ok=True)
+    for name in EXAMPLE_CARDS:
+        for suffix in (".result.json", ".schema.json"):
+            (folder / "examples" / f"{name}{suffix}").write_bytes((examples / f"{name}{suffix}").read_bytes())
+        agents[f"ex-{name}"] = f"""
+            kind: python
+            description: The bundled {name} example result
+            entry: agent:example
+            input: text
+            output_schema: examples/{name}.schema.json
+        """
     for name, text in agents.items():
         (folder / "agents" / f"{name}.yaml").write_text(textwrap.dedent(text).lstrip())
     return folder

@@ -263,7 +263,9 @@ class DiscordStandIn:
         payload: dict[str, Any] = {
             "id": interaction_id or snowflake(), "application_id": self.app_id, "type": kind, "data": data,
             "guild_id": guild_id, "channel_id": channel_id,
-            "channel": {"id": channel_id, "type": 0, "guild_id": guild_id, "name": f"chan-{channel_id}"},
+            "channel": {"id": channel_id, "type": 0, "guild_id": guild_id, "name": f"chan-{channel_id}",
+                        "position": 0, "permission_overwrites": [], "nsfw": False, "parent_id": None,
+                        "rate_limit_per_user": 0, "topic": None, "last_message_id": None, "flags": 0},
             "member": {"user": self.user(user_id, f"user{user_id}"), "roles": list(roles),
                        "joined_at": "2024-01-01T00:00:00+00:00", "deaf": False, "mute": False,
                        "flags": 0, "permissions": "2248473465835073"},
