@@ -23,9 +23,10 @@ import asyncio
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, TypeVar
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
@@ -249,9 +250,9 @@ def split_private(payload: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     return public, private
 
 
-def working_payload(agent: str, job_id: str) -> dict[str, Any]:
+def working_payload(agent: str) -> dict[str, Any]:
     """The message shown while a job runs; replaced by the card when it ends."""
-    text = f"Working on {agent}... (job {job_id})"
+    text = f"Working on {agent}..."
     return {"text": text,
             "blocks": [SectionBlock(text=PlainTextObject(text=f"\u23f3 {text}")).to_dict()]}
 
@@ -335,6 +336,38 @@ def _attachment_bytes(entry: Mapping[str, Any], card: Card) -> bytes:
 
 # ---- the channel ----------------------------------------------------------------------------
 
+T = TypeVar("T")
+
+
+class JobThread:
+    """Jobs run on an event loop of their own, in one thread.
+
+    The runtime's journal writes are synchronous (a SQLite commit is milliseconds), so a burst of jobs
+    on the channel's loop would queue the next acks behind them; measured with bench/slack_ack.py, 200
+    concurrent asks then pushed acks past Slack's 3 seconds. Here they compete only for the GIL.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="oz0-slack-jobs", daemon=True)
+        self._thread.start()
+
+    async def run(self, coro: Awaitable[T]) -> T:
+        """Await `coro` on the jobs loop; cancelling the caller cancels it there too."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))  # type: ignore[arg-type]
+
+    async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        async def call() -> T:
+            return func(*args, **kwargs)
+        return await self.run(call())
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
 @dataclass
 class _GroupCache:
     members: dict[str, tuple[float, frozenset[str]]] = field(default_factory=dict)
@@ -351,6 +384,7 @@ class SlackChannel:
         self.policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         self.command = command
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.jobs = JobThread()
         self._groups = _GroupCache()
         self._shared: set[str] = set()
         self.app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False,
@@ -417,73 +451,95 @@ class SlackChannel:
     def _agent_names(self) -> list[str]:
         return [spec.name for spec in self.runtime.agents()]
 
-    async def _refusal(self, req: EdgeRequest) -> Card | None:
-        """None when the ask may go on; else the card that says why not (and the denial is audited)."""
+    async def _refusal(self, req: EdgeRequest) -> tuple[Card | None, dict[str, Any] | None]:
+        """(None, None) when the ask may go on; else the card that says why not, and for a denial the
+        audit detail to record (after the ack: a journal write is not worth a late ack)."""
         names = self._agent_names()
         asker = await self._with_groups(req.asker)
         if req.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
-            return help_card([s for s in self.runtime.agents() if s.name in allowed], command=self.command)
+            agents = [s for s in self.runtime.agents() if s.name in allowed]
+            return help_card(agents, command=self.command), None
         if req.agent not in names:
             allowed = self.policy.allowed_agents(names, asker)
             known = ", ".join(allowed) if allowed else "none"
             return failure_card(f"There is no agent '{req.agent}'. Agents you may run here: {known}. "
-                                f"Try {self.command} help.", code="unknown_agent")
+                                f"Try {self.command} help.", code="unknown_agent"), None
         if not self.policy.allows(req.agent, asker):
-            self.runtime.audit("access.denied", actor=req.requester, detail={
-                "platform": "slack", "agent": req.agent, "workspace": asker.workspace, "channel": asker.channel,
-                "user": asker.user, "groups": list(asker.groups), "source": req.source})
-            return failure_card(self.policy.explain_denial(req.agent, asker), code="access_denied")
-        return None
+            detail = {"platform": "slack", "agent": req.agent, "workspace": asker.workspace,
+                      "channel": asker.channel, "user": asker.user, "groups": list(asker.groups),
+                      "source": req.source}
+            return failure_card(self.policy.explain_denial(req.agent, asker), code="access_denied"), detail
+        return None, None
+
+    async def _audit_denial(self, req: EdgeRequest, detail: dict[str, Any] | None) -> None:
+        if detail is not None:
+            await self.jobs.call(self.runtime.audit, "access.denied", actor=req.requester, detail=detail)
 
     # -- slash command --
 
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
+        """Ack first (Slack gives 3 s, and the journal write can queue behind others under load),
+        then journal and run. A redelivered command finds its dedupe key journaled and stops there."""
         try:
             req = to_edge_request(body)
         except ValueError as exc:
             await ack(response_type="ephemeral", text=f"oz0 could not read this command: {exc}")
             return
-        refusal = await self._refusal(req)
+        refusal, denial = await self._refusal(req)
         if refusal is not None:
             public, _ = split_private(to_slack_payload(refusal))
             await ack({**public, "response_type": "ephemeral"})
+            if denial is not None:
+                self.spawn(self._audit_denial(req, denial), name=f"slack-audit-{req.dedupe_key}")
             return
-        job, new = self.runtime.submit(req.agent, req.text, requester=req.requester, channel=req.channel_name,
-                                       dedupe_key=req.dedupe_key, reply_to=req.reply.to_dict())
+        assert req.agent is not None
+        await ack({**working_payload(req.agent), "response_type": "ephemeral"})
+        self.spawn(self._submit_and_finish(req), name=f"slack-{req.dedupe_key}")
+
+    async def _submit_and_finish(self, req: EdgeRequest) -> None:
+        job, new = await self._submit(req)
         if not new:
             log.info("redelivered %s ignored: job %s already %s", req.dedupe_key, job.id, job.status)
-            await ack()
             return
-        await ack({**working_payload(req.agent, job.id), "response_type": "ephemeral"})
-        self.spawn(self._finish(job.id, req.reply), name=f"slack-job-{job.id}")
+        await self._finish(job.id, req.reply)
+
+    async def _submit(self, req: EdgeRequest) -> tuple[Any, bool]:
+        assert req.agent is not None
+        return await self.jobs.call(self.runtime.submit, req.agent, req.text, requester=req.requester,
+                                    channel=req.channel_name, dedupe_key=req.dedupe_key,
+                                    reply_to=req.reply.to_dict())
 
     # -- mention --
 
     async def _on_mention(self, body: dict[str, Any]) -> None:
+        # bolt has acknowledged the event already; the work is ours to track (and to drain on stop)
+        self.spawn(self._mention(body), name=f"slack-event-{body.get('event_id')}")
+
+    async def _mention(self, body: dict[str, Any]) -> None:
         try:
             req = to_edge_request(body)
         except ValueError as exc:
             log.warning("ignored a mention: %s", exc)
             return
-        refusal = await self._refusal(req)
+        refusal, denial = await self._refusal(req)
         if refusal is not None:
             await self._post_ephemeral(req.reply, refusal)
+            await self._audit_denial(req, denial)
             return
-        job, new = self.runtime.submit(req.agent, req.text, requester=req.requester, channel=req.channel_name,
-                                       dedupe_key=req.dedupe_key, reply_to=req.reply.to_dict())
+        job, new = await self._submit(req)
         if not new:
             log.info("redelivered %s ignored: job %s already %s", req.dedupe_key, job.id, job.status)
             return
         reply = req.reply
         try:
             resp = await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
-                                                      **working_payload(req.agent, job.id))
+                                                      **working_payload(req.agent))
             reply = replace(reply, ts=resp["ts"])
-            self.runtime.set_reply_to(job.id, reply.to_dict())
+            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
         except SlackApiError as exc:
             log.error("could not post the working message for job %s: %s", job.id, exc.response.get("error"))
-        self.spawn(self._finish(job.id, reply), name=f"slack-job-{job.id}")
+        await self._finish(job.id, reply)
 
     async def _post_ephemeral(self, reply: ReplyTarget, card: Card) -> None:
         public, _ = split_private(to_slack_payload(card, channel=reply.channel))
@@ -497,12 +553,12 @@ class SlackChannel:
     async def _finish(self, job_id: str, reply: ReplyTarget) -> None:
         job = None
         try:
-            job = await self.runtime.execute(job_id)
-            card = self.runtime.card(job)
+            job = await self.jobs.run(self.runtime.execute(job_id))
+            card = await self.jobs.call(self.runtime.card, job)
         except asyncio.CancelledError:
-            # The channel is stopping: the runtime journaled the job as interrupted; say so where it was asked.
-            job = self.runtime.job(job_id)
-            if job is not None and job.finished:
+            # The channel is stopping: the runtime journals the job as interrupted; say so where it was asked.
+            job = await self._ended(job_id)
+            if job is not None:
                 await self.deliver(self.runtime.card(job), reply, job=None, job_id=job_id, shareable=False)
             raise
         except Exception:
@@ -510,6 +566,15 @@ class SlackChannel:
             card = failure_card(f"oz0 could not run this ask (internal error, job {job_id}); the bot's log "
                                 "has the details.", code="internal_error")
         await self.deliver(card, reply, job=job, job_id=job_id)
+
+    async def _ended(self, job_id: str, *, within_s: float = 2.0) -> Any:
+        """The job once the runtime has journaled its end (a cancelled job ends on the jobs loop)."""
+        deadline = time.monotonic() + within_s
+        while True:
+            job = self.runtime.job(job_id)
+            if job is None or job.finished or time.monotonic() > deadline:
+                return job if job is not None and job.finished else None
+            await asyncio.sleep(0.02)
 
     async def deliver(self, card: Card, reply: ReplyTarget, *, job: Any = None, job_id: str,
                       shareable: bool = True) -> None:
@@ -679,7 +744,10 @@ async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) ->
             await _serve_http(channel, settings, stop)
     finally:
         _ACTIVE.remove(channel)
-        await channel.drain()
+        try:
+            await channel.drain()
+        finally:
+            channel.jobs.close()
 
 
 def _flush_pending(channel: SlackChannel) -> None:
