@@ -38,7 +38,7 @@ CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self';
 SECURITY_HEADERS: dict[str, str] = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",

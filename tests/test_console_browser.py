@@ -1,0 +1,182 @@
+"""The console in a real headless Chromium: fill a run form, read the card, stay inert under hostile data.
+
+Uses Debian's chromium (installed by `make test`) through playwright's driver; playwright's own browser
+download is never used. Screenshots of every card form land in the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from console_plugin import EXAMPLE_CARDS, HOSTILE, ConsoleThread, installed_runtime
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="no chromium: `make test` installs Debian's chromium with apt-get")
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory):
+    runtime = installed_runtime(tmp_path_factory.mktemp("browser") / "home")
+    with ConsoleThread(runtime) as server:
+        yield server
+    runtime.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium, console):
+    """A fresh page that records every dialog, every request and every CSP report it sees."""
+    context = chromium.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.dialogs, page.requests, page.problems = [], [], []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def run_from_form(page, console, agent: str, fill) -> None:
+    page.goto(f"{console.url}/agents/{agent}")
+    fill(page)
+    with page.expect_navigation():
+        page.click("button[type=submit]:has-text('Run')")
+    page.wait_for_selector("#job-status")
+
+
+def test_fill_a_run_form_and_see_a_table_card_with_the_right_columns(page, console, tmp_path):
+    page.goto(console.url)
+    page.click("a[href='/agents/deploys']")
+    assert page.locator("label[for=f-environment] abbr.required").count() == 1
+    page.select_option("#f-environment", label="production")
+    page.fill("#f-service", "checkout")
+    page.fill("#f-limit", "5")
+    page.select_option("#f-include_failed", label="true")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    assert page.inner_text("#job-status") == "succeeded"
+    headers = page.locator("#card table.oz0-table thead th").all_inner_texts()
+    assert headers == ["service", "status", "version", "environment"]
+    rows = page.locator("#card table.oz0-table tbody tr")
+    assert rows.count() == 5
+    assert rows.nth(0).locator("td").all_inner_texts() == ["checkout", "ok", "1.0.0", "production"]
+    page.click("#payload-slack summary")
+    slack = json.loads(page.inner_text("#payload-slack pre"))
+    assert slack["blocks"][0]["text"]["text"] == "deploys"
+    page.click("#payload-discord summary")
+    assert json.loads(page.inner_text("#payload-discord pre"))["allowed_mentions"] == {"parse": []}
+    page.screenshot(path=str(tmp_path / "table-run.png"), full_page=True)
+    assert not page.dialogs and not page.problems
+
+
+def test_a_hostile_result_renders_inert(page, console, tmp_path):
+    run_from_form(page, console, "hostile", lambda p: p.fill("#f-text", "go"))
+    assert page.inner_text("#job-status") == "succeeded"
+    cells = page.locator("#card table.oz0-table tbody tr td:first-child").all_inner_texts()
+    for hostile in HOSTILE[:14]:  # drawn as text, character for character (after whitespace folding)
+        assert " ".join(hostile.split()) in cells
+    for tag in ("script", "img", "iframe", "svg", "form", "style", "meta", "object", "embed"):
+        assert page.locator(f"#card {tag}").count() == 0, tag
+    assert page.locator("#card [onerror], #card [onload], #card [style]").count() == 0
+    for summary in ("#payload-slack summary", "#payload-discord summary", "#raw-output summary"):
+        page.click(summary)
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(tmp_path / "hostile.png"), full_page=True)
+    assert page.dialogs == []
+    foreign = [u for u in page.requests if not u.startswith(console.url)]
+    assert foreign == []
+
+
+def test_hostile_markdown_input_stays_text(page, console):
+    attack = "<img src=x onerror=alert(1)> [go](javascript:alert(2)) ![p](http://127.0.0.1:9/p.png) <script>alert(3)</script>"
+    run_from_form(page, console, "echo", lambda p: p.fill("#f-text", attack))
+    card = page.locator("#card")
+    assert "alert(1)" in card.inner_text() and "<script>alert(3)</script>" in card.inner_text()
+    assert card.locator("a[href^='javascript']").count() == 0 and card.locator("img, script").count() == 0
+    page.goto(f"{console.url}/jobs")
+    assert page.locator("td code.clip").first.inner_text().startswith("<img src=x")
+    page.wait_for_timeout(200)
+    assert page.dialogs == []
+    assert [u for u in page.requests if not u.startswith(console.url)] == []
+
+
+def test_a_screenshot_of_each_card_form(page, console, tmp_path):
+    shots = {}
+    run_from_form(page, console, "deploys", lambda p: (p.select_option("#f-environment", label="staging"),
+                                                       p.fill("#f-service", "api")))
+    shots["table"] = page.locator("#card .oz0-card")
+    shots["table"].screenshot(path=str(tmp_path / "card-table.png"))
+    for name, form in EXAMPLE_CARDS.items():
+        run_from_form(page, console, f"ex-{name}", lambda p: p.fill("#f-text", "show"))
+        card = page.locator("#card .oz0-card")
+        assert f"oz0-card--{form}" in card.get_attribute("class"), name
+        card.screenshot(path=str(tmp_path / f"card-{form}-{name}.png"))
+    run_from_form(page, console, "grumpy", lambda p: p.fill("#f-text", "x"))
+    assert page.locator("#card .oz0-card--failure").count() == 1
+    page.locator("#card .oz0-card").screenshot(path=str(tmp_path / "card-failure.png"))
+    saved = sorted(p.name for p in tmp_path.glob("card-*.png"))
+    assert saved == sorted(["card-table.png", "card-failure.png",
+                            *(f"card-{f}-{n}.png" for n, f in EXAMPLE_CARDS.items())])
+    assert all((tmp_path / n).stat().st_size > 1000 for n in saved)
+    assert page.dialogs == []
+
+
+@pytest.fixture
+def leak_server():
+    """A real loopback HTTP server that counts every request: the proof that nothing left the page."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("content-type", "image/png")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    server.shutdown()
+    server.server_close()
+
+
+def test_no_inline_script_or_style_runs_even_if_markup_got_through(page, console, leak_server):
+    """The CSP is the second wall: inject markup into the live page and watch it do nothing."""
+    leak, hits = leak_server
+    page.goto(console.url)
+    page.evaluate("""(leak) => {
+        const div = document.createElement('div');
+        div.innerHTML = `<img src="${leak}/img.png" onerror="alert(1)"><a id="x" style="color:red">x</a>`
+                      + `<link rel="stylesheet" href="${leak}/x.css">`;
+        document.body.appendChild(div);
+        const s = document.createElement('script'); s.textContent = 'alert(2)'; document.body.appendChild(s);
+        const r = document.createElement('script'); r.src = leak + '/x.js'; document.body.appendChild(r);
+        try { fetch(leak + '/fetch'); } catch (e) {}
+    }""", leak)
+    page.wait_for_timeout(500)
+    assert page.dialogs == []
+    assert hits == []
+    assert page.evaluate("getComputedStyle(document.getElementById('x')).color") != "rgb(255, 0, 0)"
