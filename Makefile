@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean bench
+.PHONY: run test install clean bench browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,10 +18,17 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/oz0 plugin install --example --quiet-if-current
-	$(BIN)/oz0 demo
+	$(BIN)/oz0 serve
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# The console's browser tests drive Debian's chromium (never playwright's download); installed when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] && SUDO= || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } ; } || \
+	  echo "make: chromium is not installed and apt-get is unavailable; the browser tests will be skipped"
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py
