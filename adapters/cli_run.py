@@ -104,8 +104,10 @@ def register_jobs(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_show)
 
 
-def _when(ts: float | None) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+def _when(ts: float | None, *, short: bool = False) -> str:
+    if not ts:
+        return ""
+    return datetime.fromtimestamp(ts).strftime("%m-%d %H:%M:%S" if short else "%Y-%m-%d %H:%M:%S")
 
 
 def _status(job: Job) -> str:
@@ -129,10 +131,12 @@ def _jobs(args: argparse.Namespace) -> int:
     if not jobs:
         print("No jobs yet. Try: oz0 run AGENT INPUT (oz0 plugin list shows the agents)")
         return 0
-    rows = tuple((j.id, j.agent, _status(j), j.failure_kind or "", j.requester, j.channel, _when(j.created),
-                  f"{j.duration_s:.2f} s" if j.duration_s is not None else "") for j in jobs)
+    rows = tuple((j.id, j.agent, _status(j) + (f" ({j.failure_kind})" if j.failure_kind else ""),
+                  j.requester if j.channel in ("", "cli") else f"{j.requester} in {j.channel}",
+                  _when(j.created, short=True), f"{j.duration_s:.2f} s" if j.duration_s is not None else "")
+                 for j in jobs)
     card = Card(form="table", title="Recent jobs", rows=rows,
-                columns=("id", "agent", "status", "failure", "requester", "channel", "created", "took"))
+                columns=("id", "agent", "status", "asked by", "created", "took"))
     print(render_payload(card, "text").rstrip("\n"))
     return 0
 

@@ -341,3 +341,12 @@ def test_audit_log_records_installs_and_custom_actions(runtime):
 def test_job_to_dict_is_json(runtime):
     job = run(runtime, "echo", "x")
     assert json.loads(json.dumps(job.to_dict()))["id"] == job.id
+
+
+def test_a_job_of_another_host_is_recovered_only_past_any_deadline(runtime):
+    fresh, _ = runtime.submit("echo", "x")
+    old, _ = runtime.submit("echo", "y")
+    for job, started in ((fresh, time.time()), (old, time.time() - 7 * 3600)):
+        runtime.store.update_job(job.id, status="running", started=started, runner="replica-2:4242:abc")
+    assert [j.id for j in runtime.recover_interrupted()] == [old.id]
+    assert runtime.job(fresh.id).status == "running"
