@@ -428,6 +428,7 @@ class DiscordChannel:
 
     def _register_commands(self) -> None:
         @app_commands.command(name="ask", description="Ask an agent; the answer shows to you first")
+        @app_commands.guild_only()
         @app_commands.describe(agent="Which agent (start typing)", input="Text, or JSON for agents that take JSON")
         async def ask(interaction: discord.Interaction, agent: str, input: str = "") -> None:
             await self.ask(interaction)
@@ -437,10 +438,12 @@ class DiscordChannel:
             return self.agent_choices(interaction, current)
 
         @app_commands.command(name="agents", description="The agents you may run here, and what they take")
+        @app_commands.guild_only()
         async def agents(interaction: discord.Interaction) -> None:
             await self.list_agents(interaction)
 
         @app_commands.context_menu(name=ASK_MESSAGE_COMMAND)
+        @app_commands.guild_only()
         async def about(interaction: discord.Interaction, message: discord.Message) -> None:
             await self.ask_about(interaction, message)
 
@@ -484,11 +487,11 @@ class DiscordChannel:
         if not task.cancelled() and task.exception() is not None:
             log.error("Discord task %s failed", task.get_name(), exc_info=task.exception())
 
-    async def drain(self, *, timeout: float = STOP_GRACE_S) -> None:
-        """Let running jobs finish for a while; the rest are reported as interrupted after the restart."""
+    async def drain(self, *, timeout: float | None = None) -> None:
+        """Let running jobs finish for a while (STOP_GRACE_S); the rest end as interrupted, and say so."""
         if not self._tasks:
             return
-        _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        _done, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S if timeout is None else timeout)
         for task in pending:
             task.cancel()
         if pending:
@@ -599,6 +602,13 @@ class DiscordChannel:
         try:
             job = await self.runtime.execute(job_id)
             card = self.runtime.card(job)
+        except asyncio.CancelledError:
+            # The channel is stopping: the journal says "interrupted"; say so to the asker while we can.
+            stopped = self.runtime.job(job_id)
+            if stopped is not None and stopped.finished:
+                await asyncio.wait_for(self.deliver(self.runtime.card(stopped), reply, job_id=job_id),
+                                       STOP_GRACE_S)
+            raise
         except Exception:
             log.exception("job %s could not run", job_id)
             card = failure_card(f"oz0 could not run this ask (internal error, job {job_id}); the bot's log "

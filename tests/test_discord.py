@@ -405,3 +405,20 @@ def test_settings_from_the_environment():
     assert settings.api_url == "http://127.0.0.1:9/api/v10" and settings.token == "secret-token"
     assert "secret-token" not in repr(settings)
     assert discord_client.configured({"DISCORD_TOKEN": "x"}) and not discord_client.configured({"DISCORD_TOKEN": " "})
+
+
+def test_a_job_cut_short_by_a_stop_tells_the_asker_it_was_interrupted(home, monkeypatch):
+    monkeypatch.setattr(discord_client, "STOP_GRACE_S", 0.3)
+
+    async def scenario():
+        async with running_channel(home) as h:
+            ask = await h.send(h.standin.slash("ask", {"agent": "echo", "input": "sleep 30"}, **h.where()))
+            await h.callback(ask)
+            await asyncio.sleep(0.2)
+        # leaving the block set `stop` and waited for serve() to return
+        [edit] = [r for r in h.standin.requests if r.method == "PATCH" and ask["token"] in r.path]
+        assert_within_discord_limits(edit.body)
+        assert "stopped while the job was running" in texts(edit.body["components"])
+        [job] = h.runtime.jobs()
+        assert job.status == "interrupted"
+    run(scenario())
