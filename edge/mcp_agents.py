@@ -412,12 +412,14 @@ class _StdioServer:
         except (asyncio.TimeoutError, asyncio.CancelledError):
             log.warning("MCP server %s did not stop within %s s", self.spec.label(), STOP_TIMEOUT_S)
 
-    async def crashed(self, during: str) -> McpFailure:
-        """The failure for a server that died while serving `during`; the next call restarts it."""
+    async def crashed(self, during: str, client: Any) -> McpFailure:
+        """The failure for a server that died while serving `during` over `client`; the next call
+        restarts it (unless another caller already has: then the new process is left alone)."""
         async with self._lock:
             stderr = self.stderr
-            await self._teardown()
-            self._failed()
+            if self.client is client:
+                await self._teardown()
+                self._failed()
         tail = ""
         if stderr is not None:
             await asyncio.to_thread(stderr.ended.wait, 1.0)
@@ -526,7 +528,7 @@ class McpServers:
             raise
         except Exception as exc:
             if _is_connection_error(exc) or not entry._alive():
-                raise await entry.crashed(f"a call of tool {tool!r}") from None
+                raise await entry.crashed(f"a call of tool {tool!r}", client) from None
             raise _protocol_failure(exc, tool, server) from None
         entry.succeeded()
         return info, result

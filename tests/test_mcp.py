@@ -98,6 +98,11 @@ def test_text_without_output_schema_is_markdown_or_json(pool: McpServers, server
     assert (data.form, data.keys, data.values) == ("key_values", ("queue", "depth"), ("mail", 12))
 
 
+def test_a_result_that_is_not_complete_is_reported(pool: McpServers, server: ServerSpec) -> None:
+    card = call(pool, server, "approve")
+    assert card.drawn is False and "resultType 'input_required', not 'complete'" in (card.reason or "")
+
+
 def test_a_remote_ref_in_an_output_schema_is_a_clear_error(pool: McpServers, server: ServerSpec) -> None:
     tools = asyncio.run(pool.tools(server))
     with pytest.raises(ContractError, match=r"https://schemas\.example\.com/host\.json"):
@@ -115,7 +120,7 @@ def test_card_forms_are_read_from_output_schemas(pool: McpServers) -> None:
 
 
 def test_an_unknown_tool_names_the_tools_there_are(pool: McpServers, server: ServerSpec) -> None:
-    with pytest.raises(McpFailure, match="has no tool 'nope'; its tools: broken, config_change") as info:
+    with pytest.raises(McpFailure, match="has no tool 'nope'; its tools: approve, broken, config_change") as info:
         call(pool, server, "nope")
     assert info.value.kind == "Misconfigured"
 

@@ -12,6 +12,7 @@ on 127.0.0.1). Tools:
 - notes: plain text, no outputSchema -> markdown text
 - json_text: JSON as text, no outputSchema -> drawn as that JSON
 - remote_ref: its outputSchema has a remote $ref -> a clear error naming it
+- approve: answers resultType input_required -> reported, not drawn
 - sleep: sleeps, to test call timeouts
 - crash: exits the server process, to test restarts
 """
@@ -26,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp.server.mcpserver import MCPServer
+from mcp_types import InputRequiredResult
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("oz0-test-cards")
@@ -122,6 +124,12 @@ def json_text() -> str:
 def remote_ref() -> Remote:
     """Its outputSchema points at a remote $ref, which the edge refuses to fetch."""
     return Remote(host="db-1")
+
+
+@server.tool()
+def approve(change: str = "restart db-1") -> InputRequiredResult:
+    """Asks for more input before it answers (resultType input_required)."""
+    return InputRequiredResult(request_state=f"approval needed for {change}")
 
 
 @server.tool()
