@@ -1,7 +1,7 @@
 """The store under OZ0_HOME: the job journal, the installed plugins and the audit log, in one database.
 
 SQLite (a file under OZ0_HOME) by default; `OZ0_DATABASE_URL=postgresql://...` moves all three to
-Postgres so several replicas share them. SQLAlchemy Core keeps the SQL the same on both. Every write
+Postgres so several replicas share them (driver: psycopg 3, `pip install 'oz0-edge[postgres]'`). SQLAlchemy Core keeps the SQL the same on both. Every write
 that must not half-happen (a job journaled under its dedupe key, a plugin version with its agents)
 is one transaction.
 """
@@ -167,8 +167,9 @@ class Store:
     """The database behind a Runtime. Plain rows in, plain dicts out; the Runtime makes Jobs of them."""
 
     def __init__(self, url: str) -> None:
-        if url.startswith("postgres://"):
-            url = "postgresql://" + url[len("postgres://"):]
+        for plain in ("postgres://", "postgresql://"):
+            if url.startswith(plain):  # psycopg 3 (the `postgres` extra) unless the URL names a driver
+                url = "postgresql+psycopg://" + url[len(plain):]
         self.url = url
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
