@@ -9,6 +9,7 @@ does not know a form can still draw it (Errbot's rule: a card always degrades to
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -37,8 +38,10 @@ def cell_text(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value) if math.isfinite(value) else json.dumps(value)
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
