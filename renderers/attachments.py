@@ -13,19 +13,23 @@ The card says so in words too ("… 412 more rows, full result attached"): never
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from edge.cards import Attachment, Card
 
-__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "size_text"]
+__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "size_text"]
 
 ATTACHMENTS_KEY = "oz0_attachments"
 
 
 def attachment_for(card: Card) -> Attachment:
-    """The file that carries everything the card was drawn from."""
+    """The file that carries everything the card was drawn from, under a name safe on every platform."""
     if card.attachment is not None:
-        return card.attachment
+        a = card.attachment
+        name, kind = safe_filename(a.filename), re.sub(r"[^A-Za-z0-9.+/-]", "", a.content_type)
+        return a if (name, kind) == (a.filename, a.content_type) else Attachment(
+            name, kind or "application/octet-stream", a.data)
     data = json.dumps(card.to_dict(), ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
     return Attachment("result.json", "application/json", data)
 
@@ -35,6 +39,12 @@ def descriptors(card: Card, *, cut: bool) -> list[dict[str, Any]]:
     if card.attachment is not None or cut:
         return [attachment_for(card).to_dict()]
     return []
+
+
+def safe_filename(name: str) -> str:
+    """A file name of letters, digits, `.`, `_` and `-` only (it also goes in `attachment://` URLs)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") [:100]
+    return name or "result.json"
 
 
 def size_text(size: int) -> str:

@@ -46,6 +46,7 @@ MAX_TEXT = 4_000
 TABLE_MAX_COLUMNS = 10
 CELL_WIDTH = 32
 VALUE_MAX = 1_024
+PARSE_MAX = 3 * MAX_TEXT
 _TAIL_TEXT = 400
 _GREEN, _RED, _AMBER = 0x2E7D32, 0xC62828, 0xF9A825
 _LANG = re.compile(r"^[A-Za-z0-9_+\-]{1,20}$")
@@ -70,6 +71,13 @@ class _Room:
         self.cut: list[str] = []
 
 
+def _esc(text: str, limit: int) -> str:
+    """`text` on one line, escaped, at most `limit` UTF-16 units (escaping can double a text)."""
+    text = one_line(text)
+    out = discord_escape(clip(text, limit))
+    return out if utf16_len(out) <= limit else discord_escape(clip(text, limit // 2 - 1))
+
+
 # Markdown tree to Discord markdown ----------------------------------------------------------------
 
 def _spans(spans: tuple[md.Span, ...]) -> str:
@@ -87,12 +95,13 @@ def _code_span(span: md.Code) -> str:
     text = one_line(span.text)
     if not text or "`" in text:
         return discord_escape(text)
-    return f"`{text}`"
+    return f"`{fence_safe(text)}`"
 
 
 def _link(span: md.Link) -> str:
     label = md.plain(span.children)
-    url = f"<{span.url}>" if not re.search(r"[<>\s]", span.url) else discord_escape(span.url)
+    url = re.sub(r"@(everyone|here)", r"%40\1", span.url, flags=re.I)
+    url = f"<{url}>" if not re.search(r"[<>\s]", url) else discord_escape(url)
     return url if label in ("", span.url) else f"{_spans(span.children)} ({url})"
 
 
@@ -213,8 +222,7 @@ def _body_table(card: Card, room: _Room) -> list[str]:
 
 
 def _kv_lines(keys: tuple[str, ...], values: tuple[Any, ...]) -> list[str]:
-    return [f"**{discord_escape(clip(one_line(k), 256))}**: {discord_escape(clip(one_line(cell_text(v)), VALUE_MAX))}"
-            for k, v in zip(keys, values)]
+    return [f"**{_esc(k, 256)}**: {_esc(cell_text(v), VALUE_MAX)}" for k, v in zip(keys, values)]
 
 
 def _body_key_values(card: Card, room: _Room) -> list[str]:
@@ -273,12 +281,13 @@ def _body_text(card: Card, room: _Room) -> list[str]:
         if shown < len(pieces):
             room.cut.append(f"… {len(pieces) - shown:,} more lines, full result attached")
         return [text] if text else []
-    blocks = md.parse(card.text)
+    blocks, unparsed = md.parse_prefix(card.text, PARSE_MAX)
+    room.chars -= 120 if unparsed else 0
     pieces = [_block(b) for b in blocks]
     text, shown = _fit(pieces, room, sep="\n\n")
-    if shown < len(pieces):
-        rest = sum(len(md.plain(_plain_spans(b))) for b in blocks[shown:])
-        lead = _clipped_block(blocks[shown], room)
+    if shown < len(pieces) or unparsed:
+        rest = unparsed + sum(len(md.plain(_plain_spans(b))) for b in blocks[shown:])
+        lead = _clipped_block(blocks[shown], room) if shown < len(blocks) else ""
         text = "\n\n".join(p for p in (text, lead) if p)
         room.cut.append(f"… {rest:,} more characters of text, full result attached")
     return [text] if text else []
@@ -318,33 +327,33 @@ _RULES: dict[str, Callable[[Card, _Room], list[str]]] = {
 # Head, tail and the message -----------------------------------------------------------------------
 
 def _head(card: Card) -> list[str]:
+    """Title, status and why not drawn: each part capped so the head stays under 3,000 of the 4,000."""
     out: list[str] = []
     if card.title and one_line(card.title):
-        out.append("## " + discord_escape(clip(one_line(card.title), 256)))
+        out.append("## " + _esc(card.title, 200))
     s = card.status
     if s is not None:
-        lines = [("✅ **Succeeded**: " if s.success else "❌ **Failed**: ") + discord_escape(clip(one_line(s.message), 1_000))]
+        lines = [("✅ **Succeeded**: " if s.success else "❌ **Failed**: ") + _esc(s.message, 400)]
         facts = []
         if s.error_code:
-            facts.append("error code: " + discord_escape(clip(one_line(s.error_code), 200)))
+            facts.append("error code: " + _esc(s.error_code, 100))
         if s.error:
-            facts.append("error: " + discord_escape(clip(one_line(s.error), 1_000)))
+            facts.append("error: " + _esc(s.error, 200))
         if s.command:
-            facts.append("command: " + discord_escape(clip(one_line(s.command), 300)))
+            facts.append("command: " + _esc(s.command, 100))
         if s.duration_ms is not None:
             facts.append(f"{s.duration_ms:,.0f} ms")
         if facts:
             lines.append("-# " + " · ".join(facts))
-        shown = s.warnings[:5]
-        lines += ["-# ⚠️ warning: " + discord_escape(clip(one_line(w), 300)) for w in shown]
+        shown = s.warnings[:3]
+        lines += ["-# ⚠️ warning: " + _esc(w, 150) for w in shown]
         if len(s.warnings) > len(shown):
             lines.append(f"-# … {len(s.warnings) - len(shown)} more warnings, full result attached")
         out.append("\n".join(lines))
     if not card.drawn:
-        lines = ["**Not drawn as a card.** " + discord_escape(clip(one_line(card.reason or "The result could not "
-                                                                        "be drawn."), 1_500))]
-        shown_v = card.violations[:5]
-        lines += ["- " + discord_escape(clip(one_line(v.describe()), 400)) for v in shown_v]
+        lines = ["**Not drawn as a card.** " + _esc(card.reason or "The result could not be drawn.", 500)]
+        shown_v = card.violations[:3]
+        lines += ["- " + _esc(v.describe(), 200) for v in shown_v]
         if len(card.violations) > len(shown_v):
             lines.append(f"- … {len(card.violations) - len(shown_v)} more problems, full result attached")
         out.append("\n".join(lines))
@@ -364,11 +373,13 @@ def _colour(card: Card) -> int | None:
 def render(card: Card) -> dict[str, Any]:
     """The card as a Discord Create Message body (with `oz0_attachments` for the adapter to pop)."""
     head = _head(card)
-    notes = ["-# " + discord_escape(clip(one_line(n), 300)) for n in card.notes[:5]]
+    notes = ["-# " + _esc(n, 150) for n in card.notes[:3]]
+    if len(card.notes) > 3:
+        notes.append(f"-# … {len(card.notes) - 3} more notes, full result attached")
     room = _Room(MAX_TEXT - sum(utf16_len(t) for t in head + notes) - _TAIL_TEXT)
     rule = _RULES.get(card.form)
     body = [b for b in (rule(card, room) if rule else _body_text(card.degrade(), room)) if b.strip()]
-    cut = bool(room.cut)
+    cut = bool(room.cut) or len(card.notes) > 3 or (card.status is not None and len(card.status.warnings) > 3)
     tail = ["\n".join("-# " + c for c in room.cut)] if cut else []
     if card.attachment is not None or cut:
         a = attachment_for(card)
@@ -378,7 +389,7 @@ def render(card: Card) -> dict[str, Any]:
         children.append(ui.Separator())
     children += [ui.TextDisplay(t) for t in body + notes + tail]
     if card.attachment is not None or cut:
-        children.append(ui.File("attachment://" + _safe_filename(attachment_for(card).filename)))
+        children.append(ui.File("attachment://" + attachment_for(card).filename))
     if not children:
         children.append(ui.TextDisplay("(empty result)"))
     colour = _colour(card)
@@ -396,7 +407,3 @@ def render(card: Card) -> dict[str, Any]:
     if attachments:
         payload[ATTACHMENTS_KEY] = attachments
     return payload
-
-
-def _safe_filename(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", one_line(name)) or "result.json"

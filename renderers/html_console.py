@@ -28,6 +28,7 @@ MAX_ROWS = 1_000
 MAX_LINES = 2_000
 MAX_TEXT = 200_000
 CELL_MAX = 2_000
+PARSE_MAX = 100_000
 
 _e = html_escape
 
@@ -162,7 +163,10 @@ def _body_text(card: Card, cut: list[str]) -> str:
         return f'<pre class="oz0-json"><code>{_e(text)}</code></pre>'
     if card.text_format == "plain":
         return f'<pre class="oz0-plain">{_e(text)}</pre>'
-    return f'<div class="oz0-markdown">{_blocks(md.parse(text))}</div>'
+    blocks, unparsed = md.parse_prefix(text, PARSE_MAX)
+    if unparsed:
+        cut.append(f"… {unparsed:,} more characters of text, full result attached")
+    return f'<div class="oz0-markdown">{_blocks(blocks)}</div>'
 
 
 _RULES: dict[str, Callable[[Card, list[str]], str]] = {

@@ -21,6 +21,7 @@ markdown-it-py's own renderer does with token types.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Union
 
 from markdown_it import MarkdownIt
@@ -48,6 +49,7 @@ __all__ = [
     "Table",
     "Text",
     "parse",
+    "parse_prefix",
     "plain",
 ]
 
@@ -146,8 +148,12 @@ _MD = (MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING})
        .enable(["table", "strikethrough"]))
 
 
+@lru_cache(maxsize=32)
 def parse(markdown: str) -> tuple[Block, ...]:
-    """The markdown as neutral blocks; see the module docstring for what they guarantee."""
+    """The markdown as neutral blocks; see the module docstring for what they guarantee.
+
+    Cached: the tree is immutable, and a renderer reads the same text for its body and its fallback.
+    """
     source = clean(markdown)
     tokens = _MD.parse(source)
     if any(t.level >= MAX_NESTING - 1 for t in tokens):
@@ -156,6 +162,20 @@ def parse(markdown: str) -> tuple[Block, ...]:
                 CodeBlock(source))
     blocks, _ = _blocks(tokens, 0, None)
     return tuple(blocks)
+
+
+def parse_prefix(markdown: str, limit: int) -> tuple[tuple[Block, ...], int]:
+    """The first `limit` characters or so as blocks, and how many characters were left unparsed.
+
+    A renderer that can show a few thousand characters need not parse 600 KB (markdown-it is linear
+    but not free on pathological input). The cut falls at a blank line when there is one in the
+    second half of the prefix; a fence or list cut there is still a safe tree.
+    """
+    if len(markdown) <= limit:
+        return parse(markdown), 0
+    cut = markdown.rfind("\n\n", limit // 2, limit)
+    cut = cut if cut != -1 else limit
+    return parse(markdown[:cut]), len(markdown) - cut
 
 
 def plain(spans: Iterable[Span]) -> str:

@@ -15,12 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from edge.cards import Card, cell_text
+from renderers import markdown_blocks as md
+from renderers.attachments import attachment_for
 from renderers.safety import clean, one_line
 
 __all__ = ["render"]
 
 WIDTH = 100
 MAX_ROWS = 200
+MAX_TEXT = 100_000
 
 
 def _t(value: Any) -> Text:
@@ -89,7 +92,44 @@ def _diff(card: Card) -> list[RenderableType]:
 
 
 def _text(card: Card) -> list[RenderableType]:
-    return [Text(clean(card.text))] if card.text else []
+    if not card.text:
+        return []
+    if card.text_format != "markdown":
+        return [Text(clean(card.text))]
+    blocks, unparsed = md.parse_prefix(card.text, MAX_TEXT)
+    out: list[RenderableType] = [Text("\n\n".join(_md_block(b, 0) for b in blocks))]
+    if unparsed:
+        out.append(Text(f"… {unparsed:,} more characters of text"))
+    return out
+
+
+def _md_block(block: md.Block, depth: int) -> str:
+    """A markdown block as readable text: styles dropped, links as "label (url)", code indented."""
+    if isinstance(block, md.Heading):
+        title = md.plain(block.spans)
+        return title + "\n" + ("=" if block.level == 1 else "-") * min(len(title), WIDTH)
+    if isinstance(block, md.Paragraph):
+        return md.plain(block.spans)
+    if isinstance(block, md.CodeBlock):
+        return "\n".join("    " + line for line in block.text.split("\n"))
+    if isinstance(block, md.ListBlock):
+        lines = []
+        for number, item in enumerate(block.items, start=block.start):
+            marker = f"{number}." if block.ordered else "•"
+            body = "\n".join(_md_block(b, depth + 1) for b in item).split("\n")
+            pad = " " * (len(marker) + 1)
+            lines.append(f"{marker} {body[0]}" + "".join("\n" + pad + rest for rest in body[1:]))
+        return "\n".join(lines)
+    if isinstance(block, md.Quote):
+        inner = "\n\n".join(_md_block(b, depth) for b in block.children)
+        return "\n".join("│ " + line for line in inner.split("\n"))
+    if isinstance(block, md.Table):
+        rows = [[one_line(md.plain(c)) for c in block.header]] + [[one_line(md.plain(c)) for c in r]
+                                                                    for r in block.rows]
+        count = max(len(r) for r in rows)
+        widths = [max(len(r[i]) if i < len(r) else 0 for r in rows) for i in range(count)]
+        return "\n".join("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)
+    return "─" * 10
 
 
 RULES: dict[str, Callable[[Card], list[RenderableType]]] = {
@@ -113,7 +153,7 @@ def render(card: Card) -> str:
     rule = RULES.get(card.form)
     parts += rule(card) if rule else _text(card.degrade())
     if card.attachment is not None:
-        a = card.attachment
+        a = attachment_for(card)
         parts.append(Text(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
     buffer = io.StringIO()
     Console(file=buffer, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,

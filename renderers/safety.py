@@ -91,14 +91,15 @@ def discord_escape(text: str) -> str:
     Every markdown character is backslash-escaped, so `<@…>`, `<@&…>`, `<#…>`, `</cmd:…>`, `<t:…>`,
     `[label](url)`, `||spoiler||` and code fences stay text; `@everyone` and `@here` get a
     zero-width space after the `@` (Discord's own advice; `allowed_mentions` stops the ping anyway).
-    URLs are kept whole so they still work as links (the message suppresses their previews).
+    URLs are kept whole so they still work as links (the message suppresses their previews); inside
+    one, `@everyone` becomes the equivalent `%40everyone`.
     """
     text = clean(text)
     out: list[str] = []
     pos = 0
     for match in _DISCORD_URL.finditer(text):
         out.append(_discord_escape_plain(text[pos:match.start()]))
-        out.append(_EVERYONE.sub("@\u200b\\1", match.group(0)))
+        out.append(_EVERYONE.sub("%40\\1", match.group(0)))
         pos = match.end()
     out.append(_discord_escape_plain(text[pos:]))
     return _DISCORD_LINE_START.sub(_escape_line_start, "".join(out))
@@ -116,8 +117,12 @@ def _discord_escape_plain(text: str) -> str:
 
 
 def fence_safe(text: str) -> str:
-    """Cleaned text for inside a code block: a run of backticks is broken so it cannot close the fence."""
-    return clean(text).replace("`", "`\u200b").replace("~~~", "~\u200b~~")
+    """Cleaned text for inside a code block: a run of backticks is broken so it cannot close the fence.
+
+    `@everyone` and `@here` get a zero-width space too, so no copy of the text can ping.
+    """
+    text = clean(text).replace("`", "`\u200b").replace("~~~", "~\u200b~~")
+    return _EVERYONE.sub("@\u200b\\1", text)
 
 
 def html_escape(text: str) -> str:

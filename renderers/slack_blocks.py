@@ -31,7 +31,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from slack_sdk.models.blocks import (
-    Block,
     ContextBlock,
     HeaderBlock,
     PlainTextObject,
@@ -69,6 +68,7 @@ TABLE_MAX_COLUMNS = 20
 CELL_MAX = 300
 FALLBACK_MAX = 3_000
 LIST_INDENT_MAX = 6
+PARSE_MAX = 3 * MAX_BLOCKS_CHARS
 _TAIL_CHARS = 800
 _TAIL_BLOCKS = 3
 _EMPTY_CELL = "—"
@@ -147,6 +147,7 @@ def _rt_spans(spans: tuple[md.Span, ...], style: dict[str, bool]) -> list[dict[s
 
 
 def _section(elements: list[dict[str, Any]]) -> dict[str, Any]:
+    elements = [e for e in elements if e.get("type") != "text" or e["text"]]
     return {"type": "rich_text_section", "elements": elements or [_rt_text(" ")]}
 
 
@@ -256,7 +257,7 @@ def _clip_element(element: dict[str, Any], room: int) -> tuple[dict[str, Any], b
         clipped = True
         left = room - used - TEXT_OBJECT_COST - 1
         if child.get("type") == "text" and left > 20:
-            out_elements.append({**child, "text": clip(child["text"], left)})
+            out_elements.append({**child, "text": _clip16(child["text"], left)})
         elif "elements" in child and left > 20:
             sub, _ = _clip_element(child, left)
             if sub["elements"]:
@@ -265,7 +266,21 @@ def _clip_element(element: dict[str, Any], room: int) -> tuple[dict[str, Any], b
     return {**element, "elements": out_elements}, clipped
 
 
-def _rich_text_blocks(elements: list[dict[str, Any]], room: _Room, *, what: str) -> list[dict[str, Any]]:
+def _clip16(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-16 units, ending with "…" when cut."""
+    if utf16_len(text) <= limit:
+        return text
+    out, used = [], 1
+    for ch in text:
+        used += 2 if ord(ch) > 0xFFFF else 1
+        if used > limit:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def _rich_text_blocks(elements: list[dict[str, Any]], room: _Room, *, what: str,
+                      unparsed: int = 0) -> list[dict[str, Any]]:
     """Rich text elements in one `rich_text` block, as many as fit the room; the rest cut and said."""
     current: list[dict[str, Any]] = []
     used = 0
@@ -279,8 +294,10 @@ def _rich_text_blocks(elements: list[dict[str, Any]], room: _Room, *, what: str)
         if clipped.get("elements"):
             current.append(clipped)
         rest = sum(len(t) for t in _texts(elements[index:])) - sum(len(t) for t in _texts([clipped]))
-        room.cut.append(f"… {rest:,} more characters of {what}, full result attached")
+        unparsed += rest
         break
+    if unparsed:
+        room.cut.append(f"… {unparsed:,} more characters of {what}, full result attached")
     if not current or room.blocks < 1:
         return []
     return [room.take(RichTextBlock(elements=current).to_dict())]
@@ -361,7 +378,7 @@ def _context(texts: list[str]) -> dict[str, Any]:
     texts = [clip(one_line(t), SECTION_TEXT_MAX) for t in texts if one_line(t)]
     if len(texts) > CONTEXT_ELEMENTS_MAX:
         extra = len(texts) - CONTEXT_ELEMENTS_MAX + 1
-        texts = texts[: CONTEXT_ELEMENTS_MAX - 1] + [f"… {extra} more"]
+        texts = texts[: CONTEXT_ELEMENTS_MAX - 1] + [f"… {extra} more, full result attached"]
     return ContextBlock(elements=[PlainTextObject(text=t, emoji=False) for t in texts or ["—"]]).to_dict()
 
 
@@ -404,7 +421,7 @@ def _body_diff(card: Card, room: _Room) -> list[dict[str, Any]]:
     if diff.kind == "lines":
         if not diff.lines:
             return out + [room.take(_context(["(no differences)"]))]
-        head = f"--- {one_line(diff.before)}\n+++ {one_line(diff.after)}\n"
+        head = f"--- {clip(one_line(diff.before), 200)}\n+++ {clip(one_line(diff.after), 200)}\n"
         lines = [(ln.op if ln.op != "@" else "") + clean(ln.text).replace("\n", " ") for ln in diff.lines]
         text, shown = _fit_lines(head, lines, room.chars - 200)
         if shown < len(lines):
@@ -442,11 +459,13 @@ def _body_text(card: Card, room: _Room) -> list[dict[str, Any]]:
         if shown < len(lines):
             room.cut.append(f"… {len(lines) - shown:,} more lines of JSON, full result attached")
         return [room.take(RichTextBlock(elements=[_preformatted(text)]).to_dict())]
+    unparsed = 0
     if card.text_format == "plain":
         elements = [_section([_rt_text(p + "\n")]) for p in clean(card.text).split("\n\n") if p.strip()]
     else:
-        elements = _rt_blocks(md.parse(card.text))
-    return _rich_text_blocks(elements, room, what="text")
+        blocks, unparsed = md.parse_prefix(card.text, PARSE_MAX)
+        elements = _rt_blocks(blocks)
+    return _rich_text_blocks(elements, room, what="text", unparsed=unparsed)
 
 
 _RULES: dict[str, Callable[[Card, _Room], list[dict[str, Any]]]] = {
@@ -526,7 +545,7 @@ def _fallback(card: Card, cut: list[str]) -> str:
 
 def _first_spans(card: Card) -> tuple[md.Span, ...]:
     spans: list[md.Span] = []
-    for block in md.parse(card.text)[:5]:
+    for block in md.parse_prefix(card.text, PARSE_MAX)[0][:5]:
         if isinstance(block, (md.Paragraph, md.Heading)):
             spans += list(block.spans) + [md.LineBreak(hard=True)]
         elif isinstance(block, md.CodeBlock):
@@ -547,7 +566,9 @@ def render(card: Card) -> dict[str, Any]:
     rule = _RULES.get(card.form)
     body = rule(card, room) if rule else _body_text(card.degrade(), room)
     tail: list[dict[str, Any]] = []
-    cut = bool(room.cut)
+    facts = len(card.status.warnings) + 5 if card.status is not None else 0
+    cut = bool(room.cut) or facts > CONTEXT_ELEMENTS_MAX or len(card.notes) > CONTEXT_ELEMENTS_MAX \
+        or (not card.drawn and len(card.violations) > 5)
     said = {t for b in body if b["type"] == "context" for t in (e["text"] for e in b["elements"])}
     unsaid = [c for c in room.cut if clip(one_line(c), SECTION_TEXT_MAX) not in said]
     if unsaid:
@@ -556,6 +577,8 @@ def render(card: Card) -> dict[str, Any]:
         a = attachment_for(card)
         tail.append(_context([f"📎 Full result attached: {a.filename} ({a.content_type}, {size_text(a.size)})"]))
     blocks = head + body + notes + tail
+    if not blocks:
+        blocks = [_context(["(empty result)"])]
     payload: dict[str, Any] = {
         "text": _fallback(card, room.cut),
         "blocks": blocks,
@@ -570,7 +593,7 @@ def render(card: Card) -> dict[str, Any]:
 
 
 def _check(payload: dict[str, Any]) -> None:
-    """The aggregate limits slack_sdk does not check; a failure here is a bug in this module."""
+    """The aggregate limits slack_sdk does not check (each block was validated by its model's `to_dict`)."""
     blocks = payload["blocks"]
     if len(blocks) > MAX_BLOCKS:
         raise AssertionError(f"{len(blocks)} blocks, over Slack's {MAX_BLOCKS}")
@@ -578,5 +601,3 @@ def _check(payload: dict[str, Any]) -> None:
         raise AssertionError(f"{blocks_size(blocks)} characters of blocks, over our {MAX_BLOCKS_CHARS:,}")
     if sum(b["type"] == "table" for b in blocks) > 1:
         raise AssertionError("more than one table block; Slack allows one a message")
-    for block in blocks:
-        Block.parse(block).validate_json()  # type: ignore[union-attr]

@@ -1,0 +1,281 @@
+"""Independent checks of rendered payloads: what each platform would accept, and that nothing can run.
+
+Slack: slack_sdk's `Block.parse` + `validate_json()` for every block, plus the caps slack_sdk does not
+check (50 blocks, one table of at most 100 rows x 20 cells, no empty cell, the aggregate size).
+Discord: the components rebuilt as discord.py `ui.LayoutView` items (which refuse more than 40) and
+its `content_length()` against 4,000, plus the message rules. HTML: `html.parser` sees only
+allowed tags and attributes, no `script`/`style`, no `on*`, no URL outside http, https and mailto.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urlsplit
+
+import discord
+from discord import ui
+from slack_sdk.models.blocks import Block
+
+# Characters no payload may carry (ZWSP is allowed only where Discord escaping puts it).
+FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200c-\u200f\u202a-\u202e"
+                       "\u2060-\u2064\u2066-\u206f\ufeff\ud800-\udfff]")
+ZWSP = "\u200b"
+
+
+def _strings(node: Any) -> list[str]:
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _safe_scheme(url: str) -> bool:
+    return urlsplit(url).scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
+
+
+def _attachments(payload: dict[str, Any]) -> None:
+    for a in payload.get("oz0_attachments", []):
+        assert set(a) == {"filename", "content_type", "size"}, a
+        assert isinstance(a["size"], int) and a["size"] >= 0
+
+
+def check_slack(payload: dict[str, Any]) -> None:
+    assert payload["unfurl_links"] is False and payload["unfurl_media"] is False
+    text = payload["text"]
+    assert isinstance(text, str) and text.strip() and _utf16(text) <= 40_000
+    assert "<" not in text and ">" not in text, "the fallback text is parsed: <…> must be escaped"
+    assert not re.search(r"&(?!amp;|lt;|gt;)", text)
+    blocks = payload["blocks"]
+    assert 1 <= len(blocks) <= 50, f"{len(blocks)} blocks"
+    assert set(payload) <= {"text", "blocks", "unfurl_links", "unfurl_media", "oz0_attachments"}
+    tables = [b for b in blocks if b["type"] == "table"]
+    assert len(tables) <= 1, "one table a message"
+    for table in tables:
+        rows = table["rows"]
+        assert 1 <= len(rows) <= 100 and len({len(r) for r in rows}) == 1
+        for row in rows:
+            assert 1 <= len(row) <= 20
+            for cell in row:
+                assert cell["type"] == "raw_text" and cell["text"].strip(), f"empty cell {cell!r}"
+    total = sum(_utf16(s) for b in blocks for s in _texts(b))
+    assert total <= 13_200, f"{total} characters of block text"
+    for block in blocks:
+        model = Block.parse(block)
+        assert model is not None, f"unknown block {block['type']}"
+        model.validate_json()
+        if block["type"] in ("section", "context"):
+            for obj in ([block.get("text")] if block.get("text") else []) + block.get("fields", []) + \
+                    block.get("elements", []):
+                if obj.get("type") == "mrkdwn":
+                    assert "<" not in obj["text"] and ">" not in obj["text"]
+    for link in _links(blocks):
+        assert _safe_scheme(link), link
+    for s in _strings(payload):
+        assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
+    json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    _attachments(payload)
+
+
+def _texts(block: Any) -> list[str]:
+    out: list[str] = []
+    stack = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "text" and isinstance(value, str):
+                    out.append(value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack += node
+    return out
+
+
+def _links(node: Any) -> list[str]:
+    out = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("type") == "link":
+                out.append(item["url"])
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
+_MENTION = re.compile(r"<(?:@|#|/|t:|:|a:)")
+_MASKED = re.compile(r"\[[^\]\n]*\]\(")
+
+
+def discord_outside_code(content: str) -> str:
+    """The text Discord formats: backslash escapes replaced by a neutral dot, code blocks and spans removed."""
+    out: list[str] = []
+    i = 0
+    while i < len(content):
+        if content[i] == "\\" and i + 1 < len(content):
+            out.append("·")
+            i += 2
+        elif content.startswith("```", i):
+            end = content.find("```", i + 3)
+            assert end != -1, "unclosed code block"
+            assert "```" not in content[i + 3:end]
+            i = end + 3
+        elif content[i] == "`":
+            end = content.find("`", i + 1)
+            if end == -1:
+                out.append("`")
+                i += 1
+            else:
+                i = end + 1
+        else:
+            out.append(content[i])
+            i += 1
+    return "".join(out)
+
+
+def check_discord_text(content: str) -> None:
+    """One Text Display: nothing outside code can mention, mask a link, or break out of a fence."""
+    outside = discord_outside_code(content)
+    assert not _MENTION.search(outside), f"live mention in {outside[:200]!r}"
+    assert not _MASKED.search(outside), f"masked link in {outside[:200]!r}"
+    assert not re.search(r"@(everyone|here)", content, re.I), "@everyone/@here not neutralised"
+    assert not FORBIDDEN.search(content), repr(content[:80])
+
+
+def check_discord(payload: dict[str, Any]) -> None:
+    assert payload["allowed_mentions"] == {"parse": []}
+    assert payload["flags"] & (1 << 15), "Components V2 flag"
+    assert payload["flags"] & (1 << 2), "link previews suppressed"
+    assert "content" not in payload and "embeds" not in payload, "V2 messages carry neither"
+    assert set(payload) <= {"flags", "components", "allowed_mentions", "oz0_attachments"}
+    view = ui.LayoutView(timeout=None)
+    for component in payload["components"]:
+        view.add_item(_item(component))
+    assert view.total_children_count <= 40
+    assert view.content_length() <= 4_000
+    total = 0
+    for text in _display_texts(payload["components"]):
+        check_discord_text(text)
+        total += _utf16(text)
+    assert total <= 4_000, f"{total} UTF-16 units of text"
+    for s in _strings(payload):
+        assert not FORBIDDEN.search(s)
+    _attachments(payload)
+    files = [c["file"]["url"] for c in _walk(payload["components"]) if c.get("type") == 13]
+    names = [a["filename"] for a in payload.get("oz0_attachments", [])]
+    assert len(files) == len(names)
+    for url in files:
+        assert re.fullmatch(r"attachment://[A-Za-z0-9._-]+", url), url
+
+
+def _walk(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    stack = list(components)
+    while stack:
+        c = stack.pop()
+        out.append(c)
+        stack += c.get("components", [])
+    return out
+
+
+def _display_texts(components: list[dict[str, Any]]) -> list[str]:
+    return [c["content"] for c in _walk(components) if c.get("type") == 10]
+
+
+def _item(data: dict[str, Any]) -> ui.Item[Any]:
+    kind = data["type"]
+    if kind == 17:
+        colour = data.get("accent_color")
+        return ui.Container(*(_item(c) for c in data["components"]),
+                            accent_colour=discord.Colour(colour) if colour is not None else None)
+    if kind == 10:
+        return ui.TextDisplay(data["content"])
+    if kind == 14:
+        return ui.Separator()
+    if kind == 13:
+        return ui.File(data["file"]["url"])
+    raise AssertionError(f"unexpected component type {kind}")
+
+
+ALLOWED_TAGS = {"section", "header", "h2", "h3", "h4", "h5", "h6", "div", "p", "strong", "em", "del", "code",
+                "pre", "span", "a", "br", "hr", "ul", "ol", "li", "dl", "dt", "dd", "blockquote", "table",
+                "thead", "tbody", "tr", "th", "td"}
+ALLOWED_ATTRS = {"class", "role", "href", "rel", "scope", "start", "data-lang", "data-oz0-attachment",
+                 "data-oz0-content-type", "data-oz0-size"}
+_VOID = {"br", "hr"}
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.stack: list[str] = []
+        self.roots = 0
+        self.text: list[str] = []
+        self.other: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if not self.stack:
+            self.roots += 1
+        self.tags.append((tag, attrs))
+        if tag not in _VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack[-1:]}"
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not self.stack and data.strip():
+            raise AssertionError(f"text outside the section: {data[:80]!r}")
+        self.text.append(data)
+
+    def handle_comment(self, data: str) -> None:
+        self.other.append("comment")
+
+    def handle_decl(self, decl: str) -> None:
+        self.other.append("decl")
+
+    def unknown_decl(self, data: str) -> None:
+        self.other.append("decl")
+
+    def handle_pi(self, data: str) -> None:
+        self.other.append("pi")
+
+
+def check_html(fragment: str) -> None:
+    assert fragment.startswith("<section ") and fragment.endswith("</section>")
+    parser = _Collector()
+    parser.feed(fragment)
+    parser.close()
+    assert parser.roots == 1 and not parser.stack, "one closed <section>"
+    assert not parser.other, parser.other
+    for tag, attrs in parser.tags:
+        assert tag in ALLOWED_TAGS, f"<{tag}>"
+        for name, value in attrs:
+            assert name in ALLOWED_ATTRS, f"<{tag} {name}>"
+            assert not name.startswith("on")
+            if name == "href":
+                assert value is not None and _safe_scheme(value), value
+    for s in parser.text + [v or "" for _, attrs in parser.tags for _, v in attrs]:
+        assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
+
+
+CHECKS = {"slack": check_slack, "discord": check_discord, "html": check_html}

@@ -1,0 +1,73 @@
+"""Every renderer x every card form x every hostile string, checked by independent oracles.
+
+A renderer added to `renderers.RENDERERS` is picked up here automatically: it gets the platform
+oracle if there is one (Slack, Discord, HTML), and the generic checks otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hostile import CARDS, DISCORD, FENCES, HTML, INVISIBLE, SLACK, URLS, CELLS, big_cards, naughty_strings
+from renderer_oracles import CHECKS, FORBIDDEN
+from renderers import RENDERERS
+
+TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE
+BLNS_FORMS = ("table", "key_values", "text_markdown_everywhere", "not_drawn", "diff_lines")
+BIG = big_cards()
+
+
+def _check(platform: str, payload: object) -> None:
+    check = CHECKS.get(platform)
+    if check is not None:
+        check(payload)  # type: ignore[arg-type]
+        return
+    text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    assert not FORBIDDEN.search(text.replace("\n", "").replace("\t", ""))
+
+
+def _run(platform: str, form: str, strings: list[str]) -> None:
+    renderer = RENDERERS[platform]
+    for s in strings:
+        card = CARDS[form](s)
+        try:
+            first = renderer(card)
+            _check(platform, first)
+        except AssertionError as error:
+            raise AssertionError(f"{platform} {form} {s[:60]!r}: {error}") from None
+        assert renderer(card) == first, "renderers are pure: same card, same payload"
+
+
+@pytest.mark.parametrize("form", sorted(CARDS))
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_targeted_hostile_strings(platform: str, form: str) -> None:
+    _run(platform, form, TARGETED)
+
+
+@pytest.mark.parametrize("form", BLNS_FORMS)
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_big_list_of_naughty_strings(platform: str, form: str) -> None:
+    strings = naughty_strings()
+    assert len(strings) > 500
+    _run(platform, form, strings)
+
+
+@pytest.mark.parametrize("name", sorted(BIG))
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_past_every_limit(platform: str, name: str) -> None:
+    _check(platform, RENDERERS[platform](BIG[name]))
+
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=()), max_size=300) | st.sampled_from(
+    TARGETED).flatmap(lambda s: st.text(max_size=20).map(lambda t: s + t))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(s=_text, form=st.sampled_from(sorted(CARDS)))
+def test_any_string_in_any_form(s: str, form: str) -> None:
+    for platform in RENDERERS:
+        _check(platform, RENDERERS[platform](CARDS[form](s)))
