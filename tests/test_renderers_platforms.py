@@ -1,0 +1,210 @@
+"""What a user sees on each platform: the bundled examples, failure cards, cuts that say so, and escaping."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from adapters.cli_render import examples
+from edge import choose_card, load_contract, load_json_file
+from edge.cards import Card, Status
+from hostile import big_cards
+from renderer_oracles import CHECKS, discord_outside_code
+from renderers import RENDERERS, discord_message, html_console, markdown_blocks, slack_blocks
+
+EXAMPLES = {e["name"]: e for e in examples()}
+BIG = big_cards()
+
+
+def _card(name: str) -> Card:
+    entry = EXAMPLES[name]
+    contract = load_contract(entry["schema"]) if entry["schema"] else None
+    return choose_card(load_json_file(entry["result"]), contract, title=name)
+
+
+def _texts(payload: object) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _discord_texts(payload: dict) -> list[str]:
+    return [c["content"] for c in payload["components"][0]["components"] if c["type"] == 10]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("platform", ["slack", "discord", "html"])
+def test_bundled_examples_render_within_limits(platform: str, name: str) -> None:
+    CHECKS[platform](RENDERERS[platform](_card(name)))
+
+
+def test_registered_for_the_cli() -> None:
+    assert {"slack", "discord", "html"} <= set(RENDERERS)
+
+
+@pytest.mark.parametrize("platform", ["slack", "discord", "html"])
+def test_oz0_render_prints_the_payload(platform: str) -> None:
+    entry = EXAMPLES["deploys"]
+    run = subprocess.run([sys.executable, "-m", "adapters.cli", "render", entry["result"], "--schema", entry["schema"],
+                          "--to", platform], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    payload = run.stdout.rstrip("\n") if platform == "html" else json.loads(run.stdout)
+    CHECKS[platform](payload)
+    assert "billing" in _texts(payload)
+
+
+# Slack ---------------------------------------------------------------------------------------------
+
+def test_slack_table_is_a_native_table_with_header_row() -> None:
+    payload = slack_blocks.render(_card("deploys"))
+    table = [b for b in payload["blocks"] if b["type"] == "table"][0]
+    assert [c["text"] for c in table["rows"][0]] == list(_card("deploys").columns)
+    assert len(table["rows"]) == 1 + len(_card("deploys").rows)
+    assert payload["blocks"][0] == {"type": "header", "text": {"type": "plain_text", "text": "deploys", "emoji": False}}
+    assert "oz0_attachments" not in payload
+
+
+def test_slack_failure_card_says_failed_with_code_and_command() -> None:
+    payload = slack_blocks.render(_card("qzx-failure"))
+    text = _texts(payload["blocks"])
+    assert "❌" in text and "Failed" in text and "path_not_found" in text and "readFile" in text
+    assert payload["text"].startswith("qzx-failure\nFailed: ")
+
+
+def test_slack_cut_table_says_so_and_attaches() -> None:
+    payload = slack_blocks.render(BIG["rows_10000"])
+    table = [b for b in payload["blocks"] if b["type"] == "table"][0]
+    shown = len(table["rows"]) - 1
+    assert shown <= 99
+    assert f"… {10_000 - shown:,} more rows" in _texts(payload["blocks"])
+    assert "full result attached" in _texts(payload["blocks"])
+    assert payload["oz0_attachments"][0]["filename"] == "result.json"
+    assert payload["oz0_attachments"][0]["size"] > 100_000
+
+
+def test_slack_not_drawn_attaches_the_result() -> None:
+    payload = slack_blocks.render(_card("large"))
+    assert "Not drawn as a card" in _texts(payload["blocks"])
+    assert payload["oz0_attachments"] == [{"filename": "result.json", "content_type": "application/json",
+                                           "size": _card("large").attachment.size}]
+
+
+def test_slack_mentions_stay_text() -> None:
+    card = Card(form="table", title="<!channel>", columns=("who",), rows=(("<!here> <@U123>",),))
+    payload = slack_blocks.render(card)
+    assert payload["blocks"][0]["text"] == {"type": "plain_text", "text": "<!channel>", "emoji": False}
+    assert "&lt;!channel&gt;" in payload["text"] and "<!" not in payload["text"]
+    table = [b for b in payload["blocks"] if b["type"] == "table"][0]
+    assert table["rows"][1][0] == {"type": "raw_text", "text": "<!here> <@U123>"}
+
+
+def test_slack_markdown_is_rich_text_with_visible_safe_links() -> None:
+    card = Card(form="text", text="**bold** [site](https://example.com) [bad](javascript:alert(1)) ![x](https://t.example/p.png)")
+    section = slack_blocks.render(card)["blocks"][0]["elements"][0]
+    assert section["elements"][0] == {"type": "text", "text": "bold", "style": {"bold": True}}
+    links = [e for e in section["elements"] if e["type"] == "link"]
+    assert [link["url"] for link in links] == ["https://example.com", "https://t.example/p.png"]
+    assert all(link["text"] == link["url"] for link in links)
+    assert "[bad](javascript:alert(1))" in _texts(section)
+
+
+def test_slack_block_budget_holds_for_long_markdown() -> None:
+    payload = slack_blocks.render(BIG["long_markdown"])
+    assert slack_blocks.blocks_size(payload["blocks"]) <= slack_blocks.MAX_BLOCKS_CHARS
+    assert "more characters of text, full result attached" in _texts(payload["blocks"])
+
+
+# Discord -------------------------------------------------------------------------------------------
+
+def test_discord_message_shape() -> None:
+    payload = discord_message.render(_card("deploys"))
+    assert payload["flags"] == (1 << 15) | (1 << 2)
+    assert payload["allowed_mentions"] == {"parse": []}
+    container = payload["components"][0]
+    assert container["type"] == 17
+    texts = _discord_texts(payload)
+    assert texts[0] == "## deploys"
+    assert texts[1].startswith("```\nservice") and texts[1].endswith("```")
+
+
+def test_discord_failure_is_red_and_success_green() -> None:
+    assert discord_message.render(_card("qzx-failure"))["components"][0]["accent_color"] == 0xC62828
+    assert discord_message.render(_card("qzx-success"))["components"][0]["accent_color"] == 0x2E7D32
+    assert "❌ **Failed**" in _discord_texts(discord_message.render(_card("qzx-failure")))[1]
+
+
+def test_discord_not_drawn_shows_the_file() -> None:
+    payload = discord_message.render(_card("broken"))
+    files = [c for c in payload["components"][0]["components"] if c["type"] == 13]
+    assert files == [{"type": 13, "file": {"url": "attachment://result.json"}, "spoiler": False}]
+    assert payload["oz0_attachments"][0]["filename"] == "result.json"
+
+
+def test_discord_neutralises_mentions_and_masked_links() -> None:
+    card = Card(form="key_values", keys=("who",), values=("@everyone <@123> <#9> </cmd:1> <t:1:R> [x](https://evil.example)",))
+    text = _discord_texts(discord_message.render(card))[0]
+    assert "@\u200beveryone" in text
+    outside = discord_outside_code(text)
+    for live in ("<@", "<#", "</", "<t:", "]("):
+        assert live not in outside
+
+
+def test_discord_code_fence_in_data_cannot_close_ours() -> None:
+    card = Card(form="diff", diff=markdown_free_diff("```\n@here"))
+    text = _discord_texts(discord_message.render(card))[0]
+    assert text.count("```") == 2
+
+
+def markdown_free_diff(line: str):
+    from edge.cards import DiffBody, DiffLine
+    return DiffBody("lines", "a", "b", lines=(DiffLine("+", line),))
+
+
+def test_discord_cut_table_says_so() -> None:
+    payload = discord_message.render(BIG["rows_10000"])
+    notes = " ".join(_discord_texts(payload))
+    assert "more rows, full result attached" in notes
+    assert discord_message.text_length(payload["components"]) <= discord_message.MAX_TEXT
+
+
+# HTML ----------------------------------------------------------------------------------------------
+
+def test_html_escapes_and_uses_classes() -> None:
+    card = Card(form="key_values", title="<script>alert(1)</script>", status=Status(False, "boom"),
+                keys=("a",), values=('"><img src=x onerror=alert(1)>',))
+    html = html_console.render(card)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'class="oz0-card oz0-card--key_values oz0-card--failure"' in html
+
+
+def test_html_markdown_links_show_the_real_url() -> None:
+    html = html_console.render(Card(form="text", text="[docs](https://example.com/d) <b>raw</b>"))
+    assert '<a href="https://example.com/d" rel="nofollow noopener noreferrer">https://example.com/d</a>' in html
+    assert "&lt;b&gt;raw&lt;/b&gt;" in html
+
+
+def test_html_table_and_cut() -> None:
+    html = html_console.render(BIG["rows_10000"])
+    assert html.count("<tr>") == html_console.MAX_ROWS + 1
+    assert "… 9,000 more rows" in html and 'data-oz0-attachment="result.json"' in html
+
+
+# The shared markdown tree ---------------------------------------------------------------------------
+
+def test_markdown_too_deep_is_shown_as_written() -> None:
+    blocks = markdown_blocks.parse(">" * 200 + " deep")
+    assert isinstance(blocks[-1], markdown_blocks.CodeBlock) and "deep" in blocks[-1].text
+    assert "limit is 20" in markdown_blocks.plain(blocks[0].spans)
+
+
+def test_markdown_unsafe_links_are_not_links() -> None:
+    blocks = markdown_blocks.parse("[a](https://ok.example) <javascript:alert(1)> [b](data:text/html,x)")
+    spans = blocks[0].spans
+    assert [s.url for s in spans if isinstance(s, markdown_blocks.Link)] == ["https://ok.example"]
+
+
+def test_plain_text_renders_markdown_readably() -> None:
+    out = RENDERERS["text"](Card(form="text", text="# Title\n\n- **a** [l](https://x.example)\n\n```\ncode\n```"))
+    assert "Title\n=====" in out and "• a l (https://x.example)" in out and "    code" in out
