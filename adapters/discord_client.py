@@ -410,6 +410,7 @@ class DiscordChannel:
         self.logged_in = asyncio.Event()
         intents = discord.Intents.none()
         intents.guilds = True      # roles of the guilds, for access rules on roles; not privileged
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # oz0 has no voice
         options: dict[str, Any] = {"intents": intents, "allowed_mentions": discord.AllowedMentions.none()}
         if settings.sharded:
             self.client: discord.Client = discord.AutoShardedClient(

@@ -53,7 +53,9 @@ class Recorded:
 class DiscordStandIn:
     """Serves `/api/v10/...` and `/gateway` on 127.0.0.1; `api_url` is what discord.py's Route.BASE becomes."""
 
-    def __init__(self, *, guilds: list[dict[str, Any]] | None = None, shards: int = 1) -> None:
+    def __init__(self, *, guilds: list[dict[str, Any]] | None = None, shards: int = 1,
+                 token: str | None = None) -> None:
+        self.token = token               # when set, bot-authenticated routes refuse any other token
         self.app_id = snowflake()
         self.bot_id = self.app_id
         self.guilds = guilds or []
@@ -146,6 +148,9 @@ class DiscordStandIn:
         rec = Recorded(request.method, path, dict(request.query), body, files,
                        request.headers.get("Authorization"))
         await self._record(rec)
+        bot_route = not path.startswith(("/interactions/", "/webhooks/"))
+        if self.token is not None and bot_route and rec.authorization != f"Bot {self.token}":
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         forced = self.fail_next.pop((request.method, path.split("/")[1]), None)
         if forced is not None:
             return _json(forced[1], status=forced[0])

@@ -422,3 +422,40 @@ def test_a_job_cut_short_by_a_stop_tells_the_asker_it_was_interrupted(home, monk
         [job] = h.runtime.jobs()
         assert job.status == "interrupted"
     run(scenario())
+
+
+def test_a_wrong_token_stops_the_channel_with_a_clear_error_and_no_token_in_it(home):
+    import discord
+    import discord.http
+
+    from edge.runtime import Runtime
+
+    async def scenario():
+        standin = await DiscordStandIn(token="the-right-one").start()
+        runtime = Runtime(home)
+        try:
+            with pytest.raises(discord.LoginFailure) as caught:
+                await discord_client.serve(runtime, env={"DISCORD_TOKEN": "a-wrong-one",
+                                                         "DISCORD_API_URL": standin.api_url},
+                                           stop=asyncio.Event())
+            assert str(caught.value) == "Improper token has been passed."
+            assert [r.path for r in standin.requests] == ["/users/@me"]
+        finally:
+            runtime.close()
+            await standin.close()
+        assert discord.http.Route.BASE == "https://discord.com/api/v10"   # restored
+    run(scenario())
+
+
+def test_a_card_discord_refuses_becomes_a_failure_card_in_its_place(home):
+    async def scenario():
+        async with running_channel(home) as h:
+            h.standin.fail_next[("PATCH", "webhooks")] = (400, {"message": "Invalid Form Body", "code": 50035})
+            ask = await h.send(h.standin.slash("ask", {"agent": "echo", "input": "hi"}, **h.where()))
+            [refused, fallback] = await h.standin.wait_for(lambda r: r.method == "PATCH" and ask["token"] in r.path,
+                                                           count=2)
+            assert "echo: hi" in texts(refused.body["components"])
+            assert_within_discord_limits(fallback.body)
+            shown = texts(fallback.body["components"])
+            assert "oz0 could not show this result in Discord (400" in shown and "is in the journal" in shown
+    run(scenario())
