@@ -191,3 +191,15 @@ class TestOffLoopback:
         r = httpx.post(f"{guarded}/v1/agents/echo/runs", json="ok",
                        headers={"authorization": f"Bearer {TOKEN}"})
         assert r.status_code == 200 and r.json()["job"]["requester"] == "api-token"
+
+
+def test_access_rules_apply_to_the_console_and_api(http, console):
+    rules = console.runtime.home / "access.yaml"
+    rules.write_text("rules:\n  - deny: [grumpy]\n    platform: console\n")
+    try:
+        r = http.post("/v1/agents/grumpy/runs", json="x")
+        assert r.status_code == 403 and r.json()["error_code"] == "forbidden"
+        assert "grumpy" in r.json()["message"]
+        assert http.post("/v1/agents/echo/runs", json="x").status_code == 200
+    finally:
+        rules.unlink()
