@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from edge.agent_kinds import AGENT_KINDS
-from edge.card_choice import choose_card, compact_json, is_qzx_result
+from edge.card_choice import choose_card, is_qzx_result
 from edge.cards import Card, Status
 from edge.compat import Change, check_upgrade, is_major_bump
 from edge.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
@@ -272,7 +272,14 @@ class Runtime:
 
     def _check_output(self, spec: AgentSpec, output: Any) -> Any:
         cap = spec.limits.max_output_bytes
-        size = len(output.encode("utf-8")) if isinstance(output, str) else len(compact_json(output))
+        if isinstance(output, str):
+            size = len(output.encode("utf-8"))
+        else:
+            try:
+                size = len(orjson.dumps(output))
+            except TypeError as exc:
+                raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc}); answer strings, numbers, "
+                                                  "booleans, null, lists and objects with string keys") from None
         if size > cap:
             raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
                                                f"({cap:,})")

@@ -79,6 +79,9 @@ def quota(text):
 def table(text):
     return {"rows": [{"name": "a", "n": 1}, {"name": "b", "n": 2}]}
 
+def not_json(text):
+    return {"when": object()}
+
 def once(text):
     CALLS["once"] = CALLS.get("once", 0) + 1
     return f"call {CALLS['once']}"
@@ -114,6 +117,7 @@ AGENTS = {
     "quota": py("quota", failures={"QuotaExceeded": {"person": True}}),
     "table": {"kind": "python", "entry": "agent:table", "input": "text", "output_schema": "schemas/rows.json"},
     "once": py("once"),
+    "not-json": {"kind": "python", "entry": "agent:not_json", "input": "text", "output_schema": "schemas/rows.json"},
 }
 
 
@@ -350,3 +354,9 @@ def test_a_job_of_another_host_is_recovered_only_past_any_deadline(runtime):
         runtime.store.update_job(job.id, status="running", started=started, runner="replica-2:4242:abc")
     assert [j.id for j in runtime.recover_interrupted()] == [old.id]
     assert runtime.job(fresh.id).status == "running"
+
+
+def test_an_answer_that_is_not_json_data_is_invalid_output(runtime):
+    job = run(runtime, "not-json", "x")
+    assert (job.status, job.failure_kind) == ("failed", "InvalidOutput")
+    assert job.failure_reason.startswith("the answer is not JSON data (Type is not JSON serializable: object)")
