@@ -36,12 +36,16 @@ _ALLOWED_SCHEMES = ("http", "https", "mailto")
 
 def clean(text: str) -> str:
     """`text` without controls, bidi overrides, zero-width characters or lone surrogates; keeps \\n and \\t."""
+    if text.isprintable():  # every character _STRIP or a line break matches is non-printable
+        return text
     text = _STRIP.sub("", text)
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def one_line(text: str) -> str:
     """`text` cleaned and folded onto one line (table cells, field names, headers)."""
+    if text.isprintable():
+        return text.strip()
     return _STRIP_ALL_CONTROLS.sub(" ", text).strip()
 
 
@@ -66,7 +70,9 @@ def safe_url(url: str) -> str | None:
 
 def utf16_len(text: str) -> int:
     """Length as JavaScript counts it (UTF-16 code units): how Slack and Discord measure their limits."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def slack_escape(text: str) -> str:
@@ -122,7 +128,7 @@ def fence_safe(text: str) -> str:
     `@everyone` and `@here` get a zero-width space too, so no copy of the text can ping.
     """
     text = clean(text).replace("`", "`\u200b").replace("~~~", "~\u200b~~")
-    return _EVERYONE.sub("@\u200b\\1", text)
+    return _EVERYONE.sub("@\u200b\\1", text) if "@" in text else text
 
 
 def html_escape(text: str) -> str:
