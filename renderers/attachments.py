@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from typing import Any
 
 from edge.cards import Attachment, Card
@@ -21,6 +22,9 @@ from edge.cards import Attachment, Card
 __all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "size_text"]
 
 ATTACHMENTS_KEY = "oz0_attachments"
+
+# A card is frozen, so its JSON is made once per card, however many renderers and adapters ask.
+_drawn: dict[int, tuple["weakref.ref[Card]", Attachment]] = {}
 
 
 def attachment_for(card: Card) -> Attachment:
@@ -30,8 +34,14 @@ def attachment_for(card: Card) -> Attachment:
         name, kind = safe_filename(a.filename), re.sub(r"[^A-Za-z0-9.+/-]", "", a.content_type)
         return a if (name, kind) == (a.filename, a.content_type) else Attachment(
             name, kind or "application/octet-stream", a.data)
+    key = id(card)
+    hit = _drawn.get(key)
+    if hit is not None and hit[0]() is card:
+        return hit[1]
     data = json.dumps(card.to_dict(), ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
-    return Attachment("result.json", "application/json", data)
+    made = Attachment("result.json", "application/json", data)
+    _drawn[key] = (weakref.ref(card, lambda _: _drawn.pop(key, None)), made)
+    return made
 
 
 def descriptors(card: Card, *, cut: bool) -> list[dict[str, Any]]:
