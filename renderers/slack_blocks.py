@@ -34,7 +34,6 @@ from slack_sdk.models.blocks import (
     ContextBlock,
     HeaderBlock,
     PlainTextObject,
-    RawTextObject,
     RichTextBlock,
     SectionBlock,
     TableBlock,
@@ -82,8 +81,9 @@ def blocks_size(blocks: list[dict[str, Any]]) -> int:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                if key in ("text", "url") and isinstance(value, str):
-                    total += utf16_len(value) + TEXT_OBJECT_COST
+                if isinstance(value, str):
+                    if key == "text" or key == "url":
+                        total += utf16_len(value) + TEXT_OBJECT_COST
                 elif isinstance(value, (dict, list)):
                     stack.append(value)
         elif isinstance(node, list):
@@ -319,7 +319,7 @@ def _texts(elements: list[dict[str, Any]]) -> list[str]:
 
 def _cell(value: Any) -> tuple[dict[str, Any], bool]:
     text = one_line(cell_text(value)) if not isinstance(value, str) else one_line(value)
-    return RawTextObject(text=clip(text, CELL_MAX) or _EMPTY_CELL).to_dict(), len(text) > CELL_MAX
+    return {"text": clip(text, CELL_MAX) or _EMPTY_CELL, "type": "raw_text"}, len(text) > CELL_MAX
 
 
 def _table_block(header: list[Any] | None, rows: list[tuple[Any, ...]], room: _Room, *,
@@ -343,7 +343,7 @@ def _table_block(header: list[Any] | None, rows: list[tuple[Any, ...]], room: _R
         if len(table_rows) >= TABLE_MAX_ROWS:
             break
         made = [_cell(row[i] if i < len(row) else None) for i in range(shown_columns)]
-        size = blocks_size([{"rows": [[c for c, _ in made]]}])
+        size = sum(utf16_len(c["text"]) for c, _ in made) + TEXT_OBJECT_COST * len(made)
         if used + size > budget:
             break
         used += size
