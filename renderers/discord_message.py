@@ -48,6 +48,7 @@ CELL_WIDTH = 32
 VALUE_MAX = 1_024
 PARSE_MAX = 3 * MAX_TEXT
 _TAIL_TEXT = 400
+_PROBE_ROWS = 200
 _GREEN, _RED, _AMBER = 0x2E7D32, 0xC62828, 0xF9A825
 _LANG = re.compile(r"^[A-Za-z0-9_+\-]{1,20}$")
 
@@ -202,15 +203,15 @@ def _body_table(card: Card, room: _Room) -> list[str]:
         return [f"{len(card.rows):,} rows without columns"]
     shown_cols = min(len(card.columns), TABLE_MAX_COLUMNS)
     header = [one_line(c) for c in card.columns[:shown_cols]]
-    rows = [[one_line(cell_text(v)) for v in row[:shown_cols]] for row in card.rows]
-    probe = _aligned(header, rows[:200]).split("\n")
+    rows = [[one_line(cell_text(v)) for v in row[:shown_cols]] for row in card.rows[:_PROBE_ROWS]]
+    probe = _aligned(header, rows).split("\n")
     room.chars -= 12
     text, taken = _fit(probe[:2], room)
     body, shown = _fit(probe[2:], room)
     shown = shown if body else 0
     out = [_code_block_raw(text + ("\n" + body if body else ""), "")]
-    if shown < len(rows):
-        room.cut.append(f"… {len(rows) - shown:,} more rows, full result attached")
+    if shown < len(card.rows):
+        room.cut.append(f"… {len(card.rows) - shown:,} more rows, full result attached")
     if len(card.columns) > shown_cols:
         room.cut.append(f"… {len(card.columns) - shown_cols} more columns (a chat table shows "
                         f"{TABLE_MAX_COLUMNS}), full result attached")
