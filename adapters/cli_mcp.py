@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
 from adapters.cli_render import render_payload
+from edge.contract_summary import schema_summary
 from edge.contracts import ContractError
 from edge.mcp_agents import (
     DEFAULT_CALL_TIMEOUT_S,
@@ -23,7 +24,7 @@ from edge.mcp_agents import (
 )
 from renderers import RENDERERS
 
-__all__ = ["register", "schema_summary"]
+__all__ = ["register"]
 
 MAX_STDERR_LINES = 20
 
@@ -147,38 +148,7 @@ def _contract_line(tool: ToolInfo, which: str) -> str:
         tool.input_contract() if which == "input" else tool.output_contract()
     except ContractError as exc:
         return f"unusable: {exc.message}" + (f" at {exc.location}" if exc.location else "")
-    return schema_summary(schema)
-
-
-def schema_summary(schema: Mapping[str, Any]) -> str:
-    """One line for a tool schema: its properties with their types, required ones marked."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    if not props:
-        return _type_name(schema) if _type_name(schema) != "object" else "{} (no named fields)"
-    required = set(schema.get("required") or ())
-    parts = [f"{name}{'' if name in required else '?'}: {_type_name(sub)}" for name, sub in props.items()]
-    legend = "  (? optional)" if len(required) < len(props) else ""
-    return "{" + ", ".join(parts) + "}" + legend
-
-
-def _type_name(node: Any) -> str:
-    if node is True or node == {}:
-        return "any"
-    if not isinstance(node, dict):
-        return "nothing"
-    if isinstance(node.get("$ref"), str):
-        return node["$ref"].rsplit("/", 1)[-1]
-    for key in ("anyOf", "oneOf"):
-        if isinstance(node.get(key), list):
-            return " | ".join(_type_name(n) for n in node[key])
-    if "enum" in node and isinstance(node["enum"], list):
-        return " | ".join(json.dumps(v) for v in node["enum"][:6]) + (" | ..." if len(node["enum"]) > 6 else "")
-    kind = node.get("type")
-    if kind == "array":
-        return f"array of {_type_name(node.get('items', {}))}"
-    if isinstance(kind, list):
-        return " | ".join(str(k) for k in kind)
-    return str(kind) if kind else "any"
+    return schema_summary(schema, legend=True)
 
 
 def _call(args: argparse.Namespace) -> int:
