@@ -41,8 +41,11 @@ from discord import app_commands
 from discord.http import Route
 
 import renderers
+from adapters.chat_jobs import NO_AGENTS_TEXT, ChannelTasks, failure_card, no_agents_card
+from adapters.chat_jobs import report_interrupted as report_each
 from edge.access import AccessPolicy, Asker
-from edge.cards import Card, Status
+from edge.cards import Card
+from edge.contract_summary import example_input, input_summary
 from renderers.attachments import attachment_for
 
 __all__ = [
@@ -307,50 +310,14 @@ def agents_card(agents: Iterable[Any]) -> Card:
     """
     keys, values = [], []
     for spec in agents:
-        example = spec.example if isinstance(spec.example, str) else (
-            json.dumps(spec.example, ensure_ascii=False) if spec.example is not None else
-            ("some text" if spec.input is None else _schema_example(spec.input.schema)))
-        parts = [spec.description or "", f"input: {_input_summary(spec)}",
-                 f"e.g. /ask agent:{spec.name} input:{example}"]
+        parts = [spec.description or "", f"input: {input_summary(spec)}",
+                 f"e.g. /ask agent:{spec.name} input:{example_input(spec)}"]
         keys.append(spec.name)
         values.append(" · ".join(p for p in parts if p))
     if not keys:
-        return Card(form="text", title="No agents for you here", text_format="plain",
-                    text="No agent may be run by you in this channel. Ask the bot's administrator (access.yaml).")
+        return no_agents_card()
     return Card(form="key_values", title="Agents you may run", keys=tuple(keys), values=tuple(values),
                 notes=(f"Run one with /ask, or on a message: Apps > {ASK_MESSAGE_COMMAND}.",))
-
-
-def _input_summary(spec: Any) -> str:
-    if spec.input is None:
-        return "text"
-    schema = spec.input.schema if isinstance(spec.input.schema, dict) else {}
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    if not props:
-        return f"JSON ({spec.input_schema_file or 'schema'})"
-    parts = [f"{name}{'' if name in required else '?'}: {(sub or {}).get('type', 'any')}"
-             for name, sub in props.items() if isinstance(sub, dict)]
-    return "JSON {" + ", ".join(parts) + "}"
-
-
-def _schema_example(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "{}"
-    examples = schema.get("examples")
-    if isinstance(examples, list) and examples:
-        return json.dumps(examples[0], ensure_ascii=False)
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or props)
-    kinds = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
-    return json.dumps({n: kinds.get((s or {}).get("type"), "...") for n, s in props.items() if n in required},
-                      ensure_ascii=False)
-
-
-def failure_card(message: str, *, code: str, title: str | None = None) -> Card:
-    """A card for what went wrong outside the agent (Discord refused, the channel broke): no traceback."""
-    return Card(form="text", title=title, text="", text_format="plain",
-                status=Status(success=False, message=message, error_code=code))
 
 
 def upload_names(body: Mapping[str, Any], attachments: list[Mapping[str, Any]]) -> list[str]:
@@ -404,7 +371,7 @@ class DiscordChannel:
         self.settings = settings
         self.policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         self.token_lifetime_s = token_lifetime_s
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = ChannelTasks("Discord", log=log, grace_s=STOP_GRACE_S)
         self._shared: set[str] = set()
         self._pending_interrupted: list[Any] = []
         self.logged_in = asyncio.Event()
@@ -477,28 +444,12 @@ class DiscordChannel:
     # -- helpers --
 
     def spawn(self, coro: Any, *, name: str) -> asyncio.Task[Any]:
-        """Run `coro` after the defer; keep a reference and log (never swallow) what it raises."""
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Discord task %s failed", task.get_name(), exc_info=task.exception())
+        """Run `coro` after the defer (see `ChannelTasks`)."""
+        return self.tasks.spawn(coro, name=name)
 
     async def drain(self, *, timeout: float | None = None) -> None:
         """Let running jobs finish for a while (STOP_GRACE_S); the rest end as interrupted, and say so."""
-        if not self._tasks:
-            return
-        _done, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S if timeout is None else timeout)
-        for task in pending:
-            task.cancel()
-        if pending:
-            log.warning("stopped with %d Discord job(s) still running; they are reported after the restart",
-                        len(pending))
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self.tasks.drain(timeout=timeout)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
         """Log the real error; the person gets a failure card with no traceback."""
@@ -668,9 +619,8 @@ class DiscordChannel:
         asker = asker_of(self._wire(interaction))
         allowed = self.policy.allowed_agents(self._agent_names(), asker)
         if not allowed:
-            await interaction.response.send_message(
-                "No agent may be run by you in this channel. Ask the bot's administrator (access.yaml).",
-                ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+            await interaction.response.send_message(NO_AGENTS_TEXT, ephemeral=True,
+                                                    allowed_mentions=discord.AllowedMentions.none())
             return
         if not message.content.strip():
             await interaction.response.send_message("That message has no text to ask about.", ephemeral=True,
@@ -721,22 +671,10 @@ class DiscordChannel:
 
     async def report_interrupted(self, jobs: Iterable[Any]) -> None:
         """Tell each asker whose job a restart cut short (in place while the token lives, else in the channel)."""
-        for job in jobs:
-            reply_to = job.reply_to or {}
-            if reply_to.get("platform") != "discord" or not reply_to.get("channel"):
-                continue
-            reply = ReplyTarget.from_dict(reply_to)
-            try:
-                card = self.runtime.card(job)
-            except Exception:
-                log.exception("no card for interrupted job %s", job.id)
-                card = failure_card(f"oz0 restarted while job {job.id} was running; ask again.",
-                                    code="interrupted")
-            try:
-                await self.deliver(card, reply, job=None, job_id=job.id, shareable=False)
-            except Exception:
-                log.exception("could not report interrupted job %s to Discord channel %s", job.id,
-                              reply.channel_id)
+        async def deliver(job: Any, card: Card) -> None:
+            await self.deliver(card, ReplyTarget.from_dict(job.reply_to), job=None, job_id=job.id, shareable=False)
+
+        await report_each(jobs, platform="discord", log=log, card_for=self.runtime.card, deliver=deliver)
 
     def add_interrupted(self, jobs: list[Any]) -> None:
         self._pending_interrupted.extend(jobs)

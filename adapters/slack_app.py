@@ -20,7 +20,6 @@ Why it is shaped this way:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import threading
@@ -45,8 +44,11 @@ from slack_sdk.models.blocks import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from adapters.chat_jobs import ChannelTasks, failure_card, no_agents_card
+from adapters.chat_jobs import report_interrupted as report_each
 from edge.access import AccessPolicy, Asker
-from edge.cards import Card, Status
+from edge.cards import Card
+from edge.contract_summary import example_input, input_summary
 from renderers import slack_blocks
 from renderers.attachments import attachment_for
 
@@ -283,48 +285,12 @@ def help_card(agents: Iterable[Any], *, command: str = COMMAND) -> Card:
     """The agents this asker may run, with their input contracts and an example (a neutral table card)."""
     rows = []
     for spec in agents:
-        example = spec.example or ("some text" if spec.input is None else _schema_example(spec.input.schema))
-        rows.append((spec.name, spec.description or "", _input_summary(spec), f"{command} {spec.name} {example}"))
+        rows.append((spec.name, spec.description or "", input_summary(spec),
+                     f"{command} {spec.name} {example_input(spec)}"))
     if not rows:
-        return Card(form="text", title="No agents for you here", text_format="plain",
-                    text="No agent may be run by you in this channel. Ask the bot's administrator (access.yaml).")
+        return no_agents_card()
     return Card(form="table", title="Agents you may run", columns=("agent", "what it does", "input", "example"),
                 rows=tuple(rows), notes=(f"Run one with {command} AGENT INPUT, or mention the bot: @oz0 AGENT INPUT",))
-
-
-def _input_summary(spec: Any) -> str:
-    if spec.input is None:
-        return "text"
-    schema = spec.input.schema if isinstance(spec.input.schema, dict) else {}
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or [])
-    if not props:
-        return f"JSON ({spec.input_schema_file or 'schema'})"
-    parts = [f"{name}{'' if name in required else '?'}: {(sub or {}).get('type', 'any')}"
-             for name, sub in props.items() if isinstance(sub, dict)]
-    return "JSON {" + ", ".join(parts) + "}"
-
-
-def _schema_example(schema: Any) -> str:
-    if isinstance(schema, dict):
-        examples = schema.get("examples")
-        if isinstance(examples, list) and examples:
-            return json.dumps(examples[0], ensure_ascii=False)
-        props = schema.get("properties") or {}
-        sample = {name: _sample((sub or {}).get("type")) for name, sub in props.items()
-                  if name in set(schema.get("required") or props)}
-        return json.dumps(sample, ensure_ascii=False)
-    return "{}"
-
-
-def _sample(kind: Any) -> Any:
-    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(kind, "...")
-
-
-def failure_card(message: str, *, code: str, title: str | None = None) -> Card:
-    """A card for what went wrong outside the agent (Slack refused, the channel broke): no traceback."""
-    return Card(form="text", title=title, text="", text_format="plain",
-                status=Status(success=False, message=message, error_code=code))
 
 
 def _attachment_bytes(entry: Mapping[str, Any], card: Card) -> bytes:
@@ -383,7 +349,7 @@ class SlackChannel:
         self.client = client
         self.policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         self.command = command
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = ChannelTasks("Slack", log=log, grace_s=STOP_GRACE_S)
         self.jobs = JobThread()
         self._groups = _GroupCache()
         self._shared: set[str] = set()
@@ -398,28 +364,13 @@ class SlackChannel:
     # -- lifecycle --
 
     def spawn(self, coro: Any, *, name: str) -> asyncio.Task[Any]:
-        """Run `coro` after the ack; keep a reference and log (never swallow) what it raises."""
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Slack task %s failed", task.get_name(), exc_info=task.exception())
+        """Run `coro` after the ack (see `ChannelTasks`)."""
+        return self.tasks.spawn(coro, name=name)
 
     async def drain(self, *, timeout: float | None = None) -> None:
         """Let running jobs finish for a while (STOP_GRACE_S); the rest are stopped, journaled as
         interrupted and reported so in their threads."""
-        if not self._tasks:
-            return
-        done, pending = await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S if timeout is None else timeout)
-        for task in pending:
-            task.cancel()
-        if pending:
-            log.warning("stopped with %d Slack job(s) still running; reporting them as interrupted", len(pending))
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self.tasks.drain(timeout=timeout)
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("Slack listener failed for a %s payload", body.get("type") or body.get("command"),
@@ -690,21 +641,10 @@ class SlackChannel:
 
     async def report_interrupted(self, jobs: Iterable[Any]) -> None:
         """Tell each thread (or asker) whose job a restart cut short; never drop one silently."""
-        for job in jobs:
-            reply_to = job.reply_to or {}
-            if reply_to.get("platform") != "slack" or not reply_to.get("channel"):
-                continue
-            reply = ReplyTarget.from_dict(reply_to)
-            try:
-                card = self.runtime.card(job)
-            except Exception:
-                log.exception("no card for interrupted job %s", job.id)
-                card = failure_card(f"oz0 restarted while job {job.id} was running; ask again.",
-                                    code="interrupted")
-            try:
-                await self.deliver(card, reply, job=None, job_id=job.id, shareable=False)
-            except Exception:
-                log.exception("could not report interrupted job %s to Slack channel %s", job.id, reply.channel)
+        async def deliver(job: Any, card: Card) -> None:
+            await self.deliver(card, ReplyTarget.from_dict(job.reply_to), job=None, job_id=job.id, shareable=False)
+
+        await report_each(jobs, platform="slack", log=log, card_for=self.runtime.card, deliver=deliver)
 
 
 def _files_note(attachments: list[Mapping[str, Any]], where: str) -> str:

@@ -1,0 +1,63 @@
+"""What the chat channels share around a job: tasks that are never lost and never fail silently."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from adapters.chat_jobs import ChannelTasks, report_interrupted
+
+log = logging.getLogger("oz0.test.chat_jobs")
+
+
+def test_a_failing_task_is_logged_and_a_slow_one_is_cancelled_on_drain(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> list[str]:
+        tasks = ChannelTasks("Test", log=log, grace_s=0.05)
+        ended: list[str] = []
+
+        async def boom() -> None:
+            raise RuntimeError("boom inside")
+
+        async def slow() -> None:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                ended.append("cancelled")
+                raise
+
+        tasks.spawn(boom(), name="boom-task")
+        tasks.spawn(slow(), name="slow-task")
+        await asyncio.sleep(0)
+        await tasks.drain()
+        assert len(tasks) == 0
+        return ended
+
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        assert asyncio.run(main()) == ["cancelled"]
+    assert "Test task boom-task failed" in caplog.text and "boom inside" in caplog.text
+    assert "stopped with 1 Test job(s) still running" in caplog.text
+
+
+def test_report_interrupted_reaches_every_asker_of_its_platform_even_when_one_fails(
+        caplog: pytest.LogCaptureFixture) -> None:
+    jobs = [SimpleNamespace(id="j1", reply_to={"platform": "slack", "channel": "C1"}),
+            SimpleNamespace(id="j2", reply_to={"platform": "discord", "channel": "D1"}),
+            SimpleNamespace(id="j3", reply_to=None),
+            SimpleNamespace(id="j4", reply_to={"platform": "slack", "channel": "C2"})]
+    delivered: list[tuple[str, str | None]] = []
+
+    def card_for(job: SimpleNamespace):
+        raise LookupError("agent uninstalled")
+
+    async def deliver(job: SimpleNamespace, card) -> None:
+        if job.id == "j1":
+            raise ConnectionError("slack is down")
+        delivered.append((job.id, card.status.message))
+
+    with caplog.at_level(logging.ERROR, logger=log.name):
+        asyncio.run(report_interrupted(jobs, platform="slack", log=log, card_for=card_for, deliver=deliver))
+    assert delivered == [("j4", "oz0 restarted while job j4 was running; ask again.")]
+    assert "could not report interrupted job j1 to slack channel C1" in caplog.text
