@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from adapters import discord_client
+from chat_plugin import install_chat_plugin
 from discord_standin import DiscordStandIn, Recorded, snowflake
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from edge.runtime import Runtime
 
 __all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel"]
 
@@ -24,79 +24,38 @@ OTHER_CHANNEL = snowflake()
 ROLE = snowflake()
 TOKEN = "test-bot-token.not-a-real-one"
 
-PLUGIN_FILES = {
-    "plugin.yaml": "name: discordtest\nversion: 1.0.0\ndescription: agents for the Discord channel tests\n",
-    "agents/echo.yaml": """\
-        description: Says back what it was given
-        kind: python
-        entry: impl:echo
-        input: text
-        output: text
-        example: hello there
-        """,
-    "agents/deploys.yaml": """\
-        description: Lists recent deploys of a service
-        kind: python
-        entry: impl:deploys
-        input_schema: schemas/deploys.in.json
-        output_schema: schemas/deploys.out.json
-        example: {"service": "api", "rows": 3}
-        """,
-    "agents/ops-restart.yaml": """\
-        description: Restarts a service (restricted)
-        kind: python
-        entry: impl:echo
-        input: text
-        output: text
-        """,
-    "agents/boom.yaml": """\
-        description: Always fails
-        kind: python
-        entry: impl:boom
-        input: text
-        output: text
-        limits: {max_attempts: 1}
-        """,
-    "schemas/deploys.in.json": """\
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-         "required": ["service"], "additionalProperties": false,
-         "properties": {"service": {"type": "string"}, "rows": {"type": "integer", "minimum": 0}}}
-        """,
-    "schemas/deploys.out.json": """\
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array",
-         "items": {"type": "object", "properties": {"service": {"type": "string"}, "n": {"type": "integer"},
-                   "status": {"type": "string"}}}}
-        """,
-    "impl.py": """\
-        import asyncio
-        import os
-        from pathlib import Path
+RESTRICTED_AGENT = {"agents/ops-restart.yaml": """\
+    description: Restarts a service (restricted)
+    kind: python
+    entry: impl:echo
+    input: text
+    output: text
+    """}
+IMPL = """\
+    import asyncio
+    import os
+    from pathlib import Path
 
-        RUNS = Path(os.environ["OZ0_TEST_RUNS"])
+    RUNS = Path(os.environ["OZ0_TEST_RUNS"])
 
-        async def echo(text):
-            with RUNS.open("a") as f:
-                f.write(text.replace("\\n", " ") + "\\n")
-            if text.startswith("sleep "):
-                await asyncio.sleep(float(text.split()[1]))
-            return "echo: " + text
+    async def echo(text):
+        with RUNS.open("a") as f:
+            f.write(text.replace("\\n", " ") + "\\n")
+        if text.startswith("sleep "):
+            await asyncio.sleep(float(text.split()[1]))
+        return "echo: " + text
 
-        def deploys(value):
-            return [{"service": value["service"], "n": i, "status": "ok @everyone <@&1>"}
-                    for i in range(value.get("rows", 3))]
+    def deploys(value):
+        return [{"service": value["service"], "n": i, "status": "ok @everyone <@&1>"}
+                for i in range(value.get("rows", 3))]
 
-        def boom(text):
-            raise RuntimeError("token=sk-live-SECRET at /srv/app/boom.py line 3")
-        """,
-}
+    def boom(text):
+        raise RuntimeError("token=sk-live-SECRET at /srv/app/boom.py line 3")
+    """
 
 
 def install_test_plugin(runtime: Runtime, where: Path) -> None:
-    for name, text in PLUGIN_FILES.items():
-        path = where / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    install_plugin(runtime, load_plugin(where), actor="test")
+    install_chat_plugin(runtime, where, name="discordtest", impl=IMPL, extra=RESTRICTED_AGENT)
 
 
 @dataclass

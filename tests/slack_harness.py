@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -16,8 +15,8 @@ import aiohttp
 from slack_sdk.models.blocks import Block
 
 from adapters import slack_app
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from chat_plugin import install_chat_plugin
+from edge.runtime import Runtime
 from slack_standin import (
     APP_TOKEN,
     BOT_TOKEN,
@@ -30,68 +29,26 @@ from slack_standin import (
 
 __all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_channel"]
 
-PLUGIN_FILES = {
-    "plugin.yaml": "name: slacktest\nversion: 1.0.0\ndescription: agents for the Slack channel tests\n",
-    "agents/echo.yaml": """\
-        description: Says back what it was given
-        kind: python
-        entry: impl:echo
-        input: text
-        output: text
-        example: hello there
-        """,
-    "agents/deploys.yaml": """\
-        description: Lists recent deploys of a service
-        kind: python
-        entry: impl:deploys
-        input_schema: schemas/deploys.in.json
-        output_schema: schemas/deploys.out.json
-        example: {"service": "api", "rows": 3}
-        """,
-    "agents/boom.yaml": """\
-        description: Always fails
-        kind: python
-        entry: impl:boom
-        input: text
-        output: text
-        limits: {max_attempts: 1}
-        """,
-    "schemas/deploys.in.json": """\
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-         "required": ["service"], "additionalProperties": false,
-         "properties": {"service": {"type": "string"}, "rows": {"type": "integer", "minimum": 0}}}
-        """,
-    "schemas/deploys.out.json": """\
-        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "array",
-         "items": {"type": "object", "properties": {"service": {"type": "string"}, "n": {"type": "integer"},
-                   "status": {"type": "string"}}}}
-        """,
-    "impl.py": """\
-        import asyncio
+IMPL = """\
+    import asyncio
 
-        async def echo(text):
-            if text.startswith("sleep "):
-                await asyncio.sleep(float(text.split()[1]))
-            return "echo: " + text
+    async def echo(text):
+        if text.startswith("sleep "):
+            await asyncio.sleep(float(text.split()[1]))
+        return "echo: " + text
 
-        def deploys(value):
-            return [{"service": value["service"], "n": i, "status": "ok"} for i in range(value.get("rows", 3))]
+    def deploys(value):
+        return [{"service": value["service"], "n": i, "status": "ok"} for i in range(value.get("rows", 3))]
 
-        def boom(text):
-            raise RuntimeError("the database is on fire")
-        """,
-}
+    def boom(text):
+        raise RuntimeError("the database is on fire")
+    """
 
 
 def install_test_plugin(home: Path) -> None:
-    src = home.parent / "slacktest-plugin"
-    for name, text in PLUGIN_FILES.items():
-        path = src / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
     runtime = Runtime(home)
     try:
-        install_plugin(runtime, load_plugin(src), actor="test")
+        install_chat_plugin(runtime, home.parent / "slacktest-plugin", name="slacktest", impl=IMPL)
     finally:
         runtime.close()
 
