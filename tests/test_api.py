@@ -203,3 +203,24 @@ def test_access_rules_apply_to_the_console_and_api(http, console):
         assert http.post("/v1/agents/echo/runs", json="x").status_code == 200
     finally:
         rules.unlink()
+
+
+def test_a_job_shows_where_its_answer_went_but_never_the_channels_credentials(console, http):
+    secret_token = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5OnNlY3JldC10b2tlbg"
+    hook = "https://hooks.slack.com/commands/T1/123/SeCrEtHoOk"
+    discord_job, _ = console.runtime.submit("echo", "hi", requester="discord:42", channel="discord:7",
+                                            reply_to={"platform": "discord", "application_id": "99",
+                                                      "token": secret_token, "channel": "7", "user": "42"})
+    slack_job, _ = console.runtime.submit("echo", "hi", requester="slack:U1", channel="slack:C1",
+                                          reply_to={"platform": "slack", "channel": "C1", "user": "U1",
+                                                    "response_url": hook})
+    shown = http.get(f"/v1/jobs/{discord_job.id}")
+    assert shown.status_code == 200
+    assert shown.json()["job"]["reply_to"] == {"platform": "discord", "channel": "7", "user": "42"}
+    assert secret_token not in shown.text
+    shown = http.get(f"/v1/jobs/{slack_job.id}")
+    assert shown.json()["job"]["reply_to"] == {"platform": "slack", "channel": "C1", "user": "U1"}
+    assert "SeCrEtHoOk" not in shown.text
+    for job in (discord_job, slack_job):
+        page = http.get(f"/jobs/{job.id}")
+        assert page.status_code == 200 and secret_token not in page.text and "SeCrEtHoOk" not in page.text
