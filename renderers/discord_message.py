@@ -28,7 +28,7 @@ close the fence, and markdown from results is redrawn from the shared tree of
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import discord
 from discord import ui
@@ -174,8 +174,11 @@ def _aligned(header: list[str], rows: list[list[str]]) -> str:
 
 # Forms --------------------------------------------------------------------------------------------
 
-def _fit(pieces: list[str], room: _Room, *, sep: str = "\n") -> tuple[str, int]:
-    """As many pieces as fit in the room, joined; returns the text and how many were taken."""
+def _fit(pieces: Iterable[str], room: _Room, *, sep: str = "\n") -> tuple[str, int]:
+    """As many pieces as fit in the room, joined; returns the text and how many were taken.
+
+    `pieces` may be lazy: what does not fit is never made.
+    """
     out: list[str] = []
     used = 0
     for piece in pieces:
@@ -190,7 +193,7 @@ def _fit(pieces: list[str], room: _Room, *, sep: str = "\n") -> tuple[str, int]:
 
 def _fit_code(lines: list[str], room: _Room, *, lang: str = "", head: str = "") -> tuple[str, int]:
     room.chars -= utf16_len(head) + 12
-    body, shown = _fit([fence_safe(ln) or " " for ln in lines], room)
+    body, shown = _fit((fence_safe(ln) or " " for ln in lines), room)
     return head + _code_block_raw(body, lang), shown
 
 
@@ -222,17 +225,17 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     return out
 
 
-def _kv_lines(keys: tuple[str, ...], values: tuple[Any, ...]) -> list[str]:
-    return [f"**{_esc(k, 256)}**: {_esc(cell_text(v), VALUE_MAX)}" for k, v in zip(keys, values)]
+def _kv_lines(keys: tuple[str, ...], values: tuple[Any, ...]) -> Iterator[str]:
+    return (f"**{_esc(k, 256)}**: {_esc(cell_text(v), VALUE_MAX)}" for k, v in zip(keys, values))
 
 
 def _body_key_values(card: Card, room: _Room) -> list[str]:
     if not card.keys:
         return ["(no fields)"]
-    lines = _kv_lines(card.keys, card.values)
-    text, shown = _fit(lines, room)
-    if shown < len(lines):
-        room.cut.append(f"… {len(lines) - shown:,} more fields, full result attached")
+    count = min(len(card.keys), len(card.values))
+    text, shown = _fit(_kv_lines(card.keys, card.values), room)
+    if shown < count:
+        room.cut.append(f"… {count - shown:,} more fields, full result attached")
     if any(len(one_line(cell_text(v))) > VALUE_MAX for v in card.values[:shown]):
         room.cut.append(f"Values longer than {VALUE_MAX:,} characters are shortened, full result attached")
     return [text] if text else []
