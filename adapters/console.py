@@ -31,7 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from adapters import console_api
-from adapters.console_forms import FormError, fields_for, form_input
+from adapters.console_forms import Field, FormError, fields_for, form_input
 from adapters.console_security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -281,9 +281,9 @@ class _Pages:
         if spec is None:
             return self._unknown_agent(request)
         view = _agent_view(spec, console_api.plugin_versions(self.runtime))
-        values = _example_values(spec) if spec.example else {}
-        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields_for(spec.input),
-                         values=values, error=None)
+        fields = fields_for(spec.input)
+        values = _example_values(spec, fields) if spec.example else {}
+        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
 
     async def run(self, request: Request) -> Response:
         spec = self._spec(request.path_params["name"])
@@ -301,12 +301,13 @@ class _Pages:
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
-        refusal = console_api.check_input(self.runtime, spec, text, asker_user=_asker(request, self.guard))
+        asker = "console-token" if self.guard.needs_login else "console-local"
+        refusal = console_api.check_input(self.runtime, spec, text, asker_user=asker)
         if refusal is not None:
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.runtime.run(spec.name, text, requester=_asker(request, self.guard), channel="console")
+        job = await self.runtime.run(spec.name, text, requester=asker, channel="console")
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
@@ -435,9 +436,8 @@ def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _example_values(spec: Any) -> dict[str, str]:
-    """The agent's declared example, put into its form's fields as a starting point."""
-    fields = fields_for(spec.input)
+def _example_values(spec: Any, fields: tuple[Field, ...]) -> dict[str, str]:
+    """The agent's declared example, put into its form's `fields` as a starting point."""
     if spec.input is None:
         return {fields[0].html_id: spec.example}
     try:
@@ -479,10 +479,6 @@ def _job_view(job: Any) -> dict[str, Any]:
 def _short(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _asker(request: Request, guard: Guard) -> str:
-    return "console-token" if guard.needs_login else "console-local"
 
 
 def _local_path(target: str) -> str:

@@ -14,7 +14,6 @@ contract, 422 for `InvalidInput`, and the read-only endpoints.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ def check_input(runtime: Any, spec: Any, text: str, *, asker_user: str) -> Refus
     if not policy.allows(spec.name, asker):
         return Refusal(403, "Not allowed", policy.explain_denial(spec.name, asker), "forbidden")
     try:
-        value = runtime.parse_input(spec, text)
+        runtime.parse_input(spec, text)
     except JobFailure as exc:
         violations: tuple[Violation, ...] = ()
         if spec.input is not None:
@@ -100,7 +99,6 @@ def check_input(runtime: Any, spec: Any, text: str, *, asker_user: str) -> Refus
                                                           f"column {bad.colno}"),)
         return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", exc.reason,
                        snake_case(exc.kind), kind=exc.kind, violations=violations)
-    del value
     return None
 
 
@@ -197,7 +195,7 @@ class _Api:
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self.background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.error("a background job raised: %r", task.exception())
+            log.error("background job task %s raised", task.get_name(), exc_info=task.exception())
 
     async def job(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]
@@ -233,7 +231,6 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     contracts, placed under `/v1` and wrapped the way this server answers."""
     agents = list(agents)
     doc = openapi_document(agents, title="oz0-edge runtime API", version=_package_version())
-    doc = copy.deepcopy(doc)
     doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(_COMMON_SCHEMAS)
@@ -299,7 +296,9 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "status": {"enum": ["queued", "running", "succeeded", "failed", "interrupted"]},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
-        "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"}}},
+        "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
+        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers (platform, "
+                     "channel, user, thread); its credentials are never shown."}}},
     "Card": {"type": "object", "required": ["form", "drawn"], "description": "The neutral card (oz0 render --to card).",
              "properties": {"form": {"enum": ["table", "key_values", "diff", "text"]}, "drawn": {"type": "boolean"}}},
     "Failure": {"type": "object", "required": ["success", "message", "error", "error_code", "meta"], "properties": {
