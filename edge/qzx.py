@@ -142,6 +142,15 @@ def _non_blank(value: Any) -> bool:
     return isinstance(value, str) and _NON_BLANK.search(value) is not None
 
 
+def _text_findings(value: Any, path: str) -> list[Finding]:
+    """What is wrong with a field that must be a string with a non-blank character (nothing when it is)."""
+    if not isinstance(value, str):
+        return [Finding(path, f"must be a string, got {_kind(value)}")]
+    if not _non_blank(value):
+        return [Finding(path, "must contain a non-blank character")]
+    return []
+
+
 def parse_document(data: bytes, *, source: str = "<input>") -> Any:
     """Parse UTF-8 JSON bytes; InputError names the source and the problem (line and column)."""
     if len(data) > MAX_INPUT_BYTES:
@@ -190,10 +199,8 @@ def check_core(document: Any, *, base: str = "$") -> list[Finding]:
 
     if "message" not in document:
         found.append(Finding(at("message"), "is required: a non-blank string summarising the outcome"))
-    elif not isinstance(document["message"], str):
-        found.append(Finding(at("message"), f"must be a string, got {_kind(document['message'])}"))
-    elif not _non_blank(document["message"]):
-        found.append(Finding(at("message"), "must contain a non-blank character"))
+    else:
+        found.extend(_text_findings(document["message"], at("message")))
 
     if success is False and "error" not in document and "error_code" not in document:
         found.append(Finding(base, "a failure (success: false) must carry `error` or `error_code`"))
@@ -204,11 +211,7 @@ def check_core(document: Any, *, base: str = "$") -> list[Finding]:
                                               "not even as null"))
 
     if document.get("error") is not None:
-        error = document["error"]
-        if not isinstance(error, str):
-            found.append(Finding(at("error"), f"must be a string, got {_kind(error)}"))
-        elif not _non_blank(error):
-            found.append(Finding(at("error"), "must contain a non-blank character"))
+        found.extend(_text_findings(document["error"], at("error")))
     if document.get("error_code") is not None:
         code = document["error_code"]
         if not isinstance(code, str):
@@ -224,10 +227,7 @@ def check_core(document: Any, *, base: str = "$") -> list[Finding]:
             found.append(Finding(at("warnings"), f"must be an array of strings, got {_kind(warnings)}"))
         else:
             for i, item in enumerate(warnings):
-                if not isinstance(item, str):
-                    found.append(Finding(_path(at("warnings"), i), f"must be a string, got {_kind(item)}"))
-                elif not _non_blank(item):
-                    found.append(Finding(_path(at("warnings"), i), "must contain a non-blank character"))
+                found.extend(_text_findings(item, _path(at("warnings"), i)))
     if document.get("meta") is not None:
         found.extend(_check_meta(document["meta"], at("meta")))
     reported = {f.path for f in found}
@@ -248,10 +248,7 @@ def _check_meta(meta: Any, base: str) -> list[Finding]:
         found.append(Finding(at("schema_version"), f"must be 1, got {json.dumps(version)}"))
     command = meta.get("command")
     if command is not None:
-        if not isinstance(command, str):
-            found.append(Finding(at("command"), f"must be a string, got {_kind(command)}"))
-        elif not _non_blank(command):
-            found.append(Finding(at("command"), "must contain a non-blank character"))
+        found.extend(_text_findings(command, at("command")))
     duration = meta.get("duration_ms")
     if duration is not None:
         if not _is_number(duration):
