@@ -24,7 +24,7 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping, TypeVar
 
 from aiohttp import web
@@ -334,11 +334,6 @@ class JobThread:
             self.loop.close()
 
 
-@dataclass
-class _GroupCache:
-    members: dict[str, tuple[float, frozenset[str]]] = field(default_factory=dict)
-
-
 class SlackChannel:
     """The bolt app and what it does with each ask. One per process (several replicas share the journal)."""
 
@@ -351,7 +346,7 @@ class SlackChannel:
         self.command = command
         self.tasks = ChannelTasks("Slack", log=log, grace_s=STOP_GRACE_S)
         self.jobs = JobThread()
-        self._groups = _GroupCache()
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # group -> (read at, members)
         self._shared: set[str] = set()
         self.app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False,
                             request_verification_enabled=request_verification, logger=log,
@@ -386,7 +381,7 @@ class SlackChannel:
         mine = []
         now = time.monotonic()
         for group in wanted:
-            cached = self._groups.members.get(group)
+            cached = self._groups.get(group)
             if cached is None or now - cached[0] > GROUPS_TTL_S:
                 try:
                     resp = await self.client.usergroups_users_list(usergroup=group)
@@ -394,7 +389,7 @@ class SlackChannel:
                 except SlackApiError as exc:
                     log.warning("cannot read members of user group %s: %s", group, exc.response.get("error"))
                     cached = (now, frozenset())
-                self._groups.members[group] = cached
+                self._groups[group] = cached
             if asker.user in cached[1]:
                 mine.append(group)
         return replace(asker, groups=tuple(mine))
