@@ -50,9 +50,6 @@ MAX_BODY_BYTES = 1_048_576
 INVALID_INPUT_HTTP = 422
 FAILED_JOB_HTTP = 502
 ASYNC_HTTP = 202
-# What of a job's `reply_to` the API shows: where the answer went. The rest is a credential a chat
-# channel keeps to answer (a Discord interaction token, a Slack response_url) and stays in the journal.
-REPLY_TO_SHOWN = ("platform", "team", "guild", "channel", "user", "thread_ts", "ts")
 
 
 @dataclass(frozen=True)
@@ -344,8 +341,6 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
 def _job_json(job: Any) -> dict[str, Any]:
     out = job.to_dict()
     out.pop("output", None)
-    if out.get("reply_to"):
-        out["reply_to"] = {k: v for k, v in out["reply_to"].items() if k in REPLY_TO_SHOWN}
     return out
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "Job",
     "JobFailure",
     "JobStatus",
+    "REPLY_TO_SHOWN",
     "RunContext",
     "snake_case",
 ]
@@ -91,10 +92,19 @@ class Job:
         return self.ended - self.started
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in (
+        """The job as JSON-ready data for people and APIs: `reply_to` only where the answer went,
+        never the credential a channel keeps to answer (a Discord interaction token, a response_url)."""
+        out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
-            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
-            "reply_to")}
+            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key")}
+        out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
+                           if self.reply_to else self.reply_to)
+        return out
+
+
+# What of a job's `reply_to` may be shown: where the answer went. The rest is a credential a chat
+# channel keeps to answer, and it stays in the journal.
+REPLY_TO_SHOWN = ("platform", "team", "guild", "channel", "user", "thread_ts", "ts")
 
 
 @dataclass(frozen=True)

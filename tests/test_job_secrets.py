@@ -1,0 +1,32 @@
+"""A channel's credential in a job's reply_to (a Discord interaction token, a Slack response_url) is
+kept in the journal for answering, and never shown by `oz0 jobs`."""
+
+from __future__ import annotations
+
+import json
+
+from adapters.cli import main
+from adapters.cli_plugin import example_plugin_dir
+from edge.plugins import load_plugin
+from edge.runtime import Runtime, install_plugin
+
+SECRET = "interaction-token-7f3a9c"
+
+
+def test_jobs_json_shows_where_the_answer_went_but_not_the_token(oz0_home, capsys):
+    runtime = Runtime(oz0_home)
+    install_plugin(runtime, load_plugin(example_plugin_dir()))
+    job, created = runtime.submit("deploys", "all", requester="discord:1", channel="discord:2",
+                                  reply_to={"platform": "discord", "channel": "2", "token": SECRET,
+                                            "response_url": f"https://hooks.example.com/{SECRET}"})
+    assert created
+    assert runtime.job(job.id).reply_to["token"] == SECRET  # kept for answering
+
+    assert main(["jobs", "show", job.id, "--json"]) == 0
+    shown = capsys.readouterr().out
+    assert SECRET not in shown
+    assert json.loads(shown)["job"]["reply_to"] == {"platform": "discord", "channel": "2"}
+
+    assert main(["jobs", "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert SECRET not in listed and '"channel": "2"' in listed
