@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from itertools import chain
 from typing import Any, Iterable, Literal
 
@@ -76,7 +77,7 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
         return Card(form="text", title=title, status=status, drawn=False,
                     reason=(f"The result is {len(data):,} bytes of JSON, over the {MAX_CARD_BYTES:,}-byte "
                             "limit for a card; the full result is attached."),
-                    attachment=Attachment("result.json", "application/json", data))
+                    attachment=Attachment("result.json", "application/json", data), full_result=data)
     if contract is not None:
         violations = contract.validate(value)
         if violations:
@@ -86,11 +87,11 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
                         reason=(f"The result does not match its contract: the value at {first.json_path} "
                                 f"breaks the rule '{first.keyword}' ({first.message}){more}; "
                                 "the raw result is attached."),
-                        attachment=Attachment("result.json", "application/json", data))
+                        attachment=Attachment("result.json", "application/json", data), full_result=data)
     view = _SchemaView(contract, contract.schema if contract else None)
-    if is_qzx_result(value):
-        return _envelope_card(value, view, title)
-    return _form(value, view, title=title, status=status)
+    card = _envelope_card(value, view, title) if is_qzx_result(value) else _form(value, view, title=title,
+                                                                                   status=status)
+    return replace(card, full_result=data)
 
 
 def _envelope_card(value: dict[str, Any], view: "_SchemaView", title: str | None) -> Card:
@@ -124,7 +125,7 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
     if result_type != "complete":
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=(f"The tool answered with resultType {result_type!r}, not 'complete': it has no "
-                            "final result to draw yet."))
+                            "final result to draw yet."), full_result=compact_json(result))
     text = "\n\n".join(b["text"] for b in result.get("content", ())
                        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
     structured = result.get("structuredContent")
@@ -134,14 +135,16 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
         message = text.strip() or "The tool reported an error without saying what it was."
         first_line = message.splitlines()[0]
         return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
-                    text=message if message != first_line else "", text_format="markdown")
+                    text=message if message != first_line else "", text_format="markdown",
+                    full_result=compact_json(result))
     if "structuredContent" in result:
         return _card(structured, contract, title)
     if contract is not None:
+        data = compact_json(result)
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=("The tool declares an outputSchema but its result has no structuredContent, "
                             "which MCP requires; the raw result is attached."),
-                    attachment=Attachment("result.json", "application/json", compact_json(result)))
+                    attachment=Attachment("result.json", "application/json", data), full_result=data)
     if text:
         try:
             parsed = json.loads(text)

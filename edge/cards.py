@@ -130,6 +130,9 @@ class Card:
     - text: `text`, with `text_format` "markdown" or "json"
     `drawn` is False when the result was not drawn (too large, or it broke its contract): then
     `reason` says why, `violations` lists what broke, and `attachment` carries the full result.
+    `full_result` is the result as compact JSON, as `choose_card` measured it for the size rule, kept
+    so that a renderer that cuts the card can upload the whole result without serializing it again
+    (empty for cards built by hand; not part of `to_dict()`).
     """
 
     form: Form
@@ -147,6 +150,7 @@ class Card:
     violations: tuple[Violation, ...] = ()
     attachment: Attachment | None = None
     notes: tuple[str, ...] = ()
+    full_result: bytes = field(default=b"", repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral card as JSON-ready data (`oz0 render --to card`)."""

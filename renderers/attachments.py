@@ -2,11 +2,14 @@
 
 A Slack or Discord payload may carry `oz0_attachments`, a list of descriptors
 `{"filename", "content_type", "size"}`. Adapters pop every key starting with `oz0_` before posting,
-and upload one file per descriptor, its bytes from `attachment_for(card)`:
+and upload one file per descriptor, its bytes from `attachment_for(card)`. The file is always the
+full result, so a reader gets everything the agent answered, not just what the card could hold:
 - a card that was not drawn (over 64 KiB, or it broke its contract) carries the full result as
   `Card.attachment`, and that is what is uploaded;
-- a drawn card that a renderer had to cut to fit a platform limit (rows, lines, characters) is
-  uploaded whole as the card's JSON (`oz0 render --to card`), so nothing the card holds is lost.
+- a drawn card that a renderer had to cut to fit a platform limit (rows, lines, characters) uploads
+  the result's compact JSON that the edge already made to measure it (`Card.full_result`), so
+  nothing is serialized again however many renderers ask; a card built by hand (a failure card, a
+  test) has none, and its own JSON (`oz0 render --to card`) is uploaded instead.
 The card says so in words too ("… 412 more rows, full result attached"): never a silent cut.
 """
 
@@ -14,17 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
 from typing import Any
+
+import orjson
 
 from edge.cards import Attachment, Card
 
 __all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "size_text"]
 
 ATTACHMENTS_KEY = "oz0_attachments"
-
-# A card is frozen, so its JSON is made once per card, however many renderers and adapters ask.
-_drawn: dict[int, tuple["weakref.ref[Card]", Attachment]] = {}
 
 
 def attachment_for(card: Card) -> Attachment:
@@ -34,18 +35,22 @@ def attachment_for(card: Card) -> Attachment:
         name, kind = safe_filename(a.filename), re.sub(r"[^A-Za-z0-9.+/-]", "", a.content_type)
         return a if (name, kind) == (a.filename, a.content_type) else Attachment(
             name, kind or "application/octet-stream", a.data)
-    key = id(card)
-    hit = _drawn.get(key)
-    if hit is not None and hit[0]() is card:
-        return hit[1]
-    data = json.dumps(card.to_dict(), ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
-    made = Attachment("result.json", "application/json", data)
-    _drawn[key] = (weakref.ref(card, lambda _: _drawn.pop(key, None)), made)
-    return made
+    if card.full_result:
+        return Attachment("result.json", "application/json", card.full_result)
+    return Attachment("result.json", "application/json", _card_json(card))
+
+
+def _card_json(card: Card) -> bytes:
+    """A hand-built card's own JSON, indented (a value orjson refuses, such as a huge int, goes through json)."""
+    data = card.to_dict()
+    try:
+        return orjson.dumps(data, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(data, ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
 
 
 def descriptors(card: Card, *, cut: bool) -> list[dict[str, Any]]:
-    """The `oz0_attachments` list: the card's own attachment, or the whole card when a renderer cut it."""
+    """The `oz0_attachments` list: the card's own attachment, or the full result when a renderer cut it."""
     if card.attachment is not None or cut:
         return [attachment_for(card).to_dict()]
     return []

@@ -14,6 +14,7 @@ from edge.cards import Card, Status
 from hostile import big_cards
 from renderer_oracles import CHECKS, discord_outside_code
 from renderers import RENDERERS, discord_message, html_console, markdown_blocks, slack_blocks
+from renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}
 BIG = big_cards()
@@ -81,6 +82,21 @@ def test_slack_cut_table_says_so_and_attaches() -> None:
     assert "full result attached" in _texts(payload["blocks"])
     assert payload["oz0_attachments"][0]["filename"] == "result.json"
     assert payload["oz0_attachments"][0]["size"] > 100_000
+
+
+def test_a_cut_card_uploads_the_full_result_not_the_card() -> None:
+    result = {"deploys": [{"service": f"svc{i}", "n": i, "tags": {"zone": "a"}} for i in range(300)]}
+    card = choose_card(result, None)
+    for platform in ("slack", "discord"):
+        [descriptor] = RENDERERS[platform](card)["oz0_attachments"]
+        assert descriptor == attachment_for(card).to_dict()
+    assert json.loads(attachment_for(card).data) == result
+    assert attachment_for(card).data is card.full_result  # the bytes the size rule measured, not made again
+
+
+def test_a_hand_built_cut_card_uploads_its_own_json() -> None:
+    card = Card(form="table", columns=("n",), rows=tuple((i,) for i in range(300)))
+    assert json.loads(attachment_for(card).data) == card.to_dict()
 
 
 def test_slack_not_drawn_attaches_the_result() -> None:

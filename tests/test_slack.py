@@ -175,7 +175,7 @@ def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_sa
             [upload] = h.slack.of("upload")
             assert complete.args["channel_id"] == "D0ASKER"
             uploaded = json.loads(upload.body)
-            assert len(uploaded["rows"]) == 300
+            assert uploaded == [{"service": "api", "n": i, "status": "ok"} for i in range(300)]  # the full result
             [get_url] = h.slack.of("files.getUploadURLExternal")
             assert int(get_url.args["length"]) == len(upload.body)
     run(main())
