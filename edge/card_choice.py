@@ -58,27 +58,31 @@ def is_call_tool_result(value: Any) -> bool:
 
 
 def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None = None, *,
-                source: Source = "auto", title: str | None = None) -> Card:
+                source: Source = "auto", title: str | None = None, checked: bool = False) -> Card:
     """The card for `result` under its declared schema (a Contract, a schema, or None).
 
     `source="mcp"` reads the result as an MCP CallToolResult whose `structuredContent` the contract
     (the tool's outputSchema) describes; "auto" does so when the result has that shape.
+    `checked=True` says the caller has just validated `result` itself against this same contract and
+    it conforms (as the runtime does with every answer), so the contract step is not run twice; an
+    MCP CallToolResult's structuredContent is still checked, as the caller checked another value.
     """
     if contract is not None and not isinstance(contract, Contract):
         contract = load_contract(contract)
     if source == "mcp" or (source == "auto" and is_call_tool_result(result)):
         return _mcp_card(result, contract, title)
-    return _card(result, contract, title)
+    return _card(result, contract, title, checked=checked)
 
 
-def _card(value: Any, contract: Contract | None, title: str | None, *, status: Status | None = None) -> Card:
+def _card(value: Any, contract: Contract | None, title: str | None, *, status: Status | None = None,
+          checked: bool = False) -> Card:
     data = compact_json(value)
     if len(data) > MAX_CARD_BYTES:
         return Card(form="text", title=title, status=status, drawn=False,
                     reason=(f"The result is {len(data):,} bytes of JSON, over the {MAX_CARD_BYTES:,}-byte "
                             "limit for a card; the full result is attached."),
                     attachment=Attachment("result.json", "application/json", data), full_result=data)
-    if contract is not None:
+    if contract is not None and not checked:
         violations = contract.validate(value)
         if violations:
             first = violations[0]

@@ -18,6 +18,7 @@ import shutil
 import socket
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 MAX_REASON_CHARS = 2000
+CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
 _PROCESS_TOKEN = uuid.uuid4().hex[:12]
 _HOST = socket.gethostname()
 _IGNORED = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
@@ -92,6 +94,7 @@ class Runtime:
         self.store = Store(url)
         self.backoff_s = backoff_s
         self._plugins: dict[int, Plugin] = {}
+        self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
 
     def close(self) -> None:
         self.store.close()
@@ -268,7 +271,12 @@ class Runtime:
         except Exception as exc:
             log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
             raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
-        return self._check_output(spec, output)
+        output = self._check_output(spec, output)
+        if spec.output is not None:
+            self._checked[ctx.job_id] = spec.output.digest
+            if len(self._checked) > CHECKED_JOBS_MAX:
+                self._checked.popitem(last=False)
+        return output
 
     def _check_output(self, spec: AgentSpec, output: Any) -> Any:
         cap = spec.limits.max_output_bytes
@@ -366,7 +374,8 @@ class Runtime:
         except UnknownAgent:
             contract = None
         if job.status == "succeeded":
-            return choose_card(job.output, contract, title=title)
+            checked = contract is not None and self._checked.get(job.id) == contract.digest
+            return choose_card(job.output, contract, title=title, checked=checked)
         if job.status in FAILED_STATUSES:
             kind = job.failure_kind or "Failed"
             status = Status(success=False, message=job.failure_reason or "the job failed",

@@ -149,6 +149,24 @@ def test_result_that_breaks_its_contract_is_not_drawn_and_says_where():
     assert as_json["drawn"] is False and as_json["reason"] == card.reason
 
 
+def test_checked_skips_the_contract_step_only_for_the_value_the_caller_checked():
+    schema = {"type": "array", "items": {"type": "object", "properties": {"cpu": {"type": "number"}}}}
+    result = [{"cpu": 1}, {"cpu": "high"}]
+    card = choose_card(result, schema, checked=True)  # the caller vouches for it: not validated again
+    assert card.drawn is True and card.form == "table" and card.rows == ((1,), ("high",))
+    mcp = {"content": [], "structuredContent": {"result": "no"}}
+    mcp_schema = {"type": "object", "properties": {"result": {"type": "array"}}}
+    assert choose_card(mcp, mcp_schema, checked=True).violations[0].json_path == "$.result"
+
+
+def test_every_chosen_card_keeps_the_measured_result():
+    result = {"success": True, "message": "ok", "rows": [{"a": 1}]}
+    assert json.loads(choose_card(result).full_result) == result
+    assert "full_result" not in choose_card(result).to_dict()
+    mcp = {"content": [{"type": "text", "text": "boom"}], "isError": True}
+    assert json.loads(choose_card(mcp).full_result) == mcp
+
+
 def test_qzx_success_with_one_evidence_field_uses_its_sub_schema():
     schema = {"type": "object", "properties": {
         "success": {"type": "boolean"}, "message": {"type": "string"},

@@ -252,6 +252,21 @@ def test_card_of_a_success_follows_the_output_contract(runtime):
     assert (card.form, card.title, card.columns) == ("table", "table", ("n", "name"))
 
 
+def test_an_answer_is_checked_against_its_contract_once(runtime, monkeypatch):
+    from edge.contracts import Contract
+
+    job = run(runtime, "table", "x")
+    calls = []
+    real = Contract.validate
+    monkeypatch.setattr(Contract, "validate", lambda self, value, **kw: calls.append(value) or real(self, value, **kw))
+    assert runtime.card(job).form == "table" and calls == []  # checked when the job ran, not again
+    other = Runtime(runtime.home)  # another process did not check this answer, so its card does
+    try:
+        assert other.card(job).form == "table" and calls.count(job.output) == 1
+    finally:
+        other.close()
+
+
 def test_unknown_agent_is_a_failed_job_listing_the_agents(runtime):
     job = run(runtime, "nope", "x")
     assert job.failure_kind == "UnknownAgent" and "installed agents: ahang, big" in job.failure_reason
