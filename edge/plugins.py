@@ -67,7 +67,6 @@ class Limits:
     timeout_s: float = 60.0
     max_output_bytes: int = 1_048_576
     max_attempts: int = 3
-    steps: int = 50
 
 
 @dataclass(frozen=True)
