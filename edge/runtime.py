@@ -39,6 +39,7 @@ __all__ = [
     "InstallResult",
     "Job",
     "JobFailure",
+    "MAX_INPUT_CHARS",
     "RunContext",
     "Runtime",
     "UnknownAgent",
@@ -55,6 +56,8 @@ CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need no
 _PROCESS_TOKEN = uuid.uuid4().hex[:12]
 _HOST = socket.gethostname()
 _IGNORED = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
+
+MAX_INPUT_CHARS = 262_144
 
 
 class UnknownAgent(ValueError):
@@ -144,6 +147,9 @@ class Runtime:
     def parse_input(self, spec: AgentSpec, text: str) -> Any:
         """The input an agent gets: the text itself, or for an agent with an input schema the JSON
         parsed and checked. Raises JobFailure("InvalidInput") naming the path and the rule."""
+        if isinstance(text, str) and len(text) > MAX_INPUT_CHARS:
+            raise JobFailure("InvalidInput", f"the input is {len(text):,} characters; an agent takes at most "
+                                             f"{MAX_INPUT_CHARS:,}. Send a reference to the data instead")
         if spec.input is None:
             if not isinstance(text, str):
                 raise JobFailure("InvalidInput", f"{spec.name} takes text, not {type(text).__name__}")

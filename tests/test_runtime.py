@@ -375,3 +375,13 @@ def test_an_answer_that_is_not_json_data_is_invalid_output(runtime):
     job = run(runtime, "not-json", "x")
     assert (job.status, job.failure_kind) == ("failed", "InvalidOutput")
     assert job.failure_reason.startswith("the answer is not JSON data (Type is not JSON serializable: object)")
+
+
+def test_an_input_over_the_cap_is_invalid_input_with_the_number(runtime):
+    from edge.runtime import MAX_INPUT_CHARS
+
+    job = run(runtime, "echo", "x" * (MAX_INPUT_CHARS + 1))
+    assert (job.status, job.failure_kind, job.attempts) == ("failed", "InvalidInput", 0)
+    assert f"{MAX_INPUT_CHARS + 1:,} characters" in job.failure_reason
+    assert f"at most {MAX_INPUT_CHARS:,}" in job.failure_reason
+    assert run(runtime, "echo", "x" * MAX_INPUT_CHARS).status == "succeeded"
