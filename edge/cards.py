@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from edge.contracts import Violation
 
@@ -24,6 +24,7 @@ __all__ = [
     "KeyChange",
     "Status",
     "cell_text",
+    "cell_texts",
 ]
 
 Form = Literal["table", "key_values", "diff", "text"]
@@ -43,6 +44,18 @@ def cell_text(value: Any) -> str:
     if isinstance(value, float):
         return float.__repr__(value) if math.isfinite(value) else json.dumps(value)
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def cell_texts(values: Sequence[Any]) -> list[str]:
+    """`cell_text` of every value, at C speed for a column of one JSON type (a table's usual column)."""
+    kinds = set(map(type, values))
+    if kinds <= {str}:
+        return list(values)
+    if kinds == {int}:
+        return list(map(int.__repr__, values))
+    if kinds == {float} and all(map(math.isfinite, values)):
+        return list(map(float.__repr__, values))
+    return list(map(cell_text, values))
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import re
 from html import escape as _html_escape
+from typing import Sequence
 from urllib.parse import urlsplit
 
 __all__ = [
     "clean",
     "clip",
+    "clip_each",
     "discord_escape",
     "fence_safe",
+    "fence_safe_each",
     "html_escape",
     "one_line",
+    "one_line_each",
     "safe_url",
     "slack_escape",
     "utf16_len",
+    "utf16_lens",
 ]
 
 _INVISIBLE = (
@@ -54,6 +59,38 @@ def clip(text: str, limit: int, *, marker: str = "…") -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - len(marker))] + marker
+
+
+# The `_each` forms do the same to a whole column of table cells: one C-level check over all of them
+# (nearly always "nothing to change"), and the per-cell work only when that check fails.
+
+def one_line_each(texts: Sequence[str]) -> list[str]:
+    """`one_line` of every text."""
+    if all(map(str.isprintable, texts)):
+        return list(map(str.strip, texts))
+    return [one_line(t) for t in texts]
+
+
+def clip_each(texts: Sequence[str], limit: int) -> list[str]:
+    """`clip` of every text to `limit` characters."""
+    if max(map(len, texts), default=0) <= limit:
+        return list(texts)
+    return [clip(t, limit) for t in texts]
+
+
+def fence_safe_each(texts: Sequence[str]) -> list[str]:
+    """`fence_safe` of every text."""
+    joined = "\n".join(texts)
+    if "`" in joined or "~~~" in joined or "@" in joined or not all(map(str.isprintable, texts)):
+        return [fence_safe(t) for t in texts]
+    return list(texts)
+
+
+def utf16_lens(texts: Sequence[str]) -> list[int]:
+    """`utf16_len` of every text (only a character past U+FFFF counts twice, so most need no encoding)."""
+    if all(map(str.isascii, texts)) or utf16_len(joined := "".join(texts)) == len(joined):
+        return list(map(len, texts))
+    return list(map(utf16_len, texts))
 
 
 def safe_url(url: str) -> str | None:

@@ -28,7 +28,9 @@ a row, line or element boundary, the card says so ("… 412 more rows, full resu
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from itertools import chain, islice
+from operator import itemgetter
+from typing import Any, Callable, Sequence
 
 from slack_sdk.models.blocks import (
     ContextBlock,
@@ -36,14 +38,12 @@ from slack_sdk.models.blocks import (
     PlainTextObject,
     RichTextBlock,
     SectionBlock,
-    TableBlock,
 )
-from slack_sdk.models.blocks.basic_components import TableBlockColumnSettings
 
-from edge.cards import Card, cell_text
+from edge.cards import Card, cell_text, cell_texts
 from renderers import markdown_blocks as md
 from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, size_text
-from renderers.safety import clean, clip, one_line, slack_escape, utf16_len
+from renderers.safety import clean, clip, clip_each, one_line, one_line_each, slack_escape, utf16_len, utf16_lens
 
 __all__ = [
     "MAX_BLOCKS",
@@ -71,6 +71,7 @@ PARSE_MAX = 3 * MAX_BLOCKS_CHARS
 _TAIL_CHARS = 800
 _TAIL_BLOCKS = 3
 _EMPTY_CELL = "—"
+_CHUNK_ROWS = 34
 
 
 def blocks_size(blocks: list[dict[str, Any]]) -> int:
@@ -80,6 +81,11 @@ def blocks_size(blocks: list[dict[str, Any]]) -> int:
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
+            if node.get("type") == "table" and isinstance(node.get("rows"), list):
+                size = _raw_cells_size(node["rows"])
+                if size is not None:
+                    total += size
+                    node = {k: v for k, v in node.items() if k != "rows"}
             for key, value in node.items():
                 if isinstance(value, str):
                     if key == "text" or key == "url":
@@ -89,6 +95,22 @@ def blocks_size(blocks: list[dict[str, Any]]) -> int:
         elif isinstance(node, list):
             stack.extend(node)
     return total
+
+
+def _raw_cells_size(rows: list[Any]) -> int | None:
+    """The size of a table's rows when every cell is a plain `raw_text` (ours always are), at C speed."""
+    try:
+        cells = list(chain.from_iterable(rows))
+        if not cells:
+            return 0
+        if set(map(len, cells)) != {2} or set(map(itemgetter("type"), cells)) != {"raw_text"}:
+            return None
+        texts = list(map(itemgetter("text"), cells))
+    except (TypeError, KeyError):
+        return None
+    if set(map(type, texts)) != {str}:
+        return None
+    return utf16_len("".join(texts)) + TEXT_OBJECT_COST * len(texts)
 
 
 class _Room:
@@ -102,9 +124,10 @@ class _Room:
     def fits(self, block: dict[str, Any]) -> bool:
         return self.blocks >= 1 and blocks_size([block]) <= self.chars
 
-    def take(self, block: dict[str, Any]) -> dict[str, Any]:
+    def take(self, block: dict[str, Any], *, size: int | None = None) -> dict[str, Any]:
+        """`block`, counted against the room (`size` when the caller already measured it)."""
         self.blocks -= 1
-        self.chars -= blocks_size([block])
+        self.chars -= blocks_size([block]) if size is None else size
         return block
 
 
@@ -322,9 +345,22 @@ def _cell(value: Any) -> tuple[dict[str, Any], bool]:
     return {"text": clip(text, CELL_MAX) or _EMPTY_CELL, "type": "raw_text"}, len(text) > CELL_MAX
 
 
-def _table_block(header: list[Any] | None, rows: list[tuple[Any, ...]], room: _Room, *,
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
+    """The first `width` cells of the rows, column by column (a short row padded with None)."""
+    if not rows:
+        return [()] * width
+    if min(map(len, rows)) >= width:
+        return list(zip(*rows))[:width]
+    return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
+
+
+def _table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room: _Room, *,
                  noun: str = "rows") -> list[dict[str, Any]]:
-    """One native table: header row (if any), then as many rows as the limits and the room allow."""
+    """One native table: header row (if any), then as many rows as the limits and the room allow.
+
+    Cells are made a chunk of rows at a time, column by column (`renderers.safety`'s `_each` forms),
+    and only until the room is full: rows that are not shown are never turned into text.
+    """
     width = len(header) if header is not None else max((len(r) for r in rows), default=0)
     shown_columns = min(width, TABLE_MAX_COLUMNS)
     notes: list[str] = []
@@ -339,17 +375,23 @@ def _table_block(header: list[Any] | None, rows: list[tuple[Any, ...]], room: _R
     budget = room.chars - 400
     used = blocks_size([{"rows": table_rows}]) + 40
     shown = 0
-    for row in rows:
-        if len(table_rows) >= TABLE_MAX_ROWS:
+    room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
+    row_cost = TEXT_OBJECT_COST * shown_columns
+    while shown < room_rows:
+        chunk = rows[shown:min(room_rows, shown + _CHUNK_ROWS)]
+        texts = [one_line_each(cell_texts(col)) for col in _columns(chunk, shown_columns)]
+        cells_text = [_cell_texts(col) for col in texts]
+        took = 0
+        for size in map(sum, zip(*map(utf16_lens, cells_text))):
+            if used + size + row_cost > budget:
+                break
+            used += size + row_cost
+            took += 1
+        clipped_any = clipped_any or any(max(map(len, col[:took]), default=0) > CELL_MAX for col in texts)
+        table_rows += [[{"text": t, "type": "raw_text"} for t in row] for row in islice(zip(*cells_text), took)]
+        shown += took
+        if took < len(chunk):
             break
-        made = [_cell(row[i] if i < len(row) else None) for i in range(shown_columns)]
-        size = sum(utf16_len(c["text"]) for c, _ in made) + TEXT_OBJECT_COST * len(made)
-        if used + size > budget:
-            break
-        used += size
-        clipped_any = clipped_any or any(c for _, c in made)
-        table_rows.append([c for c, _ in made])
-        shown += 1
     if shown < len(rows):
         limit = (f"Slack shows at most {TABLE_MAX_ROWS} table rows" if len(table_rows) >= TABLE_MAX_ROWS
                  else f"Slack takes about {MAX_BLOCKS_CHARS:,} characters a message")
@@ -362,14 +404,24 @@ def _table_block(header: list[Any] | None, rows: list[tuple[Any, ...]], room: _R
         out.append(room.take(_context(notes)))
     if not table_rows:
         return out
-    settings = [TableBlockColumnSettings(is_wrapped=True, align=_align(rows, i)) for i in range(shown_columns)]
-    out.append(room.take(TableBlock(rows=table_rows, column_settings=settings).to_dict()))
+    settings = [{"align": _align(col), "is_wrapped": True}
+                for col in _columns(rows[:TABLE_MAX_ROWS], shown_columns)]
+    # slack_sdk's TableBlock checks only that rows are not empty; the caps are ours, checked above and in _check
+    table = {"column_settings": settings, "rows": table_rows, "type": "table"}
+    out.append(room.take(table, size=used - 40))
     return out
 
 
-def _align(rows: list[tuple[Any, ...]], index: int) -> str:
-    values = [r[index] for r in rows[:TABLE_MAX_ROWS] if index < len(r) and r[index] is not None]
-    numeric = values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+def _cell_texts(texts: list[str]) -> list[str]:
+    """A column's one-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell)."""
+    texts = clip_each(texts, CELL_MAX)
+    return texts if all(texts) else [t or _EMPTY_CELL for t in texts]
+
+
+def _align(values: Sequence[Any]) -> str:
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    numeric = kinds and all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
     return "right" if numeric else "left"
 
 
@@ -593,11 +645,22 @@ def render(card: Card) -> dict[str, Any]:
 
 
 def _check(payload: dict[str, Any]) -> None:
-    """The aggregate limits slack_sdk does not check (each block was validated by its model's `to_dict`)."""
+    """The limits slack_sdk does not check: blocks, characters, and the one table's rows and cells.
+
+    Other blocks were validated by their slack_sdk model's `to_dict`; the table is a plain dict (its
+    model checks only that it has rows), and the tests' oracle runs slack_sdk over every payload.
+    """
     blocks = payload["blocks"]
     if len(blocks) > MAX_BLOCKS:
         raise AssertionError(f"{len(blocks)} blocks, over Slack's {MAX_BLOCKS}")
-    if blocks_size(blocks) > MAX_BLOCKS_CHARS:
-        raise AssertionError(f"{blocks_size(blocks)} characters of blocks, over our {MAX_BLOCKS_CHARS:,}")
-    if sum(b["type"] == "table" for b in blocks) > 1:
+    size = blocks_size(blocks)
+    if size > MAX_BLOCKS_CHARS:
+        raise AssertionError(f"{size} characters of blocks, over our {MAX_BLOCKS_CHARS:,}")
+    tables = [b for b in blocks if b["type"] == "table"]
+    if len(tables) > 1:
         raise AssertionError("more than one table block; Slack allows one a message")
+    for table in tables:
+        rows = table["rows"]
+        if not 1 <= len(rows) <= TABLE_MAX_ROWS or not 1 <= max(map(len, rows)) <= TABLE_MAX_COLUMNS:
+            raise AssertionError(f"a table of {len(rows)} rows and up to {max(map(len, rows), default=0)} cells "
+                                 f"a row; Slack takes 1 to {TABLE_MAX_ROWS} rows of 1 to {TABLE_MAX_COLUMNS}")
