@@ -28,16 +28,28 @@ close the fence, and markdown from results is redrawn from the shared tree of
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Iterator
+from itertools import accumulate, repeat
+from operator import sub
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import discord
 from discord import ui
 from rich.cells import cell_len
 
-from edge.cards import Card, cell_text
+from edge.cards import Card, cell_text, cell_texts
 from renderers import markdown_blocks as md
 from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, size_text
-from renderers.safety import clean, clip, discord_escape, fence_safe, one_line, utf16_len
+from renderers.safety import (
+    clean,
+    clip,
+    clip_each,
+    discord_escape,
+    fence_safe,
+    fence_safe_each,
+    one_line,
+    one_line_each,
+    utf16_len,
+)
 
 __all__ = ["MAX_COMPONENTS", "MAX_TEXT", "render", "text_length"]
 
@@ -48,7 +60,8 @@ CELL_WIDTH = 32
 VALUE_MAX = 1_024
 PARSE_MAX = 3 * MAX_TEXT
 _TAIL_TEXT = 400
-_PROBE_ROWS = 200
+_PROBE_ROWS = 200  # at most this many rows are drawn
+_CHUNK_ROWS = 24
 _GREEN, _RED, _AMBER = 0x2E7D32, 0xC62828, 0xF9A825
 _LANG = re.compile(r"^[A-Za-z0-9_+\-]{1,20}$")
 
@@ -202,15 +215,43 @@ def _code_block_raw(body: str, lang: str) -> str:
 
 
 def _body_table(card: Card, room: _Room) -> list[str]:
+    """A monospace table of as many rows as fit, its column widths taken from the rows it shows."""
     if not card.columns:
         return [f"{len(card.rows):,} rows without columns"]
     shown_cols = min(len(card.columns), TABLE_MAX_COLUMNS)
-    header = [one_line(c) for c in card.columns[:shown_cols]]
-    rows = [[one_line(cell_text(v)) for v in row[:shown_cols]] for row in card.rows[:_PROBE_ROWS]]
-    probe = _aligned(header, rows).split("\n")
+    header = one_line_each(card.columns[:shown_cols])
     room.chars -= 12
-    text, taken = _fit(probe[:2], room)
-    body, shown = _fit(probe[2:], room)
+    columns = [[h] for h in header]  # one-line texts, column by column: the header, then the candidate rows
+    need = 0
+    candidates = 0
+    for start in range(0, min(len(card.rows), _PROBE_ROWS), _CHUNK_ROWS):
+        chunk = card.rows[start:min(start + _CHUNK_ROWS, _PROBE_ROWS)]
+        made = [one_line_each(cell_texts(col)) for col in _columns(chunk, shown_cols)]
+        # a row's line is at least as long as its cells cut to CELL_WIDTH, before any padding
+        floors = map(sum, zip(*(map(min, map(len, col), repeat(CELL_WIDTH)) for col in made)))
+        took = 0
+        for floor in floors:
+            need += floor + 1
+            if need > room.chars:
+                break
+            took += 1
+        for column, col in zip(columns, made):
+            column += col[:took]
+        candidates += took
+        if took < len(chunk):
+            break
+    cells = [fence_safe_each(clip_each(col, CELL_WIDTH)) for col in columns]
+    widths_upto = [list(accumulate(_cell_lens(col), max)) for col in cells]
+    shown = candidates
+    while True:  # widths from `shown` rows; a row that no longer fits makes the next widths narrower
+        lines = _table_lines(cells, [w[shown] for w in widths_upto], shown)
+        trial = _Room(room.chars)
+        text, _ = _fit(lines[:2], trial)
+        body, fitted = _fit(lines[2:], trial)
+        if fitted >= shown:
+            break
+        shown = fitted
+    room.chars = trial.chars
     shown = shown if body else 0
     out = [_code_block_raw(text + ("\n" + body if body else ""), "")]
     if shown < len(card.rows):
@@ -218,11 +259,39 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     if len(card.columns) > shown_cols:
         room.cut.append(f"… {len(card.columns) - shown_cols} more columns (a chat table shows "
                         f"{TABLE_MAX_COLUMNS}), full result attached")
-    if any(cell_len(c) > CELL_WIDTH for r in [header] + rows[:shown] for c in r):
+    if any(max(_cell_lens(col[:shown + 1]), default=0) > CELL_WIDTH for col in columns):
         room.cut.append(f"Values longer than {CELL_WIDTH} characters are shortened, full result attached")
     if not card.rows:
         out.append("(no rows)")
     return out
+
+
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
+    """The first `width` cells of the rows, column by column (a short row padded with None)."""
+    if not rows:
+        return [()] * width
+    if min(map(len, rows)) >= width:
+        return list(zip(*rows))[:width]
+    return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
+
+
+def _cell_lens(texts: Sequence[str]) -> list[int]:
+    """Monospace widths: printable ASCII is one column a character; anything else asks `cell_len`."""
+    if all(map(str.isascii, texts)) and all(map(str.isprintable, texts)):
+        return list(map(len, texts))
+    return list(map(cell_len, texts))
+
+
+def _table_lines(cells: list[list[str]], widths: list[int], rows: int) -> list[str]:
+    """The header, its rule and the first `rows` rows, each cell padded to its column's width."""
+    short = [list(map(sub, _cell_lens(col[:rows + 1]), map(len, col[:rows + 1]))) for col in cells]
+    lines = []
+    for index, row in enumerate(zip(*(col[:rows + 1] for col in cells))):
+        extra = [s[index] for s in short]
+        pads = widths if not any(extra) else list(map(sub, widths, extra))
+        lines.append("  ".join(map(str.ljust, row, pads)).rstrip())
+    lines.insert(1, "  ".join("─" * w for w in widths))
+    return lines
 
 
 def _kv_lines(keys: tuple[str, ...], values: tuple[Any, ...]) -> Iterator[str]:
