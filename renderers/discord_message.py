@@ -28,7 +28,7 @@ close the fence, and markdown from results is redrawn from the shared tree of
 from __future__ import annotations
 
 import re
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import sub
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -227,10 +227,8 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     for start in range(0, min(len(card.rows), _PROBE_ROWS), _CHUNK_ROWS):
         chunk = card.rows[start:min(start + _CHUNK_ROWS, _PROBE_ROWS)]
         made = [one_line_each(cell_texts(col)) for col in _columns(chunk, shown_cols)]
-        # a row's line is at least as long as its cells cut to CELL_WIDTH, before any padding
-        floors = map(sum, zip(*(map(min, map(len, col), repeat(CELL_WIDTH)) for col in made)))
         took = 0
-        for floor in floors:
+        for floor in map(sum, zip(*map(_floor_lens, made))):
             need += floor + 1
             if need > room.chars:
                 break
@@ -241,14 +239,18 @@ def _body_table(card: Card, room: _Room) -> list[str]:
         if took < len(chunk):
             break
     cells = [fence_safe_each(clip_each(col, CELL_WIDTH)) for col in columns]
-    widths_upto = [list(accumulate(_cell_lens(col), max)) for col in cells]
+    widths = [_cell_lens(col) for col in cells]
+    extra = [None if w == lens else list(map(sub, w, lens)) for w, lens in zip(widths, map(_lens, cells))]
+    widest = [list(accumulate(w, max)) for w in widths]
     shown = candidates
     while True:  # widths from `shown` rows; a row that no longer fits makes the next widths narrower
-        lines = _table_lines(cells, [w[shown] for w in widths_upto], shown)
+        width = [w[shown] for w in widest]
+        lines = _table_lines(cells, extra, width, shown)
         trial = _Room(room.chars)
-        text, _ = _fit(lines[:2], trial)
-        body, fitted = _fit(lines[2:], trial)
-        if fitted >= shown:
+        text, _ = _fit(list(islice(lines, 2)), trial)
+        body, fitted = _fit(lines, trial)
+        if fitted >= shown or [w[fitted] for w in widest] == width:
+            shown = fitted
             break
         shown = fitted
     room.chars = trial.chars
@@ -275,23 +277,37 @@ def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
     return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
 
 
+def _lens(texts: Sequence[str]) -> list[int]:
+    return list(map(len, texts))
+
+
+def _floor_lens(texts: Sequence[str]) -> list[int]:
+    """Each text's length once cut to CELL_WIDTH: the least its cell takes in a line, before padding."""
+    lens = list(map(len, texts))
+    return lens if max(lens, default=0) <= CELL_WIDTH else [min(n, CELL_WIDTH) for n in lens]
+
+
 def _cell_lens(texts: Sequence[str]) -> list[int]:
-    """Monospace widths: printable ASCII is one column a character; anything else asks `cell_len`."""
-    if all(map(str.isascii, texts)) and all(map(str.isprintable, texts)):
+    """Monospace widths of one-line texts (no control characters): ASCII is one column a character."""
+    if all(map(str.isascii, texts)):
         return list(map(len, texts))
-    return list(map(cell_len, texts))
+    return [len(t) if t.isascii() else cell_len(t) for t in texts]
 
 
-def _table_lines(cells: list[list[str]], widths: list[int], rows: int) -> list[str]:
-    """The header, its rule and the first `rows` rows, each cell padded to its column's width."""
-    short = [list(map(sub, _cell_lens(col[:rows + 1]), map(len, col[:rows + 1]))) for col in cells]
-    lines = []
-    for index, row in enumerate(zip(*(col[:rows + 1] for col in cells))):
-        extra = [s[index] for s in short]
-        pads = widths if not any(extra) else list(map(sub, widths, extra))
-        lines.append("  ".join(map(str.ljust, row, pads)).rstrip())
-    lines.insert(1, "  ".join("─" * w for w in widths))
-    return lines
+def _table_lines(cells: list[list[str]], extra: list[list[int] | None], widths: list[int],
+                 rows: int) -> Iterator[str]:
+    """The header, its rule, then the first `rows` rows (made as they are asked for), cells padded to `widths`.
+
+    `extra` is, per column, how many more monospace columns than characters each cell takes (None: none).
+    """
+    pads = [repeat(0) if e is None else e for e in extra]
+    for index, (row, more) in enumerate(zip(zip(*cells), zip(*pads))):
+        if index > rows:
+            return
+        line = "  ".join(map(str.ljust, row, map(sub, widths, more) if any(more) else widths)).rstrip()
+        yield line
+        if index == 0:
+            yield "  ".join("─" * w for w in widths)
 
 
 def _kv_lines(keys: tuple[str, ...], values: tuple[Any, ...]) -> Iterator[str]:
