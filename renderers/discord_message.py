@@ -49,6 +49,7 @@ from renderers.safety import (
     one_line,
     one_line_each,
     utf16_len,
+    utf16_lens,
 )
 
 __all__ = ["MAX_COMPONENTS", "MAX_TEXT", "render", "text_length"]
@@ -222,14 +223,16 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     header = one_line_each(card.columns[:shown_cols])
     room.chars -= 12
     columns = [[h] for h in header]  # one-line texts, column by column: the header, then the candidate rows
+    header_widths = _cell_lens(fence_safe_each(clip_each(header, CELL_WIDTH)))
     need = 0
     candidates = 0
     for start in range(0, min(len(card.rows), _PROBE_ROWS), _CHUNK_ROWS):
         chunk = card.rows[start:min(start + _CHUNK_ROWS, _PROBE_ROWS)]
         made = [one_line_each(cell_texts(col)) for col in _columns(chunk, shown_cols)]
+        between = 2 * (shown_cols - 1) + 1 if all(made[-1]) else 1
         took = 0
-        for floor in map(sum, zip(*map(_floor_lens, made))):
-            need += floor + 1
+        for floor in map(sum, zip(*map(_floor_lens, made, header_widths[:-1] + [0]))):  # the last is not padded
+            need += floor + between
             if need > room.chars:
                 break
             took += 1
@@ -242,7 +245,8 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     widths = [_cell_lens(col) for col in cells]
     extra = [None if w == lens else list(map(sub, w, lens)) for w, lens in zip(widths, map(_lens, cells))]
     widest = [list(accumulate(w, max)) for w in widths]
-    shown = candidates
+    most = _most_rows(cells, widths, widest, candidates, room.chars)
+    shown = candidates if most is None else most
     while True:  # widths from `shown` rows; a row that no longer fits makes the next widths narrower
         width = [w[shown] for w in widest]
         lines = _table_lines(cells, extra, width, shown)
@@ -268,6 +272,51 @@ def _body_table(card: Card, room: _Room) -> list[str]:
     return out
 
 
+def _most_rows(cells: list[list[str]], widths: list[list[int]], widest: list[list[int]], candidates: int,
+               room: int) -> int | None:
+    """The most rows that fit in `room` with the header and its rule, every line padded to those rows' widths.
+
+    Counted, not drawn: a line is its cells' UTF-16 units, the padding of every cell before its last
+    non-empty one (the column's width less the cell's; the line's end is stripped), and two spaces
+    between cells. None when even the header and its rule do not fit.
+    """
+    columns = len(cells)
+    units = [utf16_lens(col) for col in cells]
+    ends: list[int] | None = None
+    if all(islice(cells[-1], candidates + 1)):  # every line ends in its last column: counted column by column
+        spare = [list(map(sub, u, w)) for u, w in zip(units[:-1], widths[:-1])]
+        fixed = [n + 2 * (columns - 1) for n in map(sum, zip(*spare, units[-1]))]
+    else:
+        ends, fixed = [], []
+        for row, row_units, row_widths in zip(zip(*cells), zip(*units), zip(*widths)):
+            end = max((j for j, c in enumerate(row) if c), default=-1)
+            ends.append(end)
+            fixed.append(sum(row_units[j] - row_widths[j] + 2 for j in range(end)) + (row_units[end] if end >= 0 else 0))
+    before = list(accumulate(fixed, initial=0))
+
+    def size(rows: int) -> int:
+        width = [w[rows] for w in widest]
+        rule = sum(width) + 2 * (columns - 1) + 1
+        if ends is None:
+            padding = sum(width[:-1])
+        else:
+            starts = list(accumulate(width, initial=0))
+            padding = sum(starts[e] for e in ends[:rows + 1] if e >= 0)
+            return rule + before[rows + 1] + padding + rows + 1
+        return rule + before[rows + 1] + (rows + 1) * (padding + 1)
+
+    if size(0) > room:
+        return None
+    low, high = 0, candidates
+    while low < high:
+        mid = (low + high + 1) // 2
+        if size(mid) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
     """The first `width` cells of the rows, column by column (a short row padded with None)."""
     if not rows:
@@ -281,10 +330,13 @@ def _lens(texts: Sequence[str]) -> list[int]:
     return list(map(len, texts))
 
 
-def _floor_lens(texts: Sequence[str]) -> list[int]:
-    """Each text's length once cut to CELL_WIDTH: the least its cell takes in a line, before padding."""
+def _floor_lens(texts: Sequence[str], header_width: int) -> list[int]:
+    """The least each text's cell can take in a line: its length cut to CELL_WIDTH, and in a column of
+    ASCII (one unit and at most one column a character), no less than the header's width either."""
     lens = list(map(len, texts))
-    return lens if max(lens, default=0) <= CELL_WIDTH else [min(n, CELL_WIDTH) for n in lens]
+    if max(lens, default=0) > CELL_WIDTH:
+        lens = [min(n, CELL_WIDTH) for n in lens]
+    return list(map(max, lens, repeat(header_width))) if all(map(str.isascii, texts)) else lens
 
 
 def _cell_lens(texts: Sequence[str]) -> list[int]:
@@ -485,11 +537,12 @@ def render(card: Card) -> dict[str, Any]:
     container = ui.Container(*children, accent_colour=discord.Colour(colour) if colour is not None else None)
     view = ui.LayoutView(timeout=None)
     view.add_item(container)
-    if view.content_length() > MAX_TEXT or text_length(view.to_components()) > MAX_TEXT:
-        raise AssertionError(f"{text_length(view.to_components())} characters of text, over Discord's {MAX_TEXT:,}")
+    components = view.to_components()
+    if view.content_length() > MAX_TEXT or text_length(components) > MAX_TEXT:
+        raise AssertionError(f"{text_length(components)} characters of text, over Discord's {MAX_TEXT:,}")
     payload: dict[str, Any] = {
         "flags": discord.MessageFlags(components_v2=True, suppress_embeds=True).value,
-        "components": view.to_components(),
+        "components": components,
         "allowed_mentions": discord.AllowedMentions.none().to_dict(),
     }
     attachments = descriptors(card, cut=cut)

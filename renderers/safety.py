@@ -82,7 +82,7 @@ def fence_safe_each(texts: Sequence[str]) -> list[str]:
     """`fence_safe` of every text."""
     joined = "\n".join(texts)
     if "`" in joined or "~~~" in joined or "@" in joined or not all(map(str.isprintable, texts)):
-        return [fence_safe(t) for t in texts]
+        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not t.isprintable() else t for t in texts]
     return list(texts)
 
 
