@@ -184,6 +184,19 @@ def test_discord_cut_table_says_so() -> None:
     assert discord_message.text_length(payload["components"]) <= discord_message.MAX_TEXT
 
 
+def test_discord_table_is_as_wide_as_the_rows_it_shows_and_shows_all_that_fit() -> None:
+    rows = tuple((i, "y" * 40, "x" * (30 if i == 150 else 3)) for i in range(300))  # row 150 is never shown
+    payload = discord_message.render(Card(form="table", columns=("id", "text", "v"), rows=rows))
+    [table] = [t for t in _discord_texts(payload) if t.startswith("```")]
+    lines = table.split("\n")[1:-1]
+    assert lines[1] == "──  " + "─" * 32 + "  ───"  # not widened by a row that is not shown
+    shown = len(lines) - 2
+    assert lines[2:] == [f"{i:<2}  {'y' * 31}…  xxx" for i in range(shown)]
+    assert f"… {300 - shown:,} more rows" in " ".join(_discord_texts(payload))
+    # every row that fits: 4,000 less 400 for the notes, 12 for the fence, 82 for the header and rule, 42 a row
+    assert shown == (4_000 - 400 - 12 - 82) // 42 == 83
+
+
 # HTML ----------------------------------------------------------------------------------------------
 
 def test_html_escapes_and_uses_classes() -> None:
