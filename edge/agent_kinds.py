@@ -9,6 +9,7 @@ enforces the rest (the timeout around every kind, the output size and contract).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -21,7 +22,7 @@ import sys
 import threading
 import types
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 import httpx
 import orjson
@@ -300,6 +301,28 @@ def expand_env(value: str, *, what: str) -> str:
     return _ENV_REF.sub(sub, value)
 
 
+def _env_values(*texts: str) -> list[str]:
+    """The values of the `${NAME}` references in these texts that are set: credentials, as a rule."""
+    return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
+
+
+@contextlib.contextmanager
+def _redacting(secrets: Iterable[str]) -> Iterator[None]:
+    """A failure's reason never quotes a credential: a server may echo a header back in its error body,
+    and the HTTP library quotes a header value it refuses (one with a stray newline, say)."""
+    try:
+        yield
+    except JobFailure as failure:
+        reason = failure.reason
+        for secret in secrets:
+            for form in {secret, secret.strip(), repr(secret)[1:-1]}:
+                if len(form) >= 4:
+                    reason = reason.replace(form, "[redacted]")
+        if reason == failure.reason:
+            raise
+        raise JobFailure(failure.kind, reason, partial_output=failure.partial_output) from None
+
+
 async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():
@@ -323,8 +346,14 @@ def _http_failure(status: int, what: str, body: bytes) -> JobFailure:
 async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
     variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
+    raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
+    with _redacting(_env_values(str(spec.config["url"]), *raw_headers.values())):
+        return await _post_http(spec, value, ctx, raw_headers)
+
+
+async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: dict[str, str]) -> Any:
     url = expand_env(str(spec.config["url"]), what="url")
-    headers = {k: expand_env(str(v), what=f"header {k}") for k, v in (spec.config.get("headers") or {}).items()}
+    headers = {k: expand_env(v, what=f"header {k}") for k, v in raw_headers.items()}
     headers.setdefault("X-Oz0-Job", ctx.job_id)
     what = f"the agent's URL {spec.config['url']}"
     try:
@@ -357,9 +386,8 @@ async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """An OpenAI-compatible chat-completions endpoint. With an output schema the model is asked for
     that structure (`response_format` json_schema); an answer that does not match goes back with the
     reason, at most twice, then the job fails quoting the last reason."""
-    base_url = str(spec.config["base_url"]).rstrip("/")
-    url = f"{base_url}/chat/completions"
     headers = {"Content-Type": "application/json"}
+    secrets: list[str] = []
     key_env = spec.config.get("api_key_env")
     if key_env:
         key = os.environ.get(str(key_env))
@@ -367,6 +395,14 @@ async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
             raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
                                               "in the environment of the bot")
         headers["Authorization"] = f"Bearer {key}"
+        secrets.append(key)
+    with _redacting(secrets):
+        return await _ask_model(spec, value, ctx, headers)
+
+
+async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict[str, str]) -> Any:
+    base_url = str(spec.config["base_url"]).rstrip("/")
+    url = f"{base_url}/chat/completions"
     messages: list[dict[str, str]] = []
     if spec.config.get("system"):
         messages.append({"role": "system", "content": str(spec.config["system"])})

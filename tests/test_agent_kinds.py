@@ -319,11 +319,39 @@ def test_model_text_answer_and_missing_key(tmp_path, monkeypatch):
 
 
 def test_model_http_errors_are_typed(tmp_path, model_key):
-    with Loopback(lambda data, headers, path: (401, {"error": {"message": "bad key"}})) as server:
+    def answer(data, headers, path):  # a server that quotes the key it refuses
+        return 401, {"error": {"message": f"bad key: {headers['authorization']}"}}
+
+    with Loopback(answer) as server:
         rt = runtime_with(tmp_path, {"reviewer": model_agent(server.url)}, {"schemas/review.json": REVIEW_SCHEMA})
         job = run(rt, "reviewer", "x")
     assert job.failure_kind == "Misconfigured" and "HTTP 401" in job.failure_reason
+    assert "bad key: Bearer [redacted]" in job.failure_reason
     assert "sk-test-123" not in job.failure_reason
+
+
+def test_http_agent_failures_never_quote_a_credential(tmp_path, monkeypatch):
+    """Neither a server echoing the header back nor httpx refusing a header value (a stray newline
+    from a .env file) puts the token in the failure reason people see."""
+    monkeypatch.setenv("ECHO_TOKEN", "tok-echoed-1234")
+    monkeypatch.setenv("BROKEN_TOKEN", "tok-broken-5678\n")
+
+    def answer(data, headers, path):
+        return 400, f"no thanks, {headers['authorization']}"
+
+    with Loopback(answer) as server:
+        rt = runtime_with(tmp_path, {
+            "echo": {"kind": "http", "url": server.url, "headers": {"Authorization": "Bearer ${ECHO_TOKEN}"},
+                     "input": "text", "output": "text"},
+            "broken": {"kind": "http", "url": server.url, "headers": {"Authorization": "Bearer ${BROKEN_TOKEN}"},
+                       "input": "text", "output": "text"}})
+        echo = run(rt, "echo", "x")
+        broken = run(rt, "broken", "x")
+    assert (echo.failure_kind, broken.failure_kind) == ("Rejected", "Unavailable")
+    assert "no thanks, Bearer [redacted]" in echo.failure_reason
+    assert "[redacted]" in broken.failure_reason
+    for job in (echo, broken):
+        assert "tok-" not in job.failure_reason and "tok-" not in RENDERERS["text"](rt.card(job))
 
 
 def test_python_sync_agent_runs_off_the_event_loop(tmp_path):
