@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from edge.cards import Attachment, Card
 
-__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "size_text"]
+__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "shortened", "size_text"]
 
 ATTACHMENTS_KEY = "oz0_attachments"
 
@@ -65,3 +66,12 @@ def safe_filename(name: str) -> str:
 def size_text(size: int) -> str:
     """A byte count for people: "70,123 bytes"."""
     return f"{size:,} bytes"
+
+
+def shortened(card: Card, why: str) -> Card:
+    """`card` as a short text card saying `why` and carrying the full result as its attachment: what a
+    renderer sends when its drawing broke a platform limit despite its budgets (a bug it logs), so the
+    reader still gets the whole result rather than an error."""
+    return replace(card, form="text", text=why, text_format="plain", columns=(), rows=(), keys=(), values=(),
+                   diff=None, violations=card.violations[:5], notes=card.notes[:3],
+                   attachment=attachment_for(card))

@@ -27,6 +27,7 @@ close the fence, and markdown from results is redrawn from the shared tree of
 
 from __future__ import annotations
 
+import logging
 import re
 from itertools import accumulate, islice, repeat
 from operator import sub
@@ -38,7 +39,7 @@ from rich.cells import cell_len
 
 from edge.cards import Card, cell_text, cell_texts
 from renderers import markdown_blocks as md
-from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, size_text
+from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
 from renderers.safety import (
     clean,
     clip,
@@ -53,6 +54,8 @@ from renderers.safety import (
 )
 
 __all__ = ["MAX_COMPONENTS", "MAX_TEXT", "render", "text_length"]
+
+log = logging.getLogger(__name__)
 
 MAX_COMPONENTS = 40
 MAX_TEXT = 4_000
@@ -512,7 +515,23 @@ def _colour(card: Card) -> int | None:
 
 
 def render(card: Card) -> dict[str, Any]:
-    """The card as a Discord Create Message body (with `oz0_attachments` for the adapter to pop)."""
+    """The card as a Discord Create Message body (with `oz0_attachments` for the adapter to pop).
+
+    Should the drawing break the text limit despite the budgets (a bug), the reader gets a short card
+    saying so, with the full result attached; a payload Discord would refuse is never returned."""
+    payload, problem = _render(card)
+    if problem is None:
+        return payload
+    log.error("Discord card over a limit despite its budgets (%s); sending it shortened", problem)
+    payload, problem = _render(shortened(card, f"This result did not fit in a Discord message ({problem}); "
+                                               "the full result is attached."))
+    if problem is not None:
+        raise RuntimeError(f"a shortened Discord card is still over a limit: {problem}")
+    return payload
+
+
+def _render(card: Card) -> tuple[dict[str, Any], str | None]:
+    """The payload, and which limit it breaks if any."""
     head = _head(card)
     notes = ["-# " + _esc(n, 150) for n in card.notes[:3]]
     if len(card.notes) > 3:
@@ -538,8 +557,8 @@ def render(card: Card) -> dict[str, Any]:
     view = ui.LayoutView(timeout=None)
     view.add_item(container)
     components = view.to_components()
-    if view.content_length() > MAX_TEXT or text_length(components) > MAX_TEXT:
-        raise AssertionError(f"{text_length(components)} characters of text, over Discord's {MAX_TEXT:,}")
+    length = max(view.content_length(), text_length(components))
+    problem = f"{length:,} characters of text, over Discord's {MAX_TEXT:,}" if length > MAX_TEXT else None
     payload: dict[str, Any] = {
         "flags": discord.MessageFlags(components_v2=True, suppress_embeds=True).value,
         "components": components,
@@ -548,4 +567,4 @@ def render(card: Card) -> dict[str, Any]:
     attachments = descriptors(card, cut=cut)
     if attachments:
         payload[ATTACHMENTS_KEY] = attachments
-    return payload
+    return payload, problem

@@ -31,6 +31,7 @@ a row, line or element boundary, the card says so ("… 412 more rows, full resu
 
 from __future__ import annotations
 
+import logging
 from itertools import chain, islice
 from operator import itemgetter
 from typing import Any, Callable, Sequence
@@ -44,7 +45,7 @@ from slack_sdk.models.blocks import (
 
 from edge.cards import Card, cell_text, cell_texts
 from renderers import markdown_blocks as md
-from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, size_text
+from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
 from renderers.safety import clean, clip, clip_each, one_line, one_line_each, slack_escape, utf16_len, utf16_lens
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "blocks_size",
     "render",
 ]
+
+log = logging.getLogger(__name__)
 
 MAX_BLOCKS = 50
 MAX_BLOCKS_CHARS = 12_000
@@ -612,7 +615,24 @@ def _first_spans(card: Card) -> tuple[md.Span, ...]:
 
 
 def render(card: Card) -> dict[str, Any]:
-    """The card as a `chat.postMessage` body (with `oz0_attachments` for the adapter to pop)."""
+    """The card as a `chat.postMessage` body (with `oz0_attachments` for the adapter to pop).
+
+    Should the drawing break a limit despite the budgets (a bug), the reader gets a short card saying
+    which limit, with the full result attached; a payload Slack would refuse is never returned."""
+    payload = _render(card)
+    problem = _over_limit(payload)
+    if problem is None:
+        return payload
+    log.error("Slack card over a limit despite its budgets (%s); sending it shortened", problem)
+    payload = _render(shortened(card, f"This result did not fit in a Slack message ({problem}); "
+                                      "the full result is attached."))
+    problem = _over_limit(payload)
+    if problem is not None:
+        raise RuntimeError(f"a shortened Slack card is still over a limit: {problem}")
+    return payload
+
+
+def _render(card: Card) -> dict[str, Any]:
     head: list[dict[str, Any]] = []
     if card.title and one_line(card.title):
         head.append(HeaderBlock(text=PlainTextObject(text=clip(one_line(card.title), HEADER_MAX),
@@ -646,27 +666,28 @@ def render(card: Card) -> dict[str, Any]:
     attachments = descriptors(card, cut=cut)
     if attachments:
         payload[ATTACHMENTS_KEY] = attachments
-    _check(payload)
     return payload
 
 
-def _check(payload: dict[str, Any]) -> None:
-    """The limits slack_sdk does not check: blocks, characters, and the one table's rows and cells.
+def _over_limit(payload: dict[str, Any]) -> str | None:
+    """Which limit slack_sdk does not check the payload breaks, if any: blocks, characters, and the one
+    table's rows and cells.
 
     Other blocks were validated by their slack_sdk model's `to_dict`; the table is a plain dict (its
     model checks only that it has rows), and the tests' oracle runs slack_sdk over every payload.
     """
     blocks = payload["blocks"]
     if len(blocks) > MAX_BLOCKS:
-        raise AssertionError(f"{len(blocks)} blocks, over Slack's {MAX_BLOCKS}")
+        return f"{len(blocks)} blocks, over Slack's {MAX_BLOCKS}"
     size = blocks_size(blocks)
     if size > MAX_BLOCKS_CHARS:
-        raise AssertionError(f"{size} characters of blocks, over our {MAX_BLOCKS_CHARS:,}")
+        return f"{size:,} characters of blocks, over our {MAX_BLOCKS_CHARS:,}"
     tables = [b for b in blocks if b["type"] == "table"]
     if len(tables) > 1:
-        raise AssertionError("more than one table block; Slack allows one a message")
+        return f"{len(tables)} table blocks; Slack allows one a message"
     for table in tables:
         rows = table["rows"]
         if not 1 <= len(rows) <= TABLE_MAX_ROWS or not 1 <= max(map(len, rows)) <= TABLE_MAX_COLUMNS:
-            raise AssertionError(f"a table of {len(rows)} rows and up to {max(map(len, rows), default=0)} cells "
-                                 f"a row; Slack takes 1 to {TABLE_MAX_ROWS} rows of 1 to {TABLE_MAX_COLUMNS}")
+            return (f"a table of {len(rows)} rows and up to {max(map(len, rows), default=0)} cells "
+                    f"a row; Slack takes 1 to {TABLE_MAX_ROWS} rows of 1 to {TABLE_MAX_COLUMNS}")
+    return None

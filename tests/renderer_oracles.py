@@ -53,7 +53,13 @@ def _attachments(payload: dict[str, Any]) -> None:
         assert isinstance(a["size"], int) and a["size"] >= 0
 
 
-def check_slack(payload: dict[str, Any]) -> None:
+def _drawn_within_budget(payload: dict[str, Any], platform: str) -> None:
+    text = json.dumps(payload, ensure_ascii=False)
+    assert f"did not fit in a {platform} message" not in text, \
+        "the renderer broke a limit despite its budgets and sent the shortened card instead"
+
+
+def check_slack(payload: dict[str, Any], *, shortened: bool = False) -> None:
     assert payload["unfurl_links"] is False and payload["unfurl_media"] is False
     text = payload["text"]
     assert isinstance(text, str) and text.strip() and _utf16(text) <= 40_000
@@ -88,6 +94,8 @@ def check_slack(payload: dict[str, Any]) -> None:
         assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
     json.dumps(payload, ensure_ascii=False).encode("utf-8")
     _attachments(payload)
+    if not shortened:
+        _drawn_within_budget(payload, "Slack")
 
 
 def _texts(block: Any) -> list[str]:
@@ -159,7 +167,7 @@ def check_discord_text(content: str) -> None:
     assert not FORBIDDEN.search(content), repr(content[:80])
 
 
-def check_discord(payload: dict[str, Any]) -> None:
+def check_discord(payload: dict[str, Any], *, shortened: bool = False) -> None:
     assert payload["allowed_mentions"] == {"parse": []}
     assert payload["flags"] & (1 << 15), "Components V2 flag"
     assert payload["flags"] & (1 << 2), "link previews suppressed"
@@ -183,6 +191,8 @@ def check_discord(payload: dict[str, Any]) -> None:
     assert len(files) == len(names)
     for url in files:
         assert re.fullmatch(r"attachment://[A-Za-z0-9._-]+", url), url
+    if not shortened:
+        _drawn_within_budget(payload, "Discord")
 
 
 def _walk(components: list[dict[str, Any]]) -> list[dict[str, Any]]:

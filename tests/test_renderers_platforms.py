@@ -106,6 +106,28 @@ def test_slack_not_drawn_attaches_the_result() -> None:
                                            "size": _card("large").attachment.size}]
 
 
+@pytest.mark.parametrize("platform,budget,limit", [("slack", "_TAIL_CHARS", "over our 12,000"),
+                                                    ("discord", "_TAIL_TEXT", "over Discord's 4,000")])
+def test_a_card_over_a_limit_despite_the_budgets_is_sent_short_with_the_full_result(
+        platform: str, budget: str, limit: str, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    """A budget bug (simulated: the tail's reserve made negative) never yields a payload the platform
+    refuses, nor an AssertionError that `python -O` would strip: the reader gets a short card naming
+    the limit, with the whole result attached, and the bug is logged."""
+    module = {"slack": slack_blocks, "discord": discord_message}[platform]
+    monkeypatch.setattr(module, budget, -40_000)
+    text = "\n\n".join(f"paragraph {i} " + "word " * 40 for i in range(400))
+    card = Card(form="text", title="notes", text=text, text_format="plain",
+                status=Status(success=True, message="written"))
+    payload = RENDERERS[platform](card)
+    CHECKS[platform](payload, shortened=True)
+    shown = _texts(payload)
+    assert f"did not fit in a {platform.capitalize()} message" in shown and limit in shown
+    assert "written" in shown and "paragraph 1 " not in shown
+    assert payload["oz0_attachments"] == [attachment_for(card).to_dict()]
+    assert json.loads(attachment_for(card).data)["text"] == text
+    assert "over a limit despite its budgets" in caplog.text
+
+
 def test_slack_mentions_stay_text() -> None:
     card = Card(form="table", title="<!channel>", columns=("who",), rows=(("<!here> <@U123>",),))
     payload = slack_blocks.render(card)
