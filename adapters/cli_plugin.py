@@ -36,7 +36,8 @@ def open_runtime() -> Any:
     except OSError as exc:
         raise CommandError(f"cannot use OZ0_HOME {default_home()}: {exc.strerror or exc}", code=1) from None
     except Exception as exc:  # SQLAlchemy's errors for a bad URL or an unreachable database
-        raise CommandError(f"cannot open the oz0 database: {type(exc).__name__}: {exc}", code=1) from None
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        raise CommandError(f"cannot open the oz0 database: {type(exc).__name__}: {first}", code=1) from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

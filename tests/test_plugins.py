@@ -378,6 +378,14 @@ def test_an_interrupted_job_is_listed_as_failed_interrupted(tmp_path, capsys, oz
     assert "the bot stopped before this job ended (it was running)" in out
 
 
+def test_a_database_that_cannot_open_is_one_line_naming_it(tmp_path, capsys, oz0_home, monkeypatch):
+    monkeypatch.setenv("OZ0_DATABASE_URL", f"sqlite:///{tmp_path / 'no such dir' / 'oz0.db'}")
+    code, out, err = oz0(capsys, "plugin", "list")
+    assert code == 1 and out == ""
+    assert err.startswith("oz0: error: cannot open the oz0 database: OperationalError: ")
+    assert "unable to open database file" in err and err.count("\n") == 1, err
+
+
 def test_audit_lists_installs(tmp_path, capsys, oz0_home):
     root = make_plugin(tmp_path / "p", agents={"echo": TEXT_AGENT}, files={"agent.py": AGENT_PY})
     oz0(capsys, "plugin", "install", str(root))
