@@ -133,14 +133,16 @@ class Runtime:
         return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
 
     def agent(self, name: str) -> AgentSpec:
-        found = self.agents()
-        for spec in found:
-            if spec.name == name:
-                return spec
-        raise UnknownAgent(name, [a.name for a in found])
+        return self._lookup(name)[0]
 
-    def plugin_of(self, spec: AgentSpec) -> Plugin | None:
-        return next((p for p in self.plugins() if p.name == spec.plugin), None)
+    def _lookup(self, name: str) -> tuple[AgentSpec, Plugin]:
+        """The agent of this name and the plugin it comes from, in one read of the installed plugins."""
+        plugins = self.plugins()
+        for plugin in plugins:
+            for spec in plugin.agents:
+                if spec.name == name:
+                    return spec, plugin
+        raise UnknownAgent(name, sorted(a.name for p in plugins for a in p.agents))
 
     # jobs -------------------------------------------------------------------------------------
 
@@ -173,10 +175,8 @@ class Runtime:
         """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
         plugin = version = None
         try:
-            spec = self.agent(agent)
-            plugin = spec.plugin
-            current = self.store.current_version(spec.plugin)
-            version = current.version if current else None
+            _, found = self._lookup(agent)
+            plugin, version = found.name, found.version
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
         row = {
@@ -221,11 +221,10 @@ class Runtime:
         assert job is not None
         attempts = 0
         try:
-            spec = self.agent(job.agent)
+            spec, plugin = self._lookup(job.agent)
             spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
             value = self.parse_input(spec, job.input)
-            plugin = self.plugin_of(spec)
-            plugin_path = Path(plugin.path) if plugin else Path(spec.file).parent.parent
+            plugin_path = Path(plugin.path)
             while True:
                 attempts += 1
                 self.store.update_job(job_id, attempts=attempts)
@@ -376,9 +375,10 @@ class Runtime:
         """The card for a job: its answer drawn under its output contract, or its failure."""
         title = job.agent
         try:
-            contract = with_known_contracts(self.agent(job.agent)).output
+            spec: AgentSpec | None = self.agent(job.agent)
         except UnknownAgent:
-            contract = None
+            spec = None
+        contract = with_known_contracts(spec).output if spec is not None else None
         if job.status == "succeeded":
             checked = contract is not None and self._checked.get(job.id) == contract.digest
             return choose_card(job.output, contract, title=title, checked=checked)
@@ -390,16 +390,14 @@ class Runtime:
                 card = choose_card(job.output, None, title=title)
                 merged = replace(card.status, error_code=snake_case(kind)) if card.status else status
                 return replace(card, status=merged)
-            notes = tuple(n for n in (_failure_note(self, job),) if n)
+            notes = tuple(n for n in (_failure_note(self, spec, job),) if n)
             return Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
         return Card(form="text", title=title, text_format="plain",
                     status=Status(success=True, message=f"job {job.id} is {job.status}"), text="")
 
 
-def _failure_note(runtime: Runtime, job: Job) -> str:
-    try:
-        spec = runtime.agent(job.agent)
-    except UnknownAgent:
+def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
+    if spec is None:
         return ""
     kind = runtime._failure_kind(spec, job.failure_kind or "")
     parts = []
