@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import (
     JSON,
@@ -257,7 +257,8 @@ class Store:
                  .join(plugins, plugins.c.current_version_id == plugin_versions.c.id)
                  .order_by(plugins.c.name))
         with self.engine.connect() as conn:
-            return [self._version(conn, row, current=True) for row in conn.execute(query).mappings()]
+            rows = conn.execute(query).mappings().all()
+            return self._versions(conn, rows, current=lambda row: True)
 
     def current_version(self, plugin: str) -> InstalledVersion | None:
         return next((v for v in self.current_versions() if v.plugin == plugin), None)
@@ -268,11 +269,24 @@ class Store:
                                    .where(plugins.c.name == plugin)).scalar()
             rows = conn.execute(select(plugin_versions).where(plugin_versions.c.plugin == plugin)
                                 .order_by(plugin_versions.c.installed_at)).mappings().all()
-            return [self._version(conn, row, current=row["id"] == current) for row in rows]
+            return self._versions(conn, rows, current=lambda row: row["id"] == current)
 
     def _version(self, conn: Any, row: Mapping[str, Any], *, current: bool = False) -> InstalledVersion:
-        agent_rows = conn.execute(select(agents).where(agents.c.version_id == row["id"])
-                                  .order_by(agents.c.name)).mappings().all()
+        return self._versions(conn, [row], current=lambda _: current)[0]
+
+    def _versions(self, conn: Any, rows: Sequence[Mapping[str, Any]],
+                  *, current: Callable[[Mapping[str, Any]], bool]) -> list[InstalledVersion]:
+        """Versions with their agents, read in one query however many versions (a run reads them all)."""
+        by_version: dict[int, list[Mapping[str, Any]]] = {row["id"]: [] for row in rows}
+        if by_version:
+            for a in conn.execute(select(agents).where(agents.c.version_id.in_(list(by_version)))
+                                  .order_by(agents.c.name)).mappings():
+                by_version[a["version_id"]].append(a)
+        return [self._make_version(row, by_version[row["id"]], current=current(row)) for row in rows]
+
+    @staticmethod
+    def _make_version(row: Mapping[str, Any], agent_rows: Sequence[Mapping[str, Any]], *,
+                      current: bool) -> InstalledVersion:
         return InstalledVersion(
             id=row["id"], plugin=row["plugin"], version=row["version"], content_hash=row["content_hash"],
             path=row["path"], description=row["description"] or "", installed_at=row["installed_at"],
