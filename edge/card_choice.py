@@ -26,6 +26,7 @@ __all__ = [
     "compact_json",
     "is_call_tool_result",
     "is_qzx_result",
+    "schema_properties",
 ]
 
 MAX_CARD_BYTES = 65_536
@@ -266,6 +267,12 @@ def _ordered(present: list[str], *views: "_SchemaView") -> list[str]:
     for name in present:
         out.setdefault(name)
     return list(out)
+
+
+def schema_properties(contract: Contract | None, node: Any) -> dict[str, Any]:
+    """The property schemas a schema node gives its object, in written order, local `$ref` and `allOf`
+    followed in place: what the card rules (and the linter checking `x-oz0-*` names) see."""
+    return _SchemaView(contract, node).properties()
 
 
 class _SchemaView:

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Literal
 
 import orjson
 
+from edge.card_choice import schema_properties
 from edge.contracts import Contract, ContractError, json_path, load_contract
 from edge.plugins import VERSION_RE, PluginError, manifest_contract, read_yaml
 
@@ -268,25 +269,9 @@ def _walk(node: Any, parts: tuple[Any, ...]) -> Iterator[tuple[dict[str, Any], t
                 yield from _walk(sub, parts + (key, i))
 
 
-def _properties(contract: Contract | None, node: Any, depth: int = 0) -> dict[str, Any]:
-    """The properties a schema node gives its object, through local $ref and allOf."""
-    if not isinstance(node, dict) or depth > 16:
-        return {}
-    props = dict(node["properties"]) if isinstance(node.get("properties"), dict) else {}
-    if isinstance(node.get("$ref"), str) and contract is not None:
-        try:
-            props.update({k: v for k, v in _properties(contract, contract.resolve(node["$ref"]), depth + 1).items()
-                          if k not in props})
-        except LookupError:
-            pass
-    for branch in node.get("allOf") or ():
-        props.update({k: v for k, v in _properties(contract, branch, depth + 1).items() if k not in props})
-    return props
-
-
 def _lint_card_keywords(lint: _Linter, file: Path, contract: Contract | None, node: dict[str, Any],
                         parts: tuple[Any, ...]) -> None:
-    props = _properties(contract, node)
+    props = schema_properties(contract, node)
     if "x-oz0-diff" in node:
         where = json_path(parts + ("x-oz0-diff",))
         diff = node["x-oz0-diff"]
@@ -308,7 +293,7 @@ def _lint_card_keywords(lint: _Linter, file: Path, contract: Contract | None, no
     if "x-oz0-order" in node:
         where = json_path(parts + ("x-oz0-order",))
         order = node["x-oz0-order"]
-        items_props = _properties(contract, node.get("items")) if isinstance(node.get("items"), dict) else {}
+        items_props = schema_properties(contract, node.get("items")) if isinstance(node.get("items"), dict) else {}
         known = props or items_props
         if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
             lint.add("warning", file, where, "x-oz0-order must be a list of property names",

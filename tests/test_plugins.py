@@ -150,7 +150,7 @@ def test_x_oz0_diff_through_a_ref_and_nested_is_checked(tmp_path):
     found = findings(schema_plugin(tmp_path, schema))
     assert found == [
         "error: schemas/out.json $[\"$defs\"].change[\"x-oz0-diff\"]: x-oz0-diff names 'b', not a property of this "
-        "schema (properties: c, a); to mend: write {\"before\": \"<property>\", \"after\": \"<another "
+        "schema (properties: a, c); to mend: write {\"before\": \"<property>\", \"after\": \"<another "
         "property>\"}, naming two different properties of this schema"]
 
 
