@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import sys
 import time
 from datetime import datetime
@@ -35,16 +34,9 @@ def register_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _requester() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except Exception:  # no user name in this environment (a container without passwd)
-        return "cli"
-
-
 def _run(args: argparse.Namespace) -> int:
     from adapters.cli import CommandError
-    from edge.runtime import UnknownAgent
+    from edge.runtime import UnknownAgent, local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input
@@ -62,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         def progress(line: str) -> None:
             print(f"… {line}", file=sys.stderr, flush=True)
 
-        job = asyncio.run(runtime.run(args.agent, text, requester=_requester(), channel="cli",
+        job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
                                       on_progress=progress))
         card = runtime.card(job)
     finally:

@@ -46,6 +46,7 @@ __all__ = [
     "content_hash",
     "default_home",
     "install_plugin",
+    "local_user",
 ]
 
 log = logging.getLogger(__name__)
@@ -508,7 +509,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
     is recorded in the audit log as `plugin.contracts.breaking`.
     """
-    actor = actor or _actor()
+    actor = actor or local_user()
     digest = content_hash(plugin.path)
     previous = runtime.store.current_version(plugin.name)
     if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
@@ -542,8 +543,9 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     return InstallResult(version, unchanged=False, previous=previous, changes=changes)
 
 
-def _actor() -> str:
+def local_user() -> str:
+    """Who is asking from this machine's shell: `cli:<login>`, for the journal and the audit log."""
     try:
         return f"cli:{getpass.getuser()}"
-    except Exception:  # no user name in this environment (a container without passwd)
+    except (KeyError, OSError):  # no user name in this environment (a container without passwd)
         return "cli"
