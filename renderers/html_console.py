@@ -141,8 +141,9 @@ def _body_diff(card: Card, cut: list[str]) -> str:
     for c in diff.changes[:MAX_ROWS]:
         before = _cell(c.before) if c.change != "added" else ""
         after = _cell(c.after) if c.change != "removed" else ""
-        rows.append(f'<tr class="oz0-change oz0-change--{c.change}"><td>{_e(one_line(c.key))}</td>'
-                    f"<td>{c.change}</td><td>{before}</td><td>{after}</td></tr>")
+        change = _e(one_line(c.change))
+        rows.append(f'<tr class="oz0-change oz0-change--{change}"><td>{_e(one_line(c.key))}</td>'
+                    f"<td>{change}</td><td>{before}</td><td>{after}</td></tr>")
     if len(diff.changes) > MAX_ROWS:
         cut.append(f"… {len(diff.changes) - MAX_ROWS:,} more changes, full result attached")
     if not diff.changes:

@@ -230,6 +230,18 @@ def test_html_escapes_and_uses_classes() -> None:
     assert 'class="oz0-card oz0-card--key_values oz0-card--failure"' in html
 
 
+def test_html_escapes_every_field_of_a_hand_built_card() -> None:
+    """Cards are a public type: a renderer escapes what a card holds, not only what choose_card makes."""
+    from edge.cards import DiffBody, KeyChange
+
+    evil = '<img src=x onerror="alert(1)">'
+    card = Card(form="diff", diff=DiffBody(kind="keys", before="a", after="b",
+                                           changes=(KeyChange("k", evil, before=1, after=2),)))  # type: ignore[arg-type]
+    html = RENDERERS["html"](card)
+    CHECKS["html"](html)
+    assert "&lt;img" in html and "<img" not in html
+
+
 def test_html_markdown_links_show_the_real_url() -> None:
     html = html_console.render(Card(form="text", text="[docs](https://example.com/d) <b>raw</b>"))
     assert '<a href="https://example.com/d" rel="nofollow noopener noreferrer">https://example.com/d</a>' in html
