@@ -6,6 +6,7 @@ these without importing the runtime that imports them.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ __all__ = [
     "RunContext",
     "snake_case",
 ]
+
+log = logging.getLogger(__name__)
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "interrupted"]
 FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
@@ -124,8 +127,7 @@ class RunContext:
         try:
             self.on_progress(line[:1000])
         except Exception:  # a broken progress sink must not end the agent's work
-            import logging
-            logging.getLogger(__name__).exception("progress callback failed for job %s", self.job_id)
+            log.exception("progress callback failed for job %s", self.job_id)
 
 
 def snake_case(name: str) -> str:
