@@ -71,4 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m adapters.cli`, this file is loaded twice (as __main__ and as adapters.cli); take
+    # main from the package module so the error classes it catches are the ones the commands raise.
+    from adapters.cli import main as package_main
+
+    sys.exit(package_main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,13 @@ def test_terminal_output_strips_escape_sequences(tmp_path):
     assert done.returncode == 0
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout and "\x07" not in done.stdout
     assert "red" in done.stdout and "evil" in done.stdout
+
+
+def test_command_errors_are_one_line_when_run_as_a_module(tmp_path):
+    """`python -m adapters.cli` loads the module twice; its errors must still be the user's, not a bug's."""
+    done = subprocess.run([*OZ0, "jobs"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OZ0_HOME": str(tmp_path),
+                               "OZ0_DATABASE_URL": "sqlite:////proc/no-such-dir/oz0.db"})
+    assert done.returncode == 1
+    assert done.stderr.startswith("oz0: error: cannot open the oz0 database")
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
