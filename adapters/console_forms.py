@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
+from edge.card_choice import schema_layers, schema_properties
 from edge.contracts import Contract
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
@@ -54,11 +55,11 @@ def fields_for(contract: Contract | None) -> tuple[Field, ...]:
     if contract is None:
         return (Field(TEXT_FIELD, "textarea", required=True, label="Text"),)
     root = contract.schema if isinstance(contract.schema, dict) else {}
-    layers = list(_layers(contract, root))
-    if _type_of(layers) not in ("object", None) or not _properties(layers):
+    layers = list(schema_layers(contract, root))
+    props = schema_properties(contract, root)
+    if _type_of(layers) not in ("object", None) or not props:
         return (Field(TEXT_FIELD, "json", required=True, label="Input (JSON)",
                       description=_first(layers, "description") or ""),)
-    props = _properties(layers)
     required = {n for layer in layers for n in layer.get("required", []) if isinstance(n, str)}
     order = _first(layers, "x-oz0-order")
     names = dict.fromkeys(n for n in (order if isinstance(order, list) else []) if n in props)
@@ -127,7 +128,7 @@ def _json(field: Field, raw: str) -> Any:
 
 
 def _field(contract: Contract, name: str, node: Any, required: bool) -> Field:
-    layers = list(_layers(contract, node))
+    layers = list(schema_layers(contract, node))
     label = _first(layers, "title")
     common = {
         "required": required,
@@ -162,7 +163,7 @@ def _field(contract: Contract, name: str, node: Any, required: bool) -> Field:
             long = True
         return Field(name, "textarea" if long else "text", default=shown_default, **common)
     if kind == "array":
-        items = list(_layers(contract, _first(layers, "items")))
+        items = list(schema_layers(contract, _first(layers, "items")))
         item_type = _type_of(items)
         if item_type in ("string", "integer", "number") and not _first(items, "enum"):
             return Field(name, "lines", item_type=item_type, **common)
@@ -170,41 +171,11 @@ def _field(contract: Contract, name: str, node: Any, required: bool) -> Field:
                  default=json.dumps(default, ensure_ascii=False, indent=2) if default is not None else "", **common)
 
 
-def _layers(contract: Contract, node: Any) -> Iterable[dict[str, Any]]:
-    """The node, then what its local `$ref` and `allOf` branches contribute, in written order."""
-    stack, seen = [node], set()
-    while stack:
-        current = stack.pop(0)
-        if not isinstance(current, dict) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        extra: list[Any] = []
-        for key, sub in current.items():
-            if key == "$ref" and isinstance(sub, str):
-                try:
-                    extra.append(contract.resolve(sub))
-                except LookupError:
-                    continue
-            elif key == "allOf" and isinstance(sub, list):
-                extra.extend(sub)
-        stack[0:0] = extra
-
-
 def _first(layers: Iterable[dict[str, Any]], key: str) -> Any:
     for layer in layers:
         if key in layer:
             return layer[key]
     return None
-
-
-def _properties(layers: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    for layer in layers:
-        if isinstance(layer.get("properties"), dict):
-            for name, sub in layer["properties"].items():
-                props.setdefault(name, sub)
-    return props
 
 
 def _type_of(layers: list[dict[str, Any]]) -> str | None:

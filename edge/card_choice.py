@@ -26,6 +26,7 @@ __all__ = [
     "compact_json",
     "is_call_tool_result",
     "is_qzx_result",
+    "schema_layers",
     "schema_properties",
 ]
 
@@ -267,6 +268,12 @@ def _ordered(present: list[str], *views: "_SchemaView") -> list[str]:
     for name in present:
         out.setdefault(name)
     return list(out)
+
+
+def schema_layers(contract: Contract | None, node: Any) -> Iterable[dict[str, Any]]:
+    """A schema node, then what its local `$ref` and `allOf` branches contribute (nearest first): where
+    to look up a keyword such as `x-oz0-order`, `type` or `title`."""
+    return _SchemaView(contract, node)._layers()
 
 
 def schema_properties(contract: Contract | None, node: Any) -> dict[str, Any]:

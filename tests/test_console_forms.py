@@ -78,3 +78,14 @@ def test_field_ids_are_safe_for_html_even_for_odd_property_names():
     (field,) = fields_for(contract)
     assert all(c.isalnum() or c in "-_" for c in field.html_id)
     assert form_input((field,), {field.html_id: "v"}) == {'a"b <c>': "v"}
+
+
+def test_fields_through_allof_and_ref_come_in_written_order_like_the_card():
+    from edge.card_choice import choose_card
+
+    schema = {"allOf": [{"$ref": "#/$defs/base"}], "properties": {"name": {"type": "string"}},
+              "required": ["id"], "$defs": {"base": {"properties": {"id": {"type": "integer"}}}}}
+    contract = load_contract(schema)
+    assert [f.name for f in fields_for(contract)] == ["id", "name"]
+    assert list(choose_card({"name": "n", "id": 1}, contract).keys) == ["id", "name"]
+    assert [f.widget for f in fields_for(contract)] == ["integer", "text"]
