@@ -52,9 +52,9 @@ if str(ROOT) not in sys.path:
 import jsonschema  # noqa: E402
 import orjson  # noqa: E402
 
-from edge.card_choice import MAX_CARD_BYTES, choose_card  # noqa: E402
-from edge.contracts import Contract, compile_count, load_contract  # noqa: E402
-from renderers import RENDERERS  # noqa: E402
+from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card  # noqa: E402
+from oz0.edge.contracts.schema import Contract, compile_count, load_contract  # noqa: E402
+from oz0.renderers import RENDERERS  # noqa: E402
 
 __all__ = ["FORMS", "SIZES", "Case", "build", "main"]
 

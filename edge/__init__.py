@@ -1,8 +1,8 @@
 """The edge: contracts, validation, card choice and the agent runtime. It knows no platform."""
 
-from edge.card_choice import MAX_CARD_BYTES, choose_card, compact_json, is_call_tool_result, is_qzx_result
-from edge.cards import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
-from edge.contracts import Contract, ContractError, Violation, compile_count, load_contract, load_json_file
+from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_call_tool_result, is_qzx_result
+from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
+from oz0.edge.contracts.schema import Contract, ContractError, Violation, compile_count, load_contract, load_json_file
 
 __all__ = [
     "FORMS",

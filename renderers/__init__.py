@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from edge.cards import Card
-from renderers import discord_message, html_console, plain_text, slack_blocks
+from oz0.edge.cards.model import Card
+from oz0.renderers import discord_message
+from oz0.renderers import html_console
+from oz0.renderers import plain_text
+from oz0.renderers import slack_blocks
 
 __all__ = ["RENDERERS", "render"]
 

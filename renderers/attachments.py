@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from edge.cards import Attachment, Card
+from oz0.edge.cards.model import Attachment, Card
 
 __all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "shortened", "size_text"]
 

@@ -37,10 +37,10 @@ import discord
 from discord import ui
 from rich.cells import cell_len
 
-from edge.cards import Card, cell_text, cell_texts
-from renderers import markdown_blocks as md
-from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
-from renderers.safety import (
+from oz0.edge.cards.model import Card, cell_text, cell_texts
+from oz0.renderers import markdown_blocks as md
+from oz0.renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
+from oz0.renderers.safety import (
     clean,
     clip,
     clip_each,

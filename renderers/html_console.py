@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from edge.cards import Card, cell_text
-from renderers import markdown_blocks as md
-from renderers.attachments import attachment_for, size_text
-from renderers.safety import clean, clip, html_escape, one_line
+from oz0.edge.cards.model import Card, cell_text
+from oz0.renderers import markdown_blocks as md
+from oz0.renderers.attachments import attachment_for, size_text
+from oz0.renderers.safety import clean, clip, html_escape, one_line
 
 __all__ = ["MAX_ROWS", "MAX_TEXT", "render"]
 

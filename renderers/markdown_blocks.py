@@ -27,7 +27,7 @@ from typing import Iterable, Union
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from renderers.safety import clean, safe_url
+from oz0.renderers.safety import clean, safe_url
 
 __all__ = [
     "Block",

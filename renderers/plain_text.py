@@ -14,10 +14,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from edge.cards import Card, cell_text
-from renderers import markdown_blocks as md
-from renderers.attachments import attachment_for
-from renderers.safety import clean, one_line
+from oz0.edge.cards.model import Card, cell_text
+from oz0.renderers import markdown_blocks as md
+from oz0.renderers.attachments import attachment_for
+from oz0.renderers.safety import clean, one_line
 
 __all__ = ["render"]
 

@@ -43,10 +43,10 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from edge.cards import Card, cell_text, cell_texts
-from renderers import markdown_blocks as md
-from renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
-from renderers.safety import clean, clip, clip_each, one_line, one_line_each, slack_escape, utf16_len, utf16_lens
+from oz0.edge.cards.model import Card, cell_text, cell_texts
+from oz0.renderers import markdown_blocks as md
+from oz0.renderers.attachments import ATTACHMENTS_KEY, attachment_for, descriptors, shortened, size_text
+from oz0.renderers.safety import clean, clip, clip_each, one_line, one_line_each, slack_escape, utf16_len, utf16_lens
 
 __all__ = [
     "MAX_BLOCKS",

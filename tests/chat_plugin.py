@@ -8,8 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Mapping
 
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 
 __all__ = ["AGENT_FILES", "install_chat_plugin"]
 

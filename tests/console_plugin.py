@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -96,7 +96,7 @@ def example(text, ctx):
     return json.loads((Path(__file__).parent / "examples" / f"{name}.result.json").read_text(encoding="utf-8"))
 
 def grumpy(text):
-    from edge.jobs import JobFailure
+    from oz0.edge.runtime.jobs import JobFailure
     raise JobFailure("Upstream", "the upstream service said no <b>twice</b>")
 '''
 
@@ -184,7 +184,7 @@ class ConsoleThread:
         import asyncio
         import threading
 
-        from adapters.console import ConsoleServer, ConsoleSettings
+        from oz0.adapters.console.app import ConsoleServer, ConsoleSettings
 
         self.settings = ConsoleSettings(host=host, port=0, token=token)
         self.runtime = runtime

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from adapters import discord_client
+from oz0.adapters.chat import discord as discord_client
 from chat_plugin import install_chat_plugin
 from discord_standin import DiscordStandIn, Recorded, snowflake
-from edge.runtime import Runtime
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel"]
 

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from edge.cards import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
-from edge.contracts import Violation
+from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
+from oz0.edge.contracts.schema import Violation
 
 BLNS = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "blns.json"
 

@@ -14,9 +14,9 @@ from typing import Any, AsyncIterator
 import aiohttp
 from slack_sdk.models.blocks import Block
 
-from adapters import slack_app
+from oz0.adapters.chat import slack as slack_app
 from chat_plugin import install_chat_plugin
-from edge.runtime import Runtime
+from oz0.edge.runtime.runner import Runtime
 from slack_standin import (
     APP_TOKEN,
     BOT_TOKEN,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 
 ALICE = Asker("slack", workspace="T1", channel="C1", user="U_ALICE", groups=("S_OPS",))
 BOB = Asker("slack", workspace="T1", channel="C2", user="U_BOB")

@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 import pytest
 
-from edge.agent_kinds import AGENT_KINDS
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.edge.runtime.kinds import AGENT_KINDS
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 from plugin_kit import make_plugin
-from renderers import RENDERERS
+from oz0.renderers import RENDERERS
 
 
 def test_the_kinds_table_is_explicit():

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from adapters.console_security import CSP
+from oz0.adapters.console.security import CSP
 from console_plugin import ConsoleThread, installed_runtime
 
 
@@ -176,7 +176,7 @@ class TestOffLoopback:
     """Bound to any other address the API needs OZ0_CONSOLE_TOKEN, as a bearer token."""
 
     def test_without_a_token_it_refuses_to_start(self, tmp_path):
-        from adapters.console_security import ConsoleConfigError, Guard
+        from oz0.adapters.console.security import ConsoleConfigError, Guard
 
         with pytest.raises(ConsoleConfigError, match="OZ0_CONSOLE_HOST=0.0.0.0 is not a loopback address"):
             Guard("0.0.0.0", None)

@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from edge.card_choice import MAX_CARD_BYTES, choose_card
-from edge.contracts import compile_count, load_contract
+from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card
+from oz0.edge.contracts.schema import compile_count, load_contract
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "pipeline.py"
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from edge import choose_card, load_contract
-from edge.card_choice import MAX_CARD_BYTES
+from oz0.edge import choose_card, load_contract
+from oz0.edge.cards.choice import MAX_CARD_BYTES
 
 
 def test_list_of_objects_is_a_table_in_schema_order():

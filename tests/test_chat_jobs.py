@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from adapters.chat_jobs import ChannelTasks, report_interrupted
+from oz0.adapters.chat.flow import ChannelTasks, report_interrupted
 
 log = logging.getLogger("oz0.test.chat_jobs")
 

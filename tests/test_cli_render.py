@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli_render import examples
+from oz0.adapters.cli.render import examples
 
-OZ0 = [sys.executable, "-m", "adapters.cli"]
+OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 
 
 def oz0(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -113,7 +113,7 @@ def test_terminal_output_strips_escape_sequences(tmp_path):
 
 
 def test_command_errors_are_one_line_when_run_as_a_module(tmp_path):
-    """`python -m adapters.cli` loads the module twice; its errors must still be the user's, not a bug's."""
+    """`python -m oz0.adapters.cli` runs the package main; its errors must still be the user's, not a bug's."""
     done = subprocess.run([*OZ0, "jobs"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "OZ0_HOME": str(tmp_path),
                                "OZ0_DATABASE_URL": "sqlite:////proc/no-such-dir/oz0.db"})

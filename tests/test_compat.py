@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from edge.compat import (
+from oz0.edge.contracts.compat import (
     Change,
     CompatError,
     compare_agents,
@@ -22,7 +22,7 @@ from edge.compat import (
     refusal_message,
     required_version_bump,
 )
-from edge.plugins import load_plugin
+from oz0.edge.plugins.manifest import load_plugin
 
 TEXT = "text"
 

@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from adapters.console_security import CSP
+from oz0.adapters.console.security import CSP
 from console_plugin import ConsoleThread, installed_runtime
 
 TOKEN = "console-test-token-0123456789abcdef"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.console_forms import FormError, fields_for, form_input
-from edge.contracts import load_contract
+from oz0.adapters.console.forms import FormError, fields_for, form_input
+from oz0.edge.contracts.schema import load_contract
 from console_plugin import DEPLOYS_IN
 
 
@@ -81,7 +81,7 @@ def test_field_ids_are_safe_for_html_even_for_odd_property_names():
 
 
 def test_fields_through_allof_and_ref_come_in_written_order_like_the_card():
-    from edge.card_choice import choose_card
+    from oz0.edge.cards.choice import choose_card
 
     schema = {"allOf": [{"$ref": "#/$defs/base"}], "properties": {"name": {"type": "string"}},
               "required": ["id"], "$defs": {"base": {"properties": {"id": {"type": "integer"}}}}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from edge.contract_summary import example_input, input_summary, schema_example, schema_summary, type_name
-from edge.plugins import load_plugin
+from oz0.edge.contracts.summary import example_input, input_summary, schema_example, schema_summary, type_name
+from oz0.edge.plugins.manifest import load_plugin
 
 DEPLOYS_IN = {"type": "object", "required": ["service"],
               "properties": {"service": {"type": "string"}, "rows": {"type": "integer"}}}

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from edge.contracts import ContractError, compile_count, load_contract
+from oz0.edge.contracts.schema import ContractError, compile_count, load_contract
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters import discord_client
+from oz0.adapters.chat import discord as discord_client
 from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel
 from discord_standin import DiscordStandIn, snowflake
 
@@ -313,8 +313,8 @@ def test_after_a_restart_a_job_that_was_running_is_reported_as_interrupted(home)
     import subprocess
     import sys
 
-    from edge import runtime as runtime_module
-    from edge.runtime import Runtime
+    from oz0.edge.runtime import runner as runtime_module
+    from oz0.edge.runtime.runner import Runtime
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -434,7 +434,7 @@ def test_a_wrong_token_stops_the_channel_with_a_clear_error_and_no_token_in_it(h
     import discord
     import discord.http
 
-    from edge.runtime import Runtime
+    from oz0.edge.runtime.runner import Runtime
 
     async def scenario():
         standin = await DiscordStandIn(token="the-right-one").start()

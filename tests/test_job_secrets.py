@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from adapters.cli import main
-from adapters.cli_plugin import example_plugin_dir
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.adapters.cli import main
+from oz0.adapters.cli.plugin import example_plugin_dir
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 
 SECRET = "interaction-token-7f3a9c"
 

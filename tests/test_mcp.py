@@ -11,8 +11,8 @@ from typing import Any, Iterator
 import pytest
 from mcp_harness import SERVER, free_port, http_server
 
-from edge.contracts import ContractError
-from edge.mcp_agents import McpFailure, McpServers, ServerSpec, card_form, result_card
+from oz0.edge.contracts.schema import ContractError
+from oz0.edge.mcp.agents import McpFailure, McpServers, ServerSpec, card_form, result_card
 
 STDIO = ServerSpec(command=(sys.executable, str(SERVER)))
 TIME = ServerSpec(command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "Etc/UTC"))

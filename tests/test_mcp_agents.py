@@ -12,10 +12,10 @@ from typing import Iterator
 
 import pytest
 
-from adapters.cli import main
-from edge.mcp_agents import servers
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.adapters.cli import main
+from oz0.edge.mcp.agents import servers
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 from mcp_harness import SERVER, http_server
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_mcp_call_of_a_result_that_breaks_its_schema(capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("target", ["slack", "discord", "html"])
 def test_mcp_call_to_a_channel(capsys: pytest.CaptureFixture[str], http_url: str, target: str) -> None:
-    from renderers import RENDERERS
+    from oz0.renderers import RENDERERS
 
     if target not in RENDERERS:
         pytest.skip(f"no {target} renderer registered")
@@ -181,7 +181,7 @@ def test_an_agent_file_that_declares_its_own_schema_keeps_it(runtime: Runtime) -
 
 
 def test_mcp_agents_share_one_server_process(runtime: Runtime) -> None:
-    from edge.mcp_agents import server_for_agent
+    from oz0.edge.mcp.agents import server_for_agent
 
     for _ in range(3):
         assert asyncio.run(runtime.run("disk", '{"host": "h"}')).status == "succeeded"

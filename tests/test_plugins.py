@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adapters.cli import main
-from adapters.cli_plugin import example_plugin_dir
-from edge.lint import lint_plugin
+from oz0.adapters.cli import main
+from oz0.adapters.cli.plugin import example_plugin_dir
+from oz0.edge.plugins.lint import lint_plugin
 from plugin_kit import make_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def test_schema_copies_are_identical():
 def test_the_example_plugin_is_package_data():
     pyproject = (ROOT / "pyproject.toml").read_text()
     import tomllib
-    globs = tomllib.loads(pyproject)["tool"]["setuptools"]["package-data"]["edge"]
+    globs = tomllib.loads(pyproject)["tool"]["setuptools"]["package-data"]["oz0.edge"]
     folder = ROOT / "edge"
     for path in (folder / "example_plugin").rglob("*"):
         if path.is_file() and "__pycache__" not in path.parts:
@@ -273,7 +273,7 @@ def test_install_records_the_plugin_its_agents_and_contracts(tmp_path, capsys, o
     agents = {a["name"]: a for a in plugin["agents"]}
     assert agents["echo"]["input"] == "text" and agents["count"]["input"].startswith("schemas/in.json (sha256:")
     # the contracts themselves are stored, and agents run from the stored copy
-    from edge.runtime import Runtime
+    from oz0.edge.runtime.runner import Runtime
     rt = Runtime(oz0_home)
     stored = rt.installed()[0]
     assert {a.name: a.input_schema for a in stored.agents}["count"] == {
@@ -323,9 +323,9 @@ EXPECTED_FORMS = {"deploys": "table", "incident": "key_values", "config-change":
 def test_every_example_agent_answers_its_example_with_its_card(oz0_home):
     import asyncio
 
-    from edge.lint import lint_plugin as lint
-    from edge.plugins import load_plugin
-    from edge.runtime import Runtime, install_plugin
+    from oz0.edge.plugins.lint import lint_plugin as lint
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.runner import Runtime, install_plugin
 
     assert lint(example_plugin_dir()).findings == ()
     rt = Runtime(oz0_home)
@@ -364,7 +364,7 @@ def test_jobs_list_and_show(tmp_path, capsys, oz0_home):
 
 
 def test_an_interrupted_job_is_listed_as_failed_interrupted(tmp_path, capsys, oz0_home):
-    from edge.runtime import Runtime
+    from oz0.edge.runtime.runner import Runtime
     rt = Runtime(oz0_home)
     job, _ = rt.submit("echo", "x")
     import socket
@@ -400,7 +400,7 @@ def test_a_new_user_flow_from_a_shell(tmp_path):
     env = {"OZ0_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
 
     def sh(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "adapters.cli", *argv], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "oz0.adapters.cli", *argv], capture_output=True, text=True,
                               cwd=tmp_path, env=env, timeout=60)
 
     steps = [sh("plugin", "new", "hello"), sh("plugin", "install", "hello"), sh("run", "hello", "good morning"),

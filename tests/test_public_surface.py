@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import edge
+from oz0 import edge
 
 
 def test_edge_surface():
@@ -19,7 +19,9 @@ def test_edge_surface():
 
 
 def test_every_module_declares_all_and_it_resolves():
-    for package_name in ("edge", "renderers", "adapters"):
+    for package_name in ("oz0.edge", "oz0.edge.cards", "oz0.edge.contracts", "oz0.edge.mcp", "oz0.edge.plugins",
+                         "oz0.edge.qzx", "oz0.edge.runtime", "oz0.renderers", "oz0.adapters", "oz0.adapters.chat",
+                         "oz0.adapters.cli", "oz0.adapters.console"):
         package = importlib.import_module(package_name)
         for info in pkgutil.iter_modules(package.__path__):
             if info.ispkg or info.name.startswith("_"):
@@ -42,11 +44,35 @@ def test_imports_run_one_way():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
-                assert not name.startswith(("adapters", "renderers", "slack", "discord")), f"{path}: {name}"
+                assert not name.startswith(("oz0.adapters", "oz0.renderers", "slack", "discord")), f"{path}: {name}"
     for path in (root / "renderers").rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("edge"):
-                assert node.module in ("edge.cards", "edge.contracts"), f"{path}: {node.module}"
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adapters"):
+                assert node.module in ("oz0.edge.cards.model", "oz0.edge.contracts.schema"), f"{path}: {node.module}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("oz0.adapters"):
                 raise AssertionError(f"{path} imports {node.module}")
+
+
+def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
+    """A generic top-level name (`adapters`, `edge`) would collide with other PyPI packages."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(edge.__file__).resolve().parents[1]
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = tmp_path.glob("oz0_edge-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
+    assert top == {"oz0"}
+    for expected in ("oz0/edge/cards/choice.py", "oz0/adapters/cli/__main__.py", "oz0/renderers/slack_blocks.py",
+                     "oz0/edge/schemas/qzx-result-v1.schema.json", "oz0/edge/example_plugin/plugin.yaml",
+                     "oz0/adapters/console/templates/base.html"):
+        assert expected in names, expected
+    assert not any(name.startswith(("oz0/tests/", "oz0/bench/")) for name in names)
+    entry = next(name for name in names if name.endswith("entry_points.txt"))
+    assert "oz0 = oz0.adapters.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

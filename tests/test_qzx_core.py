@@ -13,8 +13,8 @@ import referencing
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from edge.contracts import load_contract
-from edge.qzx import canonical_schema, check_core, parse_document, InputError, same_json
+from oz0.edge.contracts.schema import load_contract
+from oz0.edge.qzx.core import canonical_schema, check_core, parse_document, InputError, same_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edge.qzx import CONTRACT_SCHEMA_URL, check_output_schema, validate_document
+from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, check_output_schema, validate_document
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 OFFICIAL = json.loads((SHARED / "spec" / "result-contract-v1.schema.json").read_text())

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hostile import CARDS, DISCORD, FENCES, HTML, INVISIBLE, SLACK, URLS, CELLS, big_cards, naughty_strings
 from renderer_oracles import CHECKS, FORBIDDEN
-from renderers import RENDERERS
+from oz0.renderers import RENDERERS
 
 TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE
 BLNS_FORMS = ("table", "key_values", "text_markdown_everywhere", "not_drawn", "diff_lines")

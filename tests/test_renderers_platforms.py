@@ -8,13 +8,17 @@ import sys
 
 import pytest
 
-from adapters.cli_render import examples
-from edge import choose_card, load_contract, load_json_file
-from edge.cards import Card, Status
+from oz0.adapters.cli.render import examples
+from oz0.edge import choose_card, load_contract, load_json_file
+from oz0.edge.cards.model import Card, Status
 from hostile import big_cards
 from renderer_oracles import CHECKS, discord_outside_code
-from renderers import RENDERERS, discord_message, html_console, markdown_blocks, slack_blocks
-from renderers.attachments import attachment_for
+from oz0.renderers import RENDERERS
+from oz0.renderers import discord_message
+from oz0.renderers import html_console
+from oz0.renderers import markdown_blocks
+from oz0.renderers import slack_blocks
+from oz0.renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}
 BIG = big_cards()
@@ -47,7 +51,7 @@ def test_registered_for_the_cli() -> None:
 @pytest.mark.parametrize("platform", ["slack", "discord", "html"])
 def test_oz0_render_prints_the_payload(platform: str) -> None:
     entry = EXAMPLES["deploys"]
-    run = subprocess.run([sys.executable, "-m", "adapters.cli", "render", entry["result"], "--schema", entry["schema"],
+    run = subprocess.run([sys.executable, "-m", "oz0.adapters.cli", "render", entry["result"], "--schema", entry["schema"],
                           "--to", platform], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     payload = run.stdout.rstrip("\n") if platform == "html" else json.loads(run.stdout)
@@ -195,7 +199,7 @@ def test_discord_code_fence_in_data_cannot_close_ours() -> None:
 
 
 def markdown_free_diff(line: str):
-    from edge.cards import DiffBody, DiffLine
+    from oz0.edge.cards.model import DiffBody, DiffLine
     return DiffBody("lines", "a", "b", lines=(DiffLine("+", line),))
 
 
@@ -232,7 +236,7 @@ def test_html_escapes_and_uses_classes() -> None:
 
 def test_html_escapes_every_field_of_a_hand_built_card() -> None:
     """Cards are a public type: a renderer escapes what a card holds, not only what choose_card makes."""
-    from edge.cards import DiffBody, KeyChange
+    from oz0.edge.cards.model import DiffBody, KeyChange
 
     evil = '<img src=x onerror="alert(1)">'
     card = Card(form="diff", diff=DiffBody(kind="keys", before="a", after="b",

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from edge.jobs import JobFailure
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, UnknownAgent, install_plugin
+from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, UnknownAgent, install_plugin
 from plugin_kit import make_plugin
-from renderers import RENDERERS
+from oz0.renderers import RENDERERS
 
 AGENT_PY = """
 import asyncio, json, os, time
 from pathlib import Path
-from edge.jobs import JobFailure
+from oz0.edge.runtime.jobs import JobFailure
 
 CALLS = {}
 
@@ -253,7 +253,7 @@ def test_card_of_a_success_follows_the_output_contract(runtime):
 
 
 def test_an_answer_is_checked_against_its_contract_once(runtime, monkeypatch):
-    from edge.contracts import Contract
+    from oz0.edge.contracts.schema import Contract
 
     job = run(runtime, "table", "x")
     calls = []
@@ -308,7 +308,7 @@ def test_jobs_of_a_live_process_are_not_recovered(runtime):
 
 CRASHER = """
 import asyncio, sys
-from edge.runtime import Runtime
+from oz0.edge.runtime.runner import Runtime
 rt = Runtime(sys.argv[1])
 job, _ = rt.submit("hang", "x", reply_to={"thread": "T1"})
 print(job.id, flush=True)
@@ -378,7 +378,7 @@ def test_an_answer_that_is_not_json_data_is_invalid_output(runtime):
 
 
 def test_an_input_over_the_cap_is_invalid_input_with_the_number(runtime):
-    from edge.runtime import MAX_INPUT_CHARS
+    from oz0.edge.runtime.runner import MAX_INPUT_CHARS
 
     job = run(runtime, "echo", "x" * (MAX_INPUT_CHARS + 1))
     assert (job.status, job.failure_kind, job.attempts) == ("failed", "InvalidInput", 0)

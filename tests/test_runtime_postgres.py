@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from edge.plugins import load_plugin
-from edge.runtime import Runtime, install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime, install_plugin
 from plugin_kit import make_plugin
 
 

@@ -90,7 +90,7 @@ def test_off_loopback_without_a_token_refuses_to_start(home):
     ({"OZ0_CONSOLE_PORT": "70000"}, "oz0: error: OZ0_CONSOLE_PORT=70000 is not a port number (0 to 65535)"),
 ])
 def test_bad_console_settings_name_the_variable_and_exit_2(home, monkeypatch, capsys, env, message):
-    from adapters.cli import main
+    from oz0.adapters.cli import main
 
     for key, value in clean_env(home, **env).items():
         monkeypatch.setenv(key, value)
@@ -111,15 +111,15 @@ def test_a_port_in_use_is_one_clear_error_and_exit_1(home):
 
 
 def test_a_missing_channel_module_is_a_log_line_not_a_crash(home, caplog):
-    from adapters.serve import serve_channels
-    from edge.runtime import Runtime
+    from oz0.adapters.cli.serve import serve_channels
+    from oz0.edge.runtime.runner import Runtime
 
     runtime = Runtime(home)
 
     async def main() -> int:
         task = asyncio.create_task(serve_channels(
             runtime, env={"OZ0_CONSOLE_PORT": "0"},
-            channels={"console": "adapters.console", "pager": "adapters.no_such_pager"}))
+            channels={"console": "oz0.adapters.console.app", "pager": "oz0.adapters.no_such_pager"}))
         for _ in range(200):
             if any("console listening on" in r.getMessage() for r in caplog.records):
                 break
@@ -132,5 +132,5 @@ def test_a_missing_channel_module_is_a_log_line_not_a_crash(home, caplog):
     runtime.close()
     assert code == 0
     messages = [r.getMessage() for r in caplog.records]
-    assert "pager: channel module adapters.no_such_pager is not available; skipped" in messages
+    assert "pager: channel module oz0.adapters.no_such_pager is not available; skipped" in messages
     assert any(m.startswith("console listening on http://127.0.0.1:") for m in messages)

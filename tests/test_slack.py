@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import slack_app
-from edge.access import Asker
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.runtime.access import Asker
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SIGNING_SECRET, SlackStandIn, block_action_body, signed_headers, slash_command_body
 
@@ -339,7 +339,7 @@ def test_a_job_cut_short_by_a_stop_is_reported_as_interrupted_in_its_thread(home
         [update] = h.slack.of("chat.update")
         assert "Failed" in update.args["text"] and "interrupted" in texts(update.args["blocks"])
     run(main())
-    from edge.runtime import Runtime
+    from oz0.edge.runtime.runner import Runtime
     runtime = Runtime(home)
     [job] = runtime.jobs()
     assert job.status == "interrupted"
@@ -347,8 +347,8 @@ def test_a_job_cut_short_by_a_stop_is_reported_as_interrupted_in_its_thread(home
 
 
 def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
-    from edge import runtime as runtime_module
-    from edge.runtime import Runtime
+    from oz0.edge.runtime import runner as runtime_module
+    from oz0.edge.runtime.runner import Runtime
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from openapi_spec_validator import validate
 
-from adapters.cli import main
+from oz0.adapters.cli import main
 from test_compat import obj, write_plugin
 
 EXAMPLE_MESSAGE = (

@@ -1,0 +1,1 @@
+"""Chat channels: the ask flow written once, and Slack and Discord as wire translation."""

@@ -1,0 +1,14 @@
+"""The command line's error type, kept apart so that any command module may raise it without
+importing the command table."""
+
+from __future__ import annotations
+
+__all__ = ["CommandError"]
+
+
+class CommandError(Exception):
+    """A failure the user can act on: printed as one line on stderr, exit code `code`, no traceback."""
+
+    def __init__(self, message: str, *, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code

@@ -1,0 +1,186 @@
+"""`oz0 mcp tools` and `oz0 mcp call`: an MCP server's tools, their contracts and cards, from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+import orjson
+
+from oz0.adapters.cli.render import render_payload
+from oz0.edge.contracts.summary import schema_summary
+from oz0.edge.contracts.schema import ContractError
+from oz0.edge.mcp.agents import (
+    DEFAULT_CALL_TIMEOUT_S,
+    McpFailure,
+    ServerSpec,
+    ToolInfo,
+    card_form,
+    result_card,
+    servers,
+)
+from oz0.renderers import RENDERERS
+
+__all__ = ["register"]
+
+MAX_STDERR_LINES = 20
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mcp", help="list and call the tools of an MCP server",
+                       description="Reach an MCP server over stdio (--command) or streamable HTTP (--url).")
+    group = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+
+    tools = group.add_parser(
+        "tools", help="list a server's tools with their contracts and the card each would draw",
+        description="List the tools of an MCP server: their input and output contracts (inputSchema, "
+                    "outputSchema) and the card form each tool's output would be drawn as.",
+        epilog="Exit codes: 0 listed, 1 the server could not be reached or failed, 2 bad arguments.")
+    _server_args(tools)
+    tools.add_argument("--json", action="store_true", help="print the tools as JSON (wire field names)")
+    tools.set_defaults(func=_tools)
+
+    targets = ["text", "card", *(t for t in RENDERERS if t != "text")]
+    call = group.add_parser(
+        "call", help="call one tool and draw its result as a card",
+        description="Call one tool of an MCP server with a JSON object as input, check its result against "
+                    "the tool's outputSchema with the edge's validator, and draw it. A result that breaks "
+                    "the schema is not drawn: the card says which value at which path broke which rule.",
+        epilog="Exit codes: 0 drawn (or explained why not drawn), 1 the tool reported an error (isError) or "
+               "the server failed, 2 bad arguments, input that breaks the tool's inputSchema, or a tool "
+               "schema that cannot be used (for example a remote $ref).")
+    _server_args(call)
+    call.add_argument("tool", metavar="TOOL", help="the tool's name (see `oz0 mcp tools`)")
+    call.add_argument("input", metavar="INPUT", nargs="?", default="{}",
+                      help="the tool's arguments as a JSON object (default {}), or - to read them from stdin")
+    call.add_argument("--to", choices=targets, default="text", metavar="|".join(targets),
+                      help="text: the card for a terminal (default); card: the neutral card as JSON; "
+                           "slack, discord, html: the payload that channel is sent")
+    call.set_defaults(func=_call)
+
+
+def _server_args(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--command", metavar="'CMD ARGS...'",
+                       help="start the server over stdio: one shell-quoted string, split as a shell would "
+                            "(e.g. --command 'python server.py --verbose')")
+    where.add_argument("--url", metavar="URL", help="a streamable HTTP server, e.g. http://127.0.0.1:8000/mcp")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="an HTTP header for --url (repeatable); write secrets as ${ENV_NAME} so they are read "
+                        "from the environment, e.g. --header 'Authorization: Bearer ${MCP_TOKEN}'")
+    p.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT_S, metavar="SECONDS",
+                   help=f"how long to wait for each answer (default {DEFAULT_CALL_TIMEOUT_S:g})")
+
+
+# adapters.cli imports this module for its COMMANDS table, so CommandError is imported where it is used.
+def _spec(args: argparse.Namespace) -> ServerSpec:
+    from oz0.adapters.cli.errors import CommandError
+
+    if args.timeout <= 0:
+        raise CommandError(f"--timeout must be more than 0 seconds, not {args.timeout:g}")
+    if args.command is not None:
+        if args.header:
+            raise CommandError("--header is for --url servers; a --command server gets no HTTP headers")
+        return ServerSpec.from_command_line(args.command)
+    headers = {}
+    for raw in args.header:
+        name, sep, value = raw.partition(":")
+        if not sep or not name.strip():
+            raise CommandError(f"--header {raw!r} is not 'NAME: VALUE'")
+        headers[name.strip()] = value.strip()
+    return ServerSpec.from_url(args.url, headers=headers)
+
+
+def _run(args: argparse.Namespace, work: Any) -> int:
+    """Run `work(spec)` on the MCP pool; a failure is one line (and the server's stderr), never a traceback."""
+    from oz0.adapters.cli.errors import CommandError
+
+    try:
+        spec = _spec(args)
+        return asyncio.run(work(spec))
+    except McpFailure as exc:
+        if exc.stderr_tail:
+            lines = exc.stderr_tail.splitlines()[-MAX_STDERR_LINES:]
+            print("the server's stderr (last lines):", file=sys.stderr)
+            for line in lines:
+                print(f"  | {line}", file=sys.stderr)
+        code = 2 if exc.kind in ("Misconfigured", "InvalidInput") else 1
+        raise CommandError(exc.summary, code=code) from None
+    finally:
+        servers().close()
+
+
+def _tools(args: argparse.Namespace) -> int:
+    async def work(spec: ServerSpec) -> int:
+        tools = await servers().tools(spec, timeout_s=args.timeout)
+        if args.json:
+            out = [{**t.to_dict(), "card": card_form(t)} for t in tools.values()]
+            sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+            return 0
+        print(f"{len(tools)} tool{'s' if len(tools) != 1 else ''} on `{spec.label()}`")
+        for tool in tools.values():
+            print()
+            print(_tool_text(tool))
+        return 0
+
+    return _run(args, work)
+
+
+def _tool_text(tool: ToolInfo) -> str:
+    lines = [tool.name + (f" ({tool.title})" if tool.title and tool.title != tool.name else "")]
+    description = " ".join(tool.description.split())
+    if description:
+        lines.append(f"  {description[:300]}")
+    lines.append(f"  input:  {_contract_line(tool, 'input')}")
+    lines.append(f"  output: {_contract_line(tool, 'output')}")
+    lines.append(f"  card:   {card_form(tool)}")
+    return "\n".join(lines)
+
+
+def _contract_line(tool: ToolInfo, which: str) -> str:
+    schema = tool.input_schema if which == "input" else tool.output_schema
+    if schema is None:
+        return "none: the tool answers content blocks (text)" if which == "output" else "none"
+    try:
+        tool.input_contract() if which == "input" else tool.output_contract()
+    except ContractError as exc:
+        return f"unusable: {exc.message}" + (f" at {exc.location}" if exc.location else "")
+    return schema_summary(schema, legend=True)
+
+
+def _call(args: argparse.Namespace) -> int:
+    from oz0.adapters.cli.errors import CommandError
+
+    text = sys.stdin.read() if args.input == "-" else args.input
+    try:
+        arguments = orjson.loads(text) if text.strip() else {}
+    except orjson.JSONDecodeError as exc:
+        raise CommandError(f"INPUT is not JSON: {exc}; give the tool's arguments as a JSON object, "
+                           "e.g. '{\"host\": \"db-1\"}'") from None
+    if not isinstance(arguments, dict):
+        raise CommandError(f"INPUT must be a JSON object (the tool's arguments), not {type(arguments).__name__}")
+
+    async def work(spec: ServerSpec) -> int:
+        pool = servers()
+        tool = await pool.tool(spec, args.tool, timeout_s=args.timeout)
+        try:
+            contract = tool.input_contract()
+            tool.output_contract()
+        except ContractError as exc:
+            raise CommandError(f"{exc}; the tool was not called") from None
+        if contract is not None:
+            violations = contract.validate(arguments)
+            if violations:
+                v = violations[0]
+                more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+                raise CommandError(f"the input breaks tool {tool.name!r}'s inputSchema: the value at {v.json_path} "
+                                   f"breaks the rule '{v.keyword}' ({v.message}){more}; the tool was not called")
+        _, result = await pool.call(spec, args.tool, arguments, timeout_s=args.timeout)
+        card = result_card(result, tool)
+        sys.stdout.write(render_payload(card, args.to).rstrip("\n") + "\n")
+        return 1 if result.get("isError") is True else 0
+
+    return _run(args, work)

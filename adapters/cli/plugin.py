@@ -1,0 +1,198 @@
+"""`oz0 plugin new|lint|install|list`: write, check, install and list plugins."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from oz0.adapters.cli import upgrade as cli_upgrade
+from oz0.adapters.cli.json_out import emit_result
+from oz0.adapters.cli.render import render_payload
+from oz0.edge.cards.model import Card
+from oz0.edge.contracts.compat import UpgradeRefused
+from oz0.edge.plugins.lint import LintReport, lint_plugin
+from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
+
+__all__ = ["example_plugin_dir", "open_runtime", "register"]
+
+
+def example_plugin_dir() -> Path:
+    """The bundled example plugin, shipped inside the package."""
+    return Path(str(resources.files("oz0.edge") / "example_plugin"))
+
+
+def open_runtime() -> Any:
+    """The Runtime under OZ0_HOME, or a CommandError saying why it cannot open."""
+    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.runtime.runner import Runtime, default_home
+
+    try:
+        return Runtime()
+    except OSError as exc:
+        raise CommandError(f"cannot use OZ0_HOME {default_home()}: {exc.strerror or exc}", code=1) from None
+    except Exception as exc:  # SQLAlchemy's errors for a bad URL or an unreachable database
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        raise CommandError(f"cannot open the oz0 database: {type(exc).__name__}: {first}", code=1) from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plugin", help="write, check, install and list plugins",
+                       description="Plugins are folders: plugin.yaml and agents/*.yaml, with schemas under schemas/.")
+    psub = p.add_subparsers(dest="plugin_command", metavar="SUBCOMMAND", required=True)
+
+    new = psub.add_parser("new", help="scaffold a plugin with a working python agent and its test",
+                          description="Write a new plugin whose agent declares input: text and output: text.")
+    new.add_argument("name", metavar="NAME", help="the plugin's name: lower-case letters, digits, dashes")
+    new.add_argument("dir", metavar="DIR", nargs="?", help="where to write it (default: ./NAME)")
+    new.set_defaults(func=_new)
+
+    lint = psub.add_parser("lint", help="check a plugin folder and list every finding",
+                           description=("Check a plugin: its manifests, its agents' contracts and schemas. "
+                                        "Each finding names the file, the JSON path, what is wrong and how "
+                                        "to mend it."),
+                           epilog="Exit codes: 0 no errors (warnings allowed), 1 errors.")
+    lint.add_argument("dir", metavar="DIR", help="the plugin folder")
+    lint.add_argument("--json", action="store_true", help="print one QZX result instead of lines")
+    lint.set_defaults(func=_lint)
+
+    install = psub.add_parser("install", help="lint, then install a plugin into OZ0_HOME",
+                              description=("Lint the plugin (errors refuse the install), copy it under "
+                                           "OZ0_HOME and record its version, agents and contracts."))
+    install.add_argument("dir", metavar="DIR", nargs="?", help="the plugin folder")
+    install.add_argument("--example", action="store_true", help="install the bundled example plugin")
+    install.add_argument("--allow-breaking", action="store_true",
+                         help="install even when the new version breaks the installed one's contracts")
+    install.add_argument("--quiet-if-current", action="store_true",
+                         help="print nothing when this exact version is already installed")
+    install.set_defaults(func=_install)
+
+    listing = psub.add_parser("list", help="installed plugins, versions, agents and contracts")
+    listing.add_argument("--json", action="store_true", help="print one QZX result")
+    listing.set_defaults(func=_list)
+
+    cli_upgrade.register_openapi(psub)
+    cli_upgrade.register_diff(psub)
+
+
+def _new(args: argparse.Namespace) -> int:
+    from oz0.adapters.cli.errors import CommandError
+
+    try:
+        files = scaffold_plugin(args.name, args.dir)
+    except ScaffoldError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot write the plugin: {exc.strerror or exc}", code=1) from None
+    root = files[0].parent
+    print(f"Created plugin {args.name} in {root}:")
+    for path in files:
+        print(f"  {path}")
+    print("Next:")
+    print(f"  oz0 plugin lint {root}")
+    print(f"  oz0 plugin install {root}")
+    print(f"  oz0 run {args.name} \"hello there\"")
+    print(f"  python -m pytest {root / 'tests'}")
+    return 0
+
+
+def _summary(report: LintReport) -> str:
+    e, w = len(report.errors), len(report.warnings)
+    return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+
+
+def _lint(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    report = lint_plugin(args.dir)
+    if args.json:
+        data = {"findings": [f.to_dict() for f in report.findings]}
+        if report.ok:
+            return emit_result("plugin lint", True, f"{args.dir}: no errors ({_summary(report)}).", data=data,
+                               warnings=[f.describe() for f in report.warnings], started=started)
+        return emit_result("plugin lint", False, f"{args.dir}: {_summary(report)}.", data=data,
+                           error=report.errors[0].describe(), error_code="lint_errors", started=started)
+    for finding in report.findings:
+        print(finding.describe())
+    print(f"{args.dir}: {_summary(report)}")
+    return 0 if report.ok else 1
+
+
+def _install(args: argparse.Namespace) -> int:
+    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.runtime.runner import install_plugin
+
+    if args.example == bool(args.dir):
+        raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")
+    folder = example_plugin_dir() if args.example else Path(args.dir)
+    report = lint_plugin(folder)
+    for finding in report.findings:
+        print(finding.describe(), file=sys.stderr)
+    if not report.ok:
+        raise CommandError(f"not installed: {folder} has {_summary(report)}; mend the errors above "
+                           f"(oz0 plugin lint {folder})", code=1)
+    try:
+        plugin = load_plugin(folder)
+    except PluginError as exc:
+        raise CommandError(f"not installed: {exc}", code=1) from None
+    runtime = open_runtime()
+    try:
+        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking)
+    except UpgradeRefused as exc:
+        print(cli_upgrade.refusal_line(exc), file=sys.stderr)
+        return 1
+    except PluginError as exc:
+        raise CommandError(f"not installed: {exc}", code=1) from None
+    finally:
+        runtime.close()
+    v = result.version
+    if result.unchanged:
+        if not args.quiet_if_current:
+            print(f"{v.plugin} {v.version} is already installed with the same content; nothing to do.")
+        return 0
+    was = ""
+    if result.previous is not None:
+        was = (f" (content changed, same version {v.version})" if result.previous.version == v.version
+               else f" (was {result.previous.version})")
+    names = ", ".join(a.name for a in v.agents) or "no agents"
+    print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "
+          f"({names}) into {runtime.home}")
+    cli_upgrade.print_changes(result.changes)
+    return 0
+
+
+def _contract(file: str | None, digest: str | None) -> str:
+    if file is None:
+        return "text"
+    return f"{file} (sha256:{digest[:8]})" if digest else file
+
+
+def _list(args: argparse.Namespace) -> int:
+    runtime = open_runtime()
+    try:
+        versions = runtime.installed()
+        latest = cli_upgrade.latest_changes(runtime.audit_log(limit=cli_upgrade.MAX_AUDIT_SCAN))
+    finally:
+        runtime.close()
+    if args.json:
+        plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
+                    "agents": [{"name": a.name, "kind": a.kind,
+                                "input": _contract(a.input_schema_file, a.input_hash),
+                                "output": _contract(a.output_schema_file, a.output_hash),
+                                "failures": dict(a.failures)} for a in v.agents],
+                    "latest_changes": cli_upgrade.latest_json(latest.get(v.plugin))} for v in versions]
+        return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
+                           data={"plugins": plugins})
+    if not versions:
+        print("No plugins installed. Try: oz0 plugin install --example")
+        return 0
+    rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
+                  _contract(a.output_schema_file, a.output_hash)) for v in versions for a in v.agents)
+    card = Card(form="table", title=f"Installed plugins ({runtime.home})",
+                columns=("plugin", "version", "agent", "kind", "input", "output"), rows=rows)
+    print(render_payload(card, "text").rstrip("\n"))
+    cli_upgrade.print_latest_changes(versions, latest)
+    return 0

@@ -1,0 +1,193 @@
+"""`oz0 serve`: the console and every configured chat channel, in one asyncio loop, until Ctrl-C.
+
+The channels are an explicit table of module names, imported when `serve` starts: a channel whose
+module is missing (not written yet, or left out of a build) is one log line, not a crash. Each module
+exposes `configured(env)` and `serve(runtime, env=, stop=)`, and may define `report_interrupted(jobs)`
+to tell its threads about jobs a crash left unfinished (found once, here, at start).
+
+This module owns SIGINT and SIGTERM: the first sets the stop event and every channel winds down;
+a second one cancels what is still running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import signal
+import sys
+from types import ModuleType
+from typing import Any, Mapping
+
+__all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
+
+log = logging.getLogger("oz0.serve")
+
+CHANNELS: dict[str, str] = {
+    "console": "oz0.adapters.console.app",
+    "slack": "oz0.adapters.chat.slack",
+    "discord": "oz0.adapters.chat.discord",
+}
+SHUTDOWN_GRACE_S = 10.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "serve", help="run the web console and the configured chat channels until Ctrl-C",
+        description="Run the web console (http://127.0.0.1:8470 by default) and each chat channel whose "
+                    "tokens are set (Slack, Discord), in one process, until Ctrl-C or SIGTERM.")
+    parser.add_argument("--host", help="console address (default: OZ0_CONSOLE_HOST or 127.0.0.1); any "
+                                       "non-loopback address needs OZ0_CONSOLE_TOKEN")
+    parser.add_argument("--port", type=int, help="console port (default: OZ0_CONSOLE_PORT or 8470; 0 picks a free one)")
+    parser.add_argument("--home", help="state folder (default: OZ0_HOME or ~/.oz0)")
+    parser.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """The `oz0 serve` command: 0 after a clean stop, 1 when a channel failed, 2 for bad settings."""
+    from oz0.adapters.cli.errors import CommandError
+    from oz0.adapters.console.app import ConsoleSettings
+    from oz0.adapters.console.security import ConsoleConfigError, Guard
+    from oz0.edge.runtime.runner import Runtime
+
+    _configure_logging()
+    env = dict(os.environ)
+    if args.host:
+        env["OZ0_CONSOLE_HOST"] = args.host
+    if args.port is not None:
+        env["OZ0_CONSOLE_PORT"] = str(args.port)
+    try:
+        settings = ConsoleSettings.from_env(env)
+        Guard(settings.host, settings.token)
+    except ConsoleConfigError as exc:
+        raise CommandError(str(exc), code=2) from None
+    runtime = Runtime(args.home or env.get("OZ0_HOME") or None)
+    try:
+        return asyncio.run(serve_channels(runtime, env=env))
+    finally:
+        runtime.close()
+
+
+async def serve_channels(runtime: Any, *, env: Mapping[str, str],
+                         channels: Mapping[str, str] = CHANNELS) -> int:
+    """Run every configured channel until a stop signal, then wait for them to wind down."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = _own_signals(loop, stop)
+    try:
+        modules = _load(channels, env)
+        if not modules:
+            log.error("no channel can run")
+            return 1
+        interrupted = runtime.recover_interrupted()
+        if interrupted:
+            log.warning("%d job(s) were left unfinished by an earlier stop and are now 'interrupted'",
+                        len(interrupted))
+            for name, module in modules.items():
+                await _report(name, module, interrupted)
+        agents = runtime.agents()
+        log.info("%d agent(s) installed%s", len(agents),
+                 (": " + ", ".join(a.name for a in agents)) if agents else "; add one with `oz0 plugin install`")
+        tasks = {asyncio.create_task(module.serve(runtime, env=env, stop=stop), name=f"oz0-{name}"): name
+                 for name, module in modules.items()}
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        failed = False
+        for task in done - {stopper}:
+            failed |= _ended(tasks[task], task)
+        if not stop.is_set():
+            log.info("stopping the other channels")
+            stop.set()
+        stopper.cancel()
+        log.info("stopping")
+        remaining = {t for t in tasks if not t.done()}
+        if remaining:
+            _, pending = await asyncio.wait(remaining, timeout=SHUTDOWN_GRACE_S)
+            for task in pending:
+                log.warning("%s did not stop within %.0f s; cancelling it", tasks[task], SHUTDOWN_GRACE_S)
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+            for task in remaining:
+                failed |= _ended(tasks[task], task)
+        log.info("stopped")
+        return 1 if failed else 0
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+
+def _own_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
+    installed = []
+    current = asyncio.current_task()
+
+    def on_signal(sig: int) -> None:
+        if not stop.is_set():
+            log.info("%s received: stopping cleanly (again to force)", signal.Signals(sig).name)
+            stop.set()
+        elif current is not None:
+            log.warning("%s received again: cancelling", signal.Signals(sig).name)
+            current.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals on this platform
+            log.debug("cannot own %s here", sig)
+    return installed
+
+
+def _load(channels: Mapping[str, str], env: Mapping[str, str]) -> dict[str, ModuleType]:
+    modules = {}
+    for name, module_name in channels.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            log.warning("%s: channel module %s is not available; skipped", name, module_name)
+            continue
+        if module.configured(env):
+            modules[name] = module
+        else:
+            log.info("%s: not configured (its tokens are not set); skipped", name)
+    return modules
+
+
+async def _report(name: str, module: ModuleType, jobs: list[Any]) -> None:
+    hook = getattr(module, "report_interrupted", None)
+    if hook is None:
+        return
+    try:
+        result = hook(jobs)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("%s: could not report the interrupted jobs", name)
+
+
+def _ended(name: str, task: asyncio.Task[Any]) -> bool:
+    """Log how a channel ended; True when it failed."""
+    if task.cancelled():
+        return False
+    exc = task.exception()
+    if exc is None:
+        return False
+    if os.environ.get("OZ0_DEBUG"):
+        log.error("%s failed", name, exc_info=exc)
+    else:
+        log.error("%s failed: %s: %s (set OZ0_DEBUG=1 for the traceback)", name, type(exc).__name__, exc)
+    return True
+
+
+def _configure_logging() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s oz0 %(name)s: %(message)s", "%H:%M:%S"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO if not os.environ.get("OZ0_DEBUG") else logging.DEBUG)

@@ -1,0 +1,1 @@
+"""The local web console and the runtime API beside it."""

@@ -1,0 +1,491 @@
+"""The local web console: agents, a run form per agent, job history, and the runtime API beside them.
+
+Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
+fragment, and the same card's Slack and Discord payloads are one click away, so a plugin author sees
+exactly what the channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
+CSRF, Content-Security-Policy) in adapters/console_security.py.
+
+As a channel of `oz0 serve` this module exposes `configured(env)` (always true: the console is the
+embedded default) and `serve(runtime, env=, stop=)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import quote, urlsplit
+
+import uvicorn
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from oz0.adapters.console import api as console_api
+from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
+from oz0.adapters.console.security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    ConsoleConfigError,
+    Guard,
+    SecurityHeaders,
+    cookie_options,
+)
+from oz0.edge.cards.model import Card
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ConsoleConfigError",
+    "ConsoleServer",
+    "ConsoleSettings",
+    "configured",
+    "create_app",
+    "serve",
+]
+
+log = logging.getLogger("oz0.console")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8470
+MAX_FORM_BYTES = 1_048_576
+JOBS_SHOWN = 100
+SAFE_DOWNLOAD_TYPES = ("application/json", "text/plain", "text/markdown", "text/csv")
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """Where the console listens and the token that guards it, read from the environment."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
+        host = env.get("OZ0_CONSOLE_HOST", "").strip() or DEFAULT_HOST
+        raw_port = env.get("OZ0_CONSOLE_PORT", "").strip() or str(DEFAULT_PORT)
+        try:
+            port = int(raw_port)
+        except ValueError:
+            raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={raw_port!r} is not a port number (0 to 65535)") from None
+        if not 0 <= port <= 65535:
+            raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={port} is not a port number (0 to 65535)")
+        return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None)
+
+
+def configured(env: Mapping[str, str]) -> bool:
+    """The console always runs under `oz0 serve`: it is the embedded default and needs no token on loopback."""
+    return True
+
+
+def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
+    """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
+    settings = settings or ConsoleSettings()
+    guard = guard or Guard(settings.host, settings.token)
+    pages = _Pages(runtime, guard)
+    routes = [
+        Route("/", pages.agents, methods=["GET"]),
+        Route("/agents/{name}", pages.agent, methods=["GET"]),
+        Route("/agents/{name}/runs", pages.run, methods=["POST"]),
+        Route("/jobs", pages.jobs, methods=["GET"]),
+        Route("/jobs/{job_id}", pages.job, methods=["GET"]),
+        Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
+        Route("/login", pages.login_form, methods=["GET"]),
+        Route("/login", pages.login, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["POST"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
+        *console_api.routes(runtime),
+        Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
+    ]
+    middleware = [
+        Middleware(SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=guard.allowed_hosts),
+        Middleware(_GuardMiddleware, guard=guard),
+    ]
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={404: pages.not_found, 405: pages.not_allowed})
+
+
+async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
+    """Run the console until `stop` is set; logs the address it listens on."""
+    server = ConsoleServer(runtime, ConsoleSettings.from_env(env))
+    for url in await server.start():
+        log.info("console listening on %s%s", url, " (token required)" if server.settings.token else "")
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({server.task, stopper}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[arg-type]
+    stopper.cancel()
+    await server.stop()
+    log.info("console stopped")
+
+
+class ConsoleServer:
+    """The console app under uvicorn on the settings' address: `start` returns the URLs it listens on."""
+
+    def __init__(self, runtime: Any, settings: ConsoleSettings) -> None:
+        self.settings = settings
+        self.app = create_app(runtime, settings=settings)
+        config = uvicorn.Config(self.app, host=settings.host, port=settings.port, lifespan="off",
+                                log_config=None, log_level="warning", access_log=False, server_header=False)
+        self.server = _Server(config)
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> list[str]:
+        self.task = asyncio.create_task(self.server.serve(), name="oz0-console")
+        while not self.server.started and not self.task.done():
+            await asyncio.sleep(0.01)
+        if self.task.done():
+            self.task.result()
+            raise ConsoleConfigError(f"the console could not listen on {self.settings.host}:{self.settings.port}")
+        urls = []
+        for sock in (s for srv in self.server.servers for s in srv.sockets):
+            host, port = sock.getsockname()[:2]
+            urls.append(f"http://{f'[{host}]' if ':' in host else host}:{port}")
+        return urls
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        if self.task is not None:
+            await self.task
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: `oz0 serve` owns SIGINT/SIGTERM and sets the stop event."""
+
+    def capture_signals(self):  # type: ignore[override]
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    async def startup(self, sockets: Any = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        except SystemExit:  # uvicorn logs the OSError and exits; here it becomes one clear error
+            raise ConsoleConfigError(f"the console could not listen on {self.config.host}:{self.config.port} "
+                                     "(is the port in use? set OZ0_CONSOLE_PORT)") from None
+
+
+class _GuardMiddleware:
+    """Token check (when one is set) and the same-origin rule for every unsafe request."""
+
+    OPEN = ("/login", "/static/")
+
+    def __init__(self, app: Any, *, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        path = scope["path"]
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin(request):
+            response: Response = JSONResponse(
+                {"success": False, "message": "cross-site request refused", "error_code": "forbidden"},
+                status_code=403)
+            await response(scope, receive, send)
+            return
+        if not path.startswith(self.OPEN) and not self.guard.authorized(request.headers, request.cookies):
+            if path.startswith("/v1/") or path == "/openapi.json" or "application/json" in request.headers.get("accept", ""):
+                response = JSONResponse(
+                    {"success": False, "message": "a token is required: send Authorization: Bearer <OZ0_CONSOLE_TOKEN>",
+                     "error_code": "unauthorized"},
+                    status_code=401, headers={"www-authenticate": 'Bearer realm="oz0"'})
+            else:
+                response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["guard"] = self.guard
+        await self.app(scope, receive, send)
+
+
+def _same_origin(request: Request) -> bool:
+    """False when the browser says the request comes from another site: Sec-Fetch-Site where the
+    browser sends it (every current one does), else the Origin header against the Host."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    if origin == "null":
+        return False
+    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
+
+
+class _Pages:
+    def __init__(self, runtime: Any, guard: Guard) -> None:
+        self.runtime = runtime
+        self.guard = guard
+        self.env = Environment(loader=PackageLoader("oz0.adapters.console", "templates"),
+                               autoescape=select_autoescape(default=True, default_for_string=True))
+        self.env.globals["static"] = lambda name: f"/static/{quote(name)}"
+
+    # rendering --------------------------------------------------------------------------------
+    def page(self, request: Request, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
+        csrf = request.cookies.get(CSRF_COOKIE)
+        fresh = not self.guard.csrf_ok(csrf, csrf)
+        if fresh:
+            csrf = self.guard.new_csrf()
+        html = self.env.get_template(template).render(
+            csrf=csrf, logged_in=self.guard.needs_login and request.cookies.get(SESSION_COOKIE) is not None,
+            **context)
+        response = HTMLResponse(html, status_code=status_code)
+        if fresh:
+            response.set_cookie(CSRF_COOKIE, csrf, **cookie_options())
+        return response
+
+    def error(self, request: Request, title: str, message: str, status_code: int) -> HTMLResponse:
+        return self.page(request, "error.html", title=title, message=message, status_code=status_code)
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/v1/"):
+            return console_api.failure("not found", "not_found", status_code=404, command="oz0 console")
+        return self.error(request, "Not found", f"Nothing lives at {request.url.path}.", 404)
+
+    async def not_allowed(self, request: Request, exc: Exception) -> Response:
+        return JSONResponse({"success": False, "message": f"{request.method} is not allowed here",
+                             "error_code": "method_not_allowed"}, status_code=405)
+
+    async def checked_form(self, request: Request) -> Mapping[str, str] | Response:
+        size = int(request.headers.get("content-length") or 0)
+        if size > MAX_FORM_BYTES:
+            return self.error(request, "Too large", f"The form is {size:,} bytes; the limit is {MAX_FORM_BYTES:,}.", 413)
+        form = await request.form(max_files=0, max_fields=1000, max_part_size=MAX_FORM_BYTES)
+        values = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not self.guard.csrf_ok(request.cookies.get(CSRF_COOKIE), values.get(CSRF_FIELD)):
+            return self.error(request, "Form expired",
+                              "The form's security token is missing or stale (CSRF check). Reload the page and "
+                              "send it again.", 403)
+        return values
+
+    # pages -----------------------------------------------------------------------------------
+    async def agents(self, request: Request) -> Response:
+        versions = console_api.plugin_versions(self.runtime)
+        agents = [_agent_view(a, versions) for a in self.runtime.agents()]
+        return self.page(request, "agents.html", nav="agents", agents=agents)
+
+    async def agent(self, request: Request) -> Response:
+        spec = self._spec(request.path_params["name"])
+        if spec is None:
+            return self._unknown_agent(request)
+        view = _agent_view(spec, console_api.plugin_versions(self.runtime))
+        fields = fields_for(spec.input)
+        values = _example_values(spec, fields) if spec.example else {}
+        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
+
+    async def run(self, request: Request) -> Response:
+        spec = self._spec(request.path_params["name"])
+        if spec is None:
+            return self._unknown_agent(request)
+        form = await self.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        fields = fields_for(spec.input)
+        view = _agent_view(spec, console_api.plugin_versions(self.runtime))
+        values = {f.html_id: form.get(f.html_id, "") for f in fields}
+        try:
+            value = form_input(fields, form)
+        except FormError as exc:
+            return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
+                             status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
+        text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
+        asker = "console-token" if self.guard.needs_login else "console-local"
+        refusal = console_api.check_input(self.runtime, spec, text, asker_user=asker)
+        if refusal is not None:
+            return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
+                             status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
+                                                                "violations": refusal.violations})
+        job = await self.runtime.run(spec.name, text, requester=asker, channel="console")
+        return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
+
+    async def jobs(self, request: Request) -> Response:
+        jobs = [_job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
+        return self.page(request, "jobs.html", nav="jobs", jobs=jobs)
+
+    async def job(self, request: Request) -> Response:
+        job = self.runtime.job(request.path_params["job_id"])
+        if job is None:
+            return self.error(request, "No such job", f"No job has the id {request.path_params['job_id']}.", 404)
+        card_html = card_error = None
+        payloads: list[dict[str, Any]] = []
+        card = None
+        if job.finished:
+            try:
+                card = self.runtime.card(job)
+            except Exception as exc:
+                log.exception("cannot build the card of job %s", job.id)
+                card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
+        download = False
+        if card is not None:
+            card_html, payloads, download = _drawn(card)
+        raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
+        return self.page(request, "job.html", nav="jobs", job=_job_view(job), card_html=card_html,
+                         card_error=card_error, payloads=payloads, raw_output=raw, download=download)
+
+    async def attachment(self, request: Request) -> Response:
+        """The full result of a job as a file: what a channel uploads beside a cut or undrawn card."""
+        from oz0.renderers.attachments import attachment_for
+
+        job = self.runtime.job(request.path_params["job_id"])
+        if job is None or not job.finished:
+            return self.error(request, "No such result", "This job has no finished result.", 404)
+        file = attachment_for(self.runtime.card(job))
+        media = file.content_type if file.content_type in SAFE_DOWNLOAD_TYPES else "application/octet-stream"
+        name = "".join(c for c in file.filename if c.isalnum() or c in "._-")[:100] or "result.bin"
+        return Response(file.data, media_type=media,
+                        headers={"content-disposition": f'attachment; filename="{name}"'})
+
+    async def login_form(self, request: Request) -> Response:
+        if not self.guard.needs_login:
+            return RedirectResponse("/", status_code=303)
+        return self.page(request, "login.html", next=_local_path(request.query_params.get("next", "/")), error=None)
+
+    async def login(self, request: Request) -> Response:
+        form = await self.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        target = _local_path(form.get("next", "/"))
+        if not self.guard.needs_login:
+            return RedirectResponse(target, status_code=303)
+        if not self.guard.token_matches(form.get("token", "")):
+            log.warning("console login refused from %s", request.client.host if request.client else "?")
+            return self.page(request, "login.html", next=target, error="That is not the console's token.",
+                             status_code=401)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(SESSION_COOKIE, self.guard.session_value(), **cookie_options())
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        form = await self.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        response = RedirectResponse("/login" if self.guard.needs_login else "/", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    # helpers ---------------------------------------------------------------------------------
+    def _spec(self, name: str) -> Any:
+        try:
+            return self.runtime.agent(name)
+        except ValueError:
+            return None
+
+    def _unknown_agent(self, request: Request) -> Response:
+        names = ", ".join(a.name for a in self.runtime.agents()) or "none installed"
+        return self.error(request, "No such agent",
+                          f"No installed agent is named {request.path_params['name']!r} (known: {names}).", 404)
+
+
+def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
+    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON, and
+    whether the full result is offered as a file (the card was cut, or not drawn)."""
+    from oz0.renderers import discord_message
+    from oz0.renderers import html_console
+    from oz0.renderers import slack_blocks
+
+    fragment = html_console.render(card)
+    # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
+    card_html = Markup(fragment)
+    payloads = []
+    for key, label, renderer in (("slack", "Slack", slack_blocks.render),
+                                 ("discord", "Discord", discord_message.render)):
+        try:
+            payload: Any = renderer(card)
+        except Exception as exc:
+            log.exception("the %s renderer failed", key)
+            payloads.append({"key": key, "label": label, "uploads": [],
+                             "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
+            continue
+        uploads: list[dict[str, Any]] = []
+        if isinstance(payload, dict):
+            payload = dict(payload)
+            for name in [k for k in payload if k.startswith("oz0_")]:
+                extra = payload.pop(name)
+                if name == "oz0_attachments" and isinstance(extra, list):
+                    uploads = [u for u in extra if isinstance(u, dict)]
+        payloads.append({"key": key, "label": label, "uploads": uploads,
+                         "json": json.dumps(payload, ensure_ascii=False, indent=2, default=str)})
+    return card_html, payloads, card.attachment is not None or "data-oz0-attachment" in fragment
+
+
+def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
+    def label(contract: Any, file: str | None) -> str:
+        if contract is None:
+            return "text"
+        title = contract.schema.get("title") if isinstance(contract.schema, dict) else None
+        return f"{title} ({file})" if title and file else (title or file or "JSON Schema")
+
+    def schema(contract: Any) -> str | None:
+        return None if contract is None else json.dumps(contract.schema, ensure_ascii=False, indent=2)
+
+    return {
+        "name": spec.name, "plugin": spec.plugin, "version": versions.get(spec.plugin, ""), "kind": spec.kind,
+        "description": spec.description, "input_label": label(spec.input, spec.input_schema_file),
+        "output_label": label(spec.output, spec.output_schema_file), "input_schema": schema(spec.input),
+        "output_schema": schema(spec.output), "failures": console_api.failure_kinds(spec),
+    }
+
+
+def _example_values(spec: Any, fields: tuple[Field, ...]) -> dict[str, str]:
+    """The agent's declared example, put into its form's `fields` as a starting point."""
+    if spec.input is None:
+        return {fields[0].html_id: spec.example}
+    try:
+        example = json.loads(spec.example)
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    if len(fields) == 1 and fields[0].widget == "json":
+        return {fields[0].html_id: json.dumps(example, ensure_ascii=False, indent=2)}
+    if not isinstance(example, dict):
+        return {}
+    values = {}
+    for field in fields:
+        if field.name not in example:
+            continue
+        value = example[field.name]
+        if field.widget == "select" or (field.widget == "checkbox" and value is True):
+            values[field.html_id] = json.dumps(value, ensure_ascii=False)
+        elif field.widget == "lines" and isinstance(value, list):
+            values[field.html_id] = "\n".join(str(v) for v in value)
+        elif field.widget == "json":
+            values[field.html_id] = json.dumps(value, ensure_ascii=False, indent=2)
+        else:
+            values[field.html_id] = "" if value is None else str(value)
+    return values
+
+
+def _job_view(job: Any) -> dict[str, Any]:
+    took = job.duration_s
+    reason = job.failure_reason or ""
+    return {
+        "id": job.id, "agent": job.agent, "status": job.status, "requester": job.requester,
+        "channel": job.channel, "input": job.input, "input_short": _short(job.input, 80),
+        "failure_kind": job.failure_kind, "failure_reason": reason, "failure_short": _short(reason, 120),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.created)),
+        "took": f"{took:.2f} s" if took is not None else "", "attempts": job.attempts,
+    }
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _local_path(target: str) -> str:
+    """Only a path on this console (no scheme, no host, no `//`) may follow a login: no open redirect."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target

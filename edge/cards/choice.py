@@ -1,0 +1,348 @@
+"""Choosing a card for a result: the rules of ARCHITECTURE.md section 2, in their order.
+
+size (64 KiB of compact JSON) -> contract -> envelope (QZX status header, MCP CallToolResult)
+-> form (diff, table, key_values, text) -> order (`x-oz0-order`, then schema order, then the
+result's own order). The result is only read: the card is derived from it and it is never changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import replace
+from itertools import chain
+from operator import itemgetter
+from typing import Any, Iterable, Literal
+
+import orjson
+
+from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
+from oz0.edge.contracts.schema import Contract, load_contract
+
+__all__ = [
+    "ENVELOPE_FIELDS",
+    "MAX_CARD_BYTES",
+    "choose_card",
+    "compact_json",
+    "is_call_tool_result",
+    "is_qzx_result",
+    "schema_layers",
+    "schema_properties",
+]
+
+MAX_CARD_BYTES = 65_536
+ENVELOPE_FIELDS = ("success", "message", "error", "error_code", "warnings", "meta")
+_CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
+
+Source = Literal["auto", "plain", "mcp"]
+
+
+def compact_json(value: Any) -> bytes:
+    """The result as compact UTF-8 JSON: what the size rule measures and the attachment carries.
+
+    Copied out of orjson's output, which keeps the room it reserved (2 to 9 times the JSON's size),
+    as a card holds these bytes for as long as it lives.
+    """
+    try:
+        return bytes(memoryview(orjson.dumps(value)))
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+
+
+def is_qzx_result(value: Any) -> bool:
+    """An object with a boolean `success` and a non-blank string `message` gets a status header."""
+    return (isinstance(value, dict) and isinstance(value.get("success"), bool)
+            and isinstance(value.get("message"), str) and bool(value["message"].strip()))
+
+
+def is_call_tool_result(value: Any) -> bool:
+    """An MCP CallToolResult: a `content` list of typed blocks and nothing but MCP's own fields."""
+    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
+        return False
+    if not set(value) <= _CALL_TOOL_RESULT_KEYS:
+        return False
+    return all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value["content"])
+
+
+def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None = None, *,
+                source: Source = "auto", title: str | None = None, checked: bool = False) -> Card:
+    """The card for `result` under its declared schema (a Contract, a schema, or None).
+
+    `source="mcp"` reads the result as an MCP CallToolResult whose `structuredContent` the contract
+    (the tool's outputSchema) describes; "auto" does so when the result has that shape.
+    `checked=True` says the caller has just validated `result` itself against this same contract and
+    it conforms (as the runtime does with every answer), so the contract step is not run twice; an
+    MCP CallToolResult's structuredContent is still checked, as the caller checked another value.
+    """
+    if contract is not None and not isinstance(contract, Contract):
+        contract = load_contract(contract)
+    if source == "mcp" or (source == "auto" and is_call_tool_result(result)):
+        return _mcp_card(result, contract, title)
+    return _card(result, contract, title, checked=checked)
+
+
+def _card(value: Any, contract: Contract | None, title: str | None, *, status: Status | None = None,
+          checked: bool = False) -> Card:
+    data = compact_json(value)
+    if len(data) > MAX_CARD_BYTES:
+        return Card(form="text", title=title, status=status, drawn=False,
+                    reason=(f"The result is {len(data):,} bytes of JSON, over the {MAX_CARD_BYTES:,}-byte "
+                            "limit for a card; the full result is attached."),
+                    attachment=Attachment("result.json", "application/json", data), full_result=data)
+    if contract is not None and not checked:
+        violations = contract.validate(value)
+        if violations:
+            first = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            return Card(form="text", title=title, status=status, drawn=False, violations=violations,
+                        reason=(f"The result does not match its contract: the value at {first.json_path} "
+                                f"breaks the rule '{first.keyword}' ({first.message}){more}; "
+                                "the raw result is attached."),
+                        attachment=Attachment("result.json", "application/json", data), full_result=data)
+    view = _SchemaView(contract, contract.schema if contract else None)
+    card = _envelope_card(value, view, title) if is_qzx_result(value) else _form(value, view, title=title,
+                                                                                   status=status)
+    return replace(card, full_result=data)
+
+
+def _envelope_card(value: dict[str, Any], view: "_SchemaView", title: str | None) -> Card:
+    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
+    warnings = value.get("warnings")
+    duration = meta.get("duration_ms")
+    status = Status(
+        success=value["success"],
+        message=value["message"],
+        error=value["error"] if isinstance(value.get("error"), str) else None,
+        error_code=value["error_code"] if isinstance(value.get("error_code"), str) else None,
+        warnings=tuple(w for w in warnings if isinstance(w, str)) if isinstance(warnings, list) else (),
+        command=meta["command"] if isinstance(meta.get("command"), str) else None,
+        duration_ms=duration if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
+    )
+    evidence = [k for k in value if k not in ENVELOPE_FIELDS]
+    if not evidence:
+        return Card(form="text", title=title, status=status, text="", text_format="plain")
+    if len(evidence) == 1:
+        key = evidence[0]
+        return _form(value[key], view.property(key), title=title or key, status=status)
+    keys = _ordered(evidence, view)
+    return Card(form="key_values", title=title, status=status, keys=tuple(keys),
+                values=tuple(value[k] for k in keys))
+
+
+def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
+    if not isinstance(result, dict):
+        return _card(result, contract, title)
+    result_type = result.get("resultType", "complete")
+    if result_type != "complete":
+        return Card(form="text", title=title, drawn=False, text_format="plain",
+                    reason=(f"The tool answered with resultType {result_type!r}, not 'complete': it has no "
+                            "final result to draw yet."), full_result=compact_json(result))
+    text = "\n\n".join(b["text"] for b in result.get("content", ())
+                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    structured = result.get("structuredContent")
+    if result.get("isError") is True:
+        if is_qzx_result(structured):
+            return _card(structured, None, title)
+        message = text.strip() or "The tool reported an error without saying what it was."
+        first_line = message.splitlines()[0]
+        return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
+                    text=message if message != first_line else "", text_format="markdown",
+                    full_result=compact_json(result))
+    if "structuredContent" in result:
+        return _card(structured, contract, title)
+    if contract is not None:
+        data = compact_json(result)
+        return Card(form="text", title=title, drawn=False, text_format="plain",
+                    reason=("The tool declares an outputSchema but its result has no structuredContent, "
+                            "which MCP requires; the raw result is attached."),
+                    attachment=Attachment("result.json", "application/json", data), full_result=data)
+    if text:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return _card(text, None, title)
+        return _card(parsed, None, title)
+    return _card(result.get("content", []), None, title)
+
+
+def _form(value: Any, view: "_SchemaView", *, title: str | None, status: Status | None) -> Card:
+    diff = view.keyword("x-oz0-diff")
+    if (isinstance(value, dict) and isinstance(diff, dict) and isinstance(diff.get("before"), str)
+            and isinstance(diff.get("after"), str) and diff["before"] in value and diff["after"] in value):
+        card = _diff_card(value, view, diff["before"], diff["after"], title=title, status=status)
+        if card is not None:
+            return card
+    rows_value, rows_view, wrapper = _table_rows(value, view)
+    if rows_value is not None:
+        return _table_card(rows_value, rows_view, view, title=title or wrapper, status=status)
+    if isinstance(value, dict):
+        keys = _ordered(list(value), view)
+        return Card(form="key_values", title=title, status=status, keys=tuple(keys),
+                    values=tuple(value[k] for k in keys))
+    if isinstance(value, str):
+        return Card(form="text", title=title, status=status, text=value, text_format="markdown")
+    return Card(form="text", title=title, status=status, text_format="json",
+                text=json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _all_objects(items: list[Any]) -> bool:
+    """Every item is a dict (checked once per type, not once per item: a table has thousands of rows)."""
+    return all(issubclass(kind, dict) for kind in set(map(type, items)))
+
+
+def _table_rows(value: Any, view: "_SchemaView") -> tuple[list[Any] | None, "_SchemaView", str | None]:
+    if isinstance(value, list) and _all_objects(value):
+        return value, view.items(), None
+    if isinstance(value, dict) and len(value) == 1:
+        (key, inner), = value.items()
+        if isinstance(inner, list) and inner and _all_objects(inner):
+            return inner, view.property(key).items(), key
+        if isinstance(inner, list) and not inner and view.property(key).items().properties():
+            return inner, view.property(key).items(), key
+    return None, view, None
+
+
+def _table_card(rows: list[dict[str, Any]], row_view: "_SchemaView", outer: "_SchemaView", *,
+                title: str | None, status: Status | None) -> Card:
+    if not rows:
+        seen = dict.fromkeys(row_view.properties())
+    elif len(set().union(*rows)) == len(rows[0]):  # the first row has every key: the usual table, found faster
+        seen = dict.fromkeys(rows[0])
+    else:
+        seen = dict.fromkeys(chain.from_iterable(rows))
+    columns = _ordered(list(seen), row_view, outer)
+    if len(columns) > 1 and set(map(len, rows)) == {len(columns)}:  # every row has every column
+        cells = tuple(map(itemgetter(*columns), rows))
+    else:
+        cells = tuple(tuple(map(row.get, columns)) for row in rows)
+    return Card(form="table", title=title, status=status, columns=tuple(columns), rows=cells)
+
+
+def _diff_card(value: dict[str, Any], view: "_SchemaView", before: str, after: str, *,
+               title: str | None, status: Status | None) -> Card | None:
+    old, new = value[before], value[after]
+    if isinstance(old, str) and isinstance(new, str):
+        body = DiffBody("lines", before, after, lines=tuple(_line_diff(old, new, before, after)))
+    elif isinstance(old, dict) and isinstance(new, dict):
+        body = DiffBody("keys", before, after, changes=tuple(_key_diff(old, new)))
+    else:
+        return None
+    others = _ordered([k for k in value if k not in (before, after)], view)
+    return Card(form="diff", title=title, status=status, diff=body, keys=tuple(others),
+                values=tuple(value[k] for k in others))
+
+
+def _line_diff(old: str, new: str, before: str, after: str) -> Iterable[DiffLine]:
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), before, after, lineterm="", n=3)
+    for line in list(lines)[2:]:
+        if line.startswith("@@"):
+            yield DiffLine("@", line)
+        else:
+            yield DiffLine(line[:1] or " ", line[1:])
+
+
+def _key_diff(old: dict[str, Any], new: dict[str, Any]) -> Iterable[KeyChange]:
+    for key in old:
+        if key not in new:
+            yield KeyChange(key, "removed", before=old[key])
+        elif old[key] != new[key]:
+            yield KeyChange(key, "changed", before=old[key], after=new[key])
+    for key in new:
+        if key not in old:
+            yield KeyChange(key, "added", after=new[key])
+
+
+def _ordered(present: list[str], *views: "_SchemaView") -> list[str]:
+    """`x-oz0-order` names first (rows' schema, then enclosing), then schema order, then the rest."""
+    order: list[str] = []
+    for view in views:
+        names = view.keyword("x-oz0-order")
+        if isinstance(names, list):
+            order = [n for n in names if isinstance(n, str)]
+            break
+    wanted = set(present)
+    out = dict.fromkeys(n for n in order if n in wanted)
+    for name in views[0].properties():
+        if name in wanted:
+            out.setdefault(name)
+    for name in present:
+        out.setdefault(name)
+    return list(out)
+
+
+def schema_layers(contract: Contract | None, node: Any) -> Iterable[dict[str, Any]]:
+    """A schema node, then what its local `$ref` and `allOf` branches contribute (nearest first): where
+    to look up a keyword such as `x-oz0-order`, `type` or `title`."""
+    return _SchemaView(contract, node)._layers()
+
+
+def schema_properties(contract: Contract | None, node: Any) -> dict[str, Any]:
+    """The property schemas a schema node gives its object, in written order, local `$ref` and `allOf`
+    followed in place: what the card rules (and the linter checking `x-oz0-*` names) see."""
+    return _SchemaView(contract, node).properties()
+
+
+class _SchemaView:
+    """A subschema seen through local `$ref` and `allOf`, to find properties, items and keywords."""
+
+    __slots__ = ("contract", "node")
+
+    def __init__(self, contract: Contract | None, node: Any) -> None:
+        self.contract = contract
+        self.node = node
+
+    def _layers(self) -> Iterable[dict[str, Any]]:
+        """The node, then what its `$ref` and `allOf` branches contribute, in written order."""
+        stack, seen = [self.node], set()
+        while stack:
+            node = stack.pop(0)
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield node
+            extra = []
+            for key, sub in node.items():
+                if key == "$ref" and isinstance(sub, str) and self.contract is not None:
+                    try:
+                        extra.append(self.contract.resolve(sub))
+                    except LookupError:
+                        continue
+                elif key == "allOf" and isinstance(sub, list):
+                    extra.extend(sub)
+            stack[0:0] = extra
+
+    def keyword(self, name: str) -> Any:
+        for layer in self._layers():
+            if name in layer:
+                return layer[name]
+        return None
+
+    def properties(self) -> dict[str, Any]:
+        """Property schemas in the order the schema is written, `$ref` and `allOf` followed in place."""
+        props: dict[str, Any] = {}
+        self._collect(self.node, props, set())
+        return props
+
+    def _collect(self, node: Any, props: dict[str, Any], seen: set[int]) -> None:
+        if not isinstance(node, dict) or id(node) in seen:
+            return
+        seen.add(id(node))
+        for key, sub in node.items():
+            if key == "properties" and isinstance(sub, dict):
+                for name, prop in sub.items():
+                    props.setdefault(name, prop)
+            elif key == "allOf" and isinstance(sub, list):
+                for branch in sub:
+                    self._collect(branch, props, seen)
+            elif key == "$ref" and isinstance(sub, str) and self.contract is not None:
+                try:
+                    self._collect(self.contract.resolve(sub), props, seen)
+                except LookupError:
+                    continue
+
+    def property(self, name: str) -> "_SchemaView":
+        return _SchemaView(self.contract, self.properties().get(name))
+
+    def items(self) -> "_SchemaView":
+        items = self.keyword("items")
+        return _SchemaView(self.contract, items if isinstance(items, dict) else None)

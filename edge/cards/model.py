@@ -1,0 +1,223 @@
+"""The neutral card: what the edge hands to every renderer, knowing no platform.
+
+Cards are frozen and derived from the result; they hold references to the result's values and never
+change them. `Card.to_dict()` is the JSON of `oz0 render --to card` (field names fixed by
+ARCHITECTURE.md section 2). `Card.degrade()` turns any card into a text card, so a renderer that
+does not know a form can still draw it (Errbot's rule: a card always degrades to text).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Sequence
+
+from oz0.edge.contracts.schema import Violation
+
+__all__ = [
+    "FORMS",
+    "Attachment",
+    "Card",
+    "DiffBody",
+    "DiffLine",
+    "KeyChange",
+    "Status",
+    "cell_text",
+    "cell_texts",
+]
+
+Form = Literal["table", "key_values", "diff", "text"]
+FORMS: tuple[str, ...] = ("table", "key_values", "diff", "text")
+
+
+def cell_text(value: Any) -> str:
+    """One value as a single line of text, the same on every platform (renderers escape it after)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value) if math.isfinite(value) else json.dumps(value)
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def cell_texts(values: Sequence[Any]) -> list[str]:
+    """`cell_text` of every value, at C speed for a column of one JSON type (a table's usual column)."""
+    kinds = set(map(type, values))
+    if kinds <= {str}:
+        return list(values)
+    if kinds == {int}:
+        return list(map(int.__repr__, values))
+    if kinds == {float} and all(map(math.isfinite, values)):
+        return list(map(float.__repr__, values))
+    return list(map(cell_text, values))
+
+
+@dataclass(frozen=True)
+class Status:
+    """The status header of a QZX result (or an MCP `isError`, or a failed job)."""
+
+    success: bool
+    message: str
+    error: str | None = None
+    error_code: str | None = None
+    warnings: tuple[str, ...] = ()
+    command: str | None = None
+    duration_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"success": self.success, "message": self.message}
+        for name in ("error", "error_code", "command", "duration_ms"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The full result, for the adapters to upload when the card does not carry all of it."""
+
+    filename: str
+    content_type: str
+    data: bytes = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filename": self.filename, "content_type": self.content_type, "size": self.size}
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a unified diff: `op` is ' ' (context), '+', '-' or '@' (a hunk header)."""
+
+    op: str
+    text: str
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    key: str
+    change: Literal["added", "removed", "changed"]
+    before: Any = None
+    after: Any = None
+
+
+@dataclass(frozen=True)
+class DiffBody:
+    kind: Literal["lines", "keys"]
+    before: str
+    after: str
+    lines: tuple[DiffLine, ...] = ()
+    changes: tuple[KeyChange, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "before": self.before, "after": self.after}
+        if self.kind == "lines":
+            out["lines"] = [{"op": ln.op, "text": ln.text} for ln in self.lines]
+        else:
+            out["changes"] = [
+                {"key": c.key, "change": c.change, **({"before": c.before} if c.change != "added" else {}),
+                 **({"after": c.after} if c.change != "removed" else {})}
+                for c in self.changes
+            ]
+        return out
+
+
+@dataclass(frozen=True)
+class Card:
+    """A result, chosen into one form. Only the fields of its form are filled.
+
+    - table: `columns` and `rows` (each row a tuple aligned with `columns`; a missing cell is None)
+    - key_values: `keys` and `values` (aligned)
+    - diff: `diff`, with `keys`/`values` for the other fields shown beside it
+    - text: `text`, with `text_format` "markdown" or "json"
+    `drawn` is False when the result was not drawn (too large, or it broke its contract): then
+    `reason` says why, `violations` lists what broke, and `attachment` carries the full result.
+    `full_result` is the result as compact JSON, as `choose_card` measured it for the size rule, kept
+    so that a renderer that cuts the card can upload the whole result without serializing it again
+    (empty for cards built by hand; not part of `to_dict()`).
+    """
+
+    form: Form
+    title: str | None = None
+    status: Status | None = None
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[Any, ...], ...] = ()
+    keys: tuple[str, ...] = ()
+    values: tuple[Any, ...] = ()
+    diff: DiffBody | None = None
+    text: str = ""
+    text_format: Literal["markdown", "json", "plain"] = "markdown"
+    drawn: bool = True
+    reason: str | None = None
+    violations: tuple[Violation, ...] = ()
+    attachment: Attachment | None = None
+    notes: tuple[str, ...] = ()
+    full_result: bytes = field(default=b"", repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The neutral card as JSON-ready data (`oz0 render --to card`)."""
+        out: dict[str, Any] = {"form": self.form, "drawn": self.drawn}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.title is not None:
+            out["title"] = self.title
+        if self.status is not None:
+            out["status"] = self.status.to_dict()
+        if self.form == "table":
+            out["columns"] = list(self.columns)
+            out["rows"] = [list(r) for r in self.rows]
+        if self.form in ("key_values", "diff") and (self.keys or self.form == "key_values"):
+            out["keys"] = list(self.keys)
+            out["values"] = list(self.values)
+        if self.form == "diff" and self.diff is not None:
+            out["diff"] = self.diff.to_dict()
+        if self.form == "text":
+            out["text"] = self.text
+            out["text_format"] = self.text_format
+        if self.violations:
+            out["violations"] = [v.to_dict() for v in self.violations]
+        if self.attachment is not None:
+            out["attachment"] = self.attachment.to_dict()
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def degrade(self) -> "Card":
+        """This card as a text card: what a renderer draws for a form it does not know."""
+        if self.form == "text":
+            return self
+        return replace(self, form="text", text=self.plain_text(), text_format="plain", columns=(), rows=(),
+                       keys=(), values=(), diff=None)
+
+    def plain_text(self) -> str:
+        """The body of the card as plain lines, with no markup at all (also the notification fallback)."""
+        if self.form == "table":
+            lines = [" | ".join(self.columns)]
+            lines += [" | ".join(cell_text(c) for c in row) for row in self.rows]
+            return "\n".join(lines) if self.columns else f"{len(self.rows)} rows"
+        if self.form in ("key_values", "diff"):
+            lines = [f"{k}: {cell_text(v)}" for k, v in zip(self.keys, self.values)]
+            if self.diff is not None:
+                if self.diff.kind == "lines":
+                    lines += [f"{ln.op if ln.op != '@' else ''}{ln.text}" for ln in self.diff.lines]
+                else:
+                    for c in self.diff.changes:
+                        if c.change == "added":
+                            lines.append(f"+ {c.key}: {cell_text(c.after)}")
+                        elif c.change == "removed":
+                            lines.append(f"- {c.key}: {cell_text(c.before)}")
+                        else:
+                            lines.append(f"~ {c.key}: {cell_text(c.before)} -> {cell_text(c.after)}")
+            return "\n".join(lines)
+        return self.text

@@ -1,0 +1,246 @@
+"""The OpenAPI 3.1 document of a set of agents: what apps call, and what the upgrade check compares.
+
+One operation per agent, `POST /agents/{name}/runs`. The request body is the input contract
+(`text/plain`, or `application/json` with its schema), the 200 response the output contract, and the
+failure kinds are error responses: `InvalidInput` (every agent has it) as 400, the runtime's other
+kinds and the agent's declared ones as 502, each a schema carrying `x-retryable`, `x-partial` and `x-person`.
+
+Each contract is embedded once under `components/schemas/{agent}.input` (or `.output`) with every
+local `$ref` rewritten to a pointer from the document root, and `$id`/`$anchor`/`$schema` dropped, so
+that one resolver (a JSON pointer into this document) follows every reference the same way the
+contract's own validator did. The document is a function of the contracts only: the same agents give
+the same document, byte for byte, which is what lets two versions be compared.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Iterator
+from urllib.parse import quote, urldefrag, urljoin
+
+from oz0.edge.contracts.schema import Contract
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES
+from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+
+__all__ = [
+    "FAILURE_STATUS",
+    "INVALID_INPUT_STATUS",
+    "OPENAPI_VERSION",
+    "agent_path",
+    "component_key",
+    "failure_kinds",
+    "failure_schema",
+    "openapi_document",
+]
+
+OPENAPI_VERSION = "3.1.0"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+INVALID_INPUT_STATUS = "400"
+FAILURE_STATUS = "502"
+TEXT = "text/plain"
+JSON = "application/json"
+
+_SCHEMA_VALUED = (
+    "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
+    "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items",
+)
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
+
+
+def agent_path(name: str) -> str:
+    """The path of an agent's run operation."""
+    return f"/agents/{name}/runs"
+
+
+def component_key(agent: str, direction: str) -> str:
+    """Where an agent's input or output schema lives under `components/schemas`."""
+    return f"{agent}.{direction}"
+
+
+def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `agents`, one `POST /agents/{name}/runs` operation each."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+    for agent in sorted(agents, key=lambda a: a.name):
+        request = _body(agent, "input", agent.input, schemas)
+        response = _body(agent, "output", agent.output, schemas)
+        responses: dict[str, Any] = {
+            "200": {"description": f"The answer of {agent.name}, as its output contract says.", **response},
+            INVALID_INPUT_STATUS: _failure_response(
+                "The input does not match the agent's input contract; the agent did not start.",
+                [INVALID_INPUT]),
+        }
+        responses[FAILURE_STATUS] = _failure_response(
+            "The agent ended the job with one of its failure kinds: those it declares, and the "
+            "runtime's own (a kind it declares itself takes the place of the runtime's).",
+            failure_kinds(agent))
+        operation: dict[str, Any] = {
+            "operationId": f"run.{agent.name}",
+            "summary": f"Run {agent.name}",
+            "tags": [agent.plugin],
+            "requestBody": {"required": True, **request},
+            "responses": responses,
+            "x-oz0-agent": agent.name,
+            "x-oz0-plugin": agent.plugin,
+            "x-oz0-kind": agent.kind,
+        }
+        if agent.description:
+            operation["description"] = agent.description
+        paths[agent_path(agent.name)] = {"post": operation}
+    document: dict[str, Any] = {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": title, "version": version},
+        "jsonSchemaDialect": DIALECT,
+        "paths": paths,
+    }
+    if schemas:
+        document["components"] = {"schemas": schemas}
+    return document
+
+
+def _body(agent: AgentSpec, direction: str, contract: Contract | None, schemas: dict[str, Any]) -> dict[str, Any]:
+    if contract is None:
+        return {"content": {TEXT: {"schema": {"type": "string"}}}}
+    key = component_key(agent.name, direction)
+    schemas[key] = _embed(contract, f"#/components/schemas/{_escape(key)}")
+    return {"content": {JSON: {"schema": {"$ref": f"#/components/schemas/{_escape(key)}"}}}}
+
+
+def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
+    """Every kind a run of `agent` may end with other than InvalidInput: the runtime's, overridden
+    by the agent's own declarations, as the runtime looks them up."""
+    kinds = {name: kind for name, kind in BUILTIN_FAILURES.items() if name not in _NOT_RUN_FAILURES}
+    kinds.update((kind.name, kind) for kind in agent.failures if kind.name != INVALID_INPUT.name)
+    return [kinds[name] for name in sorted(kinds)]
+
+
+def failure_schema(kind: FailureKind) -> dict[str, Any]:
+    """The body of a job that ended with `kind`: its name, the reason, and what it asks of callers."""
+    schema: dict[str, Any] = {
+        "title": kind.name,
+        "type": "object",
+        "required": ["kind", "reason"],
+        "properties": {
+            "kind": {"const": kind.name},
+            "reason": {"type": "string"},
+            "partial_output": {"description": "What the agent had produced when it stopped, if anything."},
+        },
+        "x-retryable": kind.retryable,
+        "x-partial": kind.partial,
+        "x-person": kind.person,
+    }
+    if kind.description:
+        schema["description"] = kind.description
+    return schema
+
+
+def _failure_response(description: str, kinds: Iterable[FailureKind]) -> dict[str, Any]:
+    branches = [failure_schema(k) for k in sorted(kinds, key=lambda k: k.name)]
+    schema = branches[0] if len(branches) == 1 else {"oneOf": branches}
+    return {"description": description, "content": {JSON: {"schema": schema}}}
+
+
+def _escape(token: str) -> str:
+    return quote(token.replace("~", "~0").replace("/", "~1"), safe="~.-_!$&'()*+,;=:@")
+
+
+def _pointer(parts: tuple[Any, ...]) -> str:
+    return "".join("/" + _escape(str(p)) for p in parts)
+
+
+def _walk(node: Any, base: str, path: tuple[Any, ...]) -> Iterator[tuple[Any, str, tuple[Any, ...]]]:
+    """Every schema position in the document with its base URI and its path from the root."""
+    if not isinstance(node, dict):
+        return
+    own_id = node.get("$id")
+    if isinstance(own_id, str) and not own_id.startswith("#"):
+        base, _ = urldefrag(urljoin(base, own_id))
+    yield node, base, path
+    for key in _SCHEMA_VALUED:
+        if isinstance(node.get(key), dict):
+            yield from _walk(node[key], base, path + (key,))
+    for key in _SCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            for name, sub in node[key].items():
+                yield from _walk(sub, base, path + (key, name))
+    for key in _SCHEMA_ARRAYS:
+        if isinstance(node.get(key), list):
+            for i, sub in enumerate(node[key]):
+                yield from _walk(sub, base, path + (key, i))
+
+
+def _embed(contract: Contract, prefix: str) -> Any:
+    """A copy of the contract's schema whose local references are pointers from the document root."""
+    schema = contract.schema
+    if not isinstance(schema, dict):
+        return schema
+    root_id = schema.get("$id")
+    root_base = urldefrag(root_id)[0] if isinstance(root_id, str) else "urn:oz0:root"
+    nodes = list(_walk(schema, root_base, ()))
+    where = {id(node): path for node, _, path in nodes}
+    rewrites: dict[tuple[Any, ...], dict[str, str]] = {}
+    for node, base, path in nodes:
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if not isinstance(ref, str):
+                continue
+            target = contract.resolve(ref, base=base)
+            target_path = where.get(id(target))
+            if target_path is None:
+                target_path = _pointer_target(schema, ref)
+            if target_path is not None:
+                rewrites.setdefault(path, {})[key] = prefix + _pointer(_as_2020_12(schema, target_path))
+    copied = copy.deepcopy(schema)
+    for node, _, path in list(_walk(copied, root_base, ())):
+        for key, ref in rewrites.get(path, {}).items():
+            node[key] = ref
+        for key in _DROPPED:
+            node.pop(key, None)
+        _to_2020_12(node)
+    return copied
+
+
+def _pointer_target(schema: Any, ref: str) -> tuple[Any, ...] | None:
+    """A `#/...` pointer to a value that is not itself a schema object (`true`, `false`)."""
+    if not ref.startswith("#/"):
+        return None
+    parts: list[Any] = []
+    node = schema
+    for token in ref[2:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node, part = node[int(token)], int(token)
+        elif isinstance(node, dict) and token in node:
+            node, part = node[token], token
+        else:
+            return None
+        parts.append(part)
+    return tuple(parts)
+
+
+def _as_2020_12(schema: Any, path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where `path` lands once `_to_2020_12` has renamed tuple `items` on the way."""
+    out: list[Any] = []
+    node = schema
+    for part in path:
+        tuple_items = isinstance(node, dict) and isinstance(node.get("items"), list)
+        if tuple_items and part == "items":
+            out.append("prefixItems")
+        elif tuple_items and part == "additionalItems":
+            out.append("items")
+        else:
+            out.append(part)
+        node = node[part] if isinstance(node, (dict, list)) else None
+    return tuple(out)
+
+
+def _to_2020_12(node: dict[str, Any]) -> None:
+    """Older dialects' tuple `items` become `prefixItems`, so every schema reads one way."""
+    if isinstance(node.get("items"), list):
+        node["prefixItems"] = node.pop("items")
+        if "additionalItems" in node:
+            node["items"] = node.pop("additionalItems")

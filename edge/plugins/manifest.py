@@ -1,0 +1,188 @@
+"""Plugins and agents as declared: `plugin.yaml` plus `agents/*.yaml`, their contracts loaded and checked.
+
+A plugin is a folder. Each agent file names its kind, its input and output contracts (`input: text`
+or `input_schema: <file>`, likewise for the output), its failure kinds and its limits. Loading is
+strict (the first problem raises PluginError naming the file and where); `oz0 plugin lint` reports
+every finding instead. The manifest shapes are the JSON Schemas in `edge/schemas/`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import orjson
+import yaml
+
+from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+
+__all__ = [
+    "AGENT_KINDS",
+    "AgentSpec",
+    "FailureKind",
+    "Limits",
+    "Plugin",
+    "PluginError",
+    "load_plugin",
+    "manifest_contract",
+    "read_yaml",
+]
+
+AGENT_KINDS: tuple[str, ...] = ("python", "command", "http", "mcp", "model")
+VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+class PluginError(ValueError):
+    """A plugin that cannot be loaded: the file, where in it, what is wrong."""
+
+    def __init__(self, message: str, *, file: str, location: str = "") -> None:
+        self.message = message
+        self.file = file
+        self.location = location
+        where = f" at {location}" if location else ""
+        super().__init__(f"{file}{where}: {message}")
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    """A typed way an agent may end a job: whether to retry it, whether it left partial work,
+    whether a person must act."""
+
+    name: str
+    retryable: bool = False
+    partial: bool = False
+    person: bool = False
+    description: str = ""
+
+
+INVALID_INPUT = FailureKind("InvalidInput", description="The input does not match the agent's input contract.")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 60.0
+    max_output_bytes: int = 1_048_576
+    max_attempts: int = 3
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent as declared. `input`/`output` are None for text, else the loaded Contract."""
+
+    name: str
+    plugin: str
+    kind: str
+    file: str
+    description: str = ""
+    input: Contract | None = None
+    output: Contract | None = None
+    input_schema_file: str | None = None
+    output_schema_file: str | None = None
+    failures: tuple[FailureKind, ...] = ()
+    limits: Limits = Limits()
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    example: str | None = None
+
+    def failure(self, name: str) -> FailureKind | None:
+        if name == INVALID_INPUT.name:
+            return INVALID_INPUT
+        return next((f for f in self.failures if f.name == name), None)
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str
+    version: str
+    path: Path
+    description: str = ""
+    agents: tuple[AgentSpec, ...] = ()
+
+    def agent(self, name: str) -> AgentSpec | None:
+        return next((a for a in self.agents if a.name == name), None)
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file, with an error that names it and the line when it does not parse."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PluginError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise PluginError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(path), location=where) from None
+
+
+def manifest_contract(name: str) -> Contract:
+    """The schema of a manifest file (`plugin` or `agent`), shipped in edge/schemas/."""
+    data = (resources.files("oz0.edge") / "schemas" / f"{name}.schema.json").read_bytes()
+    return load_contract(orjson.loads(data), source=f"{name}.schema.json")
+
+
+def load_plugin(path: str | Path) -> Plugin:
+    """Load a plugin folder strictly: manifest, agents, and every contract they name."""
+    root = Path(path)
+    manifest_file = root / "plugin.yaml"
+    if not manifest_file.is_file():
+        raise PluginError("no plugin.yaml: a plugin is a folder with plugin.yaml and agents/*.yaml",
+                          file=str(manifest_file))
+    manifest = read_yaml(manifest_file)
+    _check(manifest, manifest_contract("plugin"), manifest_file)
+    agents = []
+    for agent_file in sorted((root / "agents").glob("*.yaml")):
+        agents.append(_load_agent(root, agent_file, manifest["name"]))
+    names = [a.name for a in agents]
+    for name in names:
+        if names.count(name) > 1:
+            raise PluginError(f"two agents are named {name!r}", file=str(root / "agents"))
+    return Plugin(manifest["name"], str(manifest["version"]), root, manifest.get("description", ""),
+                  tuple(agents))
+
+
+def _check(data: Any, contract: Contract, file: Path) -> None:
+    violations = contract.validate(data)
+    if violations:
+        v = violations[0]
+        raise PluginError(v.message, file=str(file), location=v.json_path)
+
+
+def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
+    data = read_yaml(file)
+    _check(data, manifest_contract("agent"), file)
+    contracts: dict[str, Contract | None] = {}
+    for direction in ("input", "output"):
+        schema_file = data.get(f"{direction}_schema")
+        contracts[direction] = None
+        if schema_file:
+            target = (root / schema_file).resolve()
+            if not target.is_relative_to(root.resolve()):
+                raise PluginError(f"{direction}_schema {schema_file!r} is outside the plugin folder",
+                                  file=str(file), location=f"$.{direction}_schema")
+            try:
+                contracts[direction] = load_contract(target, source=str(root / schema_file))
+            except ContractError as exc:
+                raise PluginError(f"{direction}_schema: {exc}", file=str(file),
+                                  location=f"$.{direction}_schema") from None
+    failures = tuple(
+        FailureKind(name, bool(f.get("retryable", False)), bool(f.get("partial", False)),
+                    bool(f.get("person", False)), str(f.get("description", "")))
+        for name, f in (data.get("failures") or {}).items()
+    )
+    limits = Limits(**(data.get("limits") or {}))
+    known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
+             "limits", "example"}
+    config = MappingProxyType({k: v for k, v in data.items() if k not in known})
+    example = data.get("example")
+    return AgentSpec(
+        name=data.get("name") or file.stem, plugin=plugin, kind=data["kind"], file=str(file),
+        description=data.get("description", ""), input=contracts["input"], output=contracts["output"],
+        input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
+        failures=failures, limits=limits, config=config,
+        example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
+    )

@@ -1,0 +1,1 @@
+"""QZX Result Contract v1: the core rules, MCP profiles, tool definitions and receipts."""

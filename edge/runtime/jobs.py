@@ -1,0 +1,135 @@
+"""What a job is and how it fails: Job, JobFailure, RunContext and the built-in failure kinds.
+
+Kept apart from edge.runtime so that agent kinds (edge.agent_kinds, edge.mcp_agents) can import
+these without importing the runtime that imports them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+
+from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+
+__all__ = [
+    "BUILTIN_FAILURES",
+    "FAILED_STATUSES",
+    "Job",
+    "JobFailure",
+    "JobStatus",
+    "REPLY_TO_SHOWN",
+    "RunContext",
+    "snake_case",
+]
+
+log = logging.getLogger(__name__)
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "interrupted"]
+FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
+
+BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
+    INVALID_INPUT,
+    FailureKind("InvalidOutput", description="The agent's answer does not match its output contract."),
+    FailureKind("Timeout", description="The agent did not answer within limits.timeout_s."),
+    FailureKind("OutputTooLarge", description="The agent's answer is over limits.max_output_bytes."),
+    FailureKind("Crashed", description="The agent raised an error or its process exited abnormally."),
+    FailureKind("AgentError", description="The agent reported a failure whose kind it did not declare."),
+    FailureKind("Unavailable", description="The agent's service could not be reached or was overloaded."),
+    FailureKind("Rejected", description="The agent's service refused the request."),
+    FailureKind("Misconfigured", description="The agent cannot run as configured (a missing key or file).",
+                person=True),
+    FailureKind("UnknownAgent", description="No installed agent has this name."),
+    FailureKind("Interrupted", description="The process running the job stopped before it ended.",
+                partial=True),
+)}
+
+
+class JobFailure(Exception):
+    """How an agent ends a job without an answer: a failure kind (declared, or built in) and a reason
+    a person can act on. Raise it from any agent kind; the runtime decides about retries."""
+
+    def __init__(self, kind: str, reason: str, *, partial_output: Any = None) -> None:
+        super().__init__(f"{kind}: {reason}")
+        self.kind = kind
+        self.reason = reason
+        self.partial_output = partial_output
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ask of one agent, as journaled."""
+
+    id: str
+    agent: str
+    requester: str
+    channel: str
+    input: str
+    status: JobStatus
+    output: Any | None
+    failure_kind: str | None
+    failure_reason: str | None
+    created: float
+    started: float | None
+    ended: float | None
+    attempts: int
+    dedupe_key: str | None
+    reply_to: Mapping[str, Any] | None
+    plugin: str | None = None
+    plugin_version: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_STATUSES
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("succeeded", "failed", "interrupted")
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as JSON-ready data for people and APIs: `reply_to` only where the answer went,
+        never the credential a channel keeps to answer (a Discord interaction token, a response_url)."""
+        out = {name: getattr(self, name) for name in (
+            "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
+            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key")}
+        out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
+                           if self.reply_to else self.reply_to)
+        return out
+
+
+# What of a job's `reply_to` may be shown: where the answer went. The rest is a credential a chat
+# channel keeps to answer, and it stays in the journal.
+REPLY_TO_SHOWN = ("platform", "team", "guild", "channel", "user", "thread_ts", "ts")
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What an agent kind gets beside its input: the job, the attempt, and where progress goes."""
+
+    job_id: str
+    agent: AgentSpec
+    attempt: int
+    plugin_path: Path
+    on_progress: Callable[[str], Any] | None = field(default=None, repr=False)
+
+    def progress(self, line: str) -> None:
+        """Report one line of progress (a command's stderr, a model's step); never fails the job."""
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(line[:1000])
+        except Exception:  # a broken progress sink must not end the agent's work
+            log.exception("progress callback failed for job %s", self.job_id)
+
+
+def snake_case(name: str) -> str:
+    """`InvalidInput` -> `invalid_input`: a failure kind as a QZX error_code."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,469 @@
+"""How each kind of agent is run: the explicit AGENT_KINDS table and one function per kind.
+
+A kind function takes the agent's declaration, its checked input (text, or parsed JSON) and a
+RunContext, and returns the agent's answer or raises JobFailure. Limits that only the kind can
+enforce live here (a command's stdout cap, its process group killed on timeout); the runtime
+enforces the rest (the timeout around every kind, the output size and contract).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterable, Iterator
+
+import httpx
+import orjson
+
+from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.mcp.agents import run_mcp_agent
+from oz0.edge.plugins.manifest import AgentSpec
+
+__all__ = [
+    "AGENT_KINDS",
+    "AgentKind",
+    "MAX_MODEL_TRIES",
+    "MAX_PROGRESS_CHARS",
+    "command_argv",
+    "expand_env",
+    "load_entry",
+    "run_command",
+    "run_http",
+    "run_model",
+    "run_python",
+]
+
+AgentKind = Callable[[AgentSpec, Any, RunContext], Awaitable[Any]]
+
+MAX_MODEL_TRIES = 3
+MAX_PROGRESS_CHARS = 1000
+_STDERR_TAIL_LINES = 5
+
+
+def _input_bytes(value: Any) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else orjson.dumps(value)
+
+
+# python ---------------------------------------------------------------------------------------
+
+_entry_lock = threading.Lock()
+_entries: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def _plugin_package(plugin_path: Path) -> str:
+    """A synthetic package whose __path__ is the plugin folder, so plugin modules import as its
+    submodules (relative imports work) and two plugins' `agent.py` never collide."""
+    digest = format(abs(hash(str(plugin_path.resolve()))), "x")
+    name = f"oz0_plugins.p{digest}"
+    if "oz0_plugins" not in sys.modules:
+        root = types.ModuleType("oz0_plugins")
+        root.__path__ = []
+        sys.modules["oz0_plugins"] = root
+    if name not in sys.modules:
+        pkg = types.ModuleType(name)
+        pkg.__path__ = [str(plugin_path)]
+        pkg.__package__ = name
+        sys.modules[name] = pkg
+    return name
+
+
+def load_entry(spec: AgentSpec, plugin_path: Path) -> Callable[..., Any]:
+    """The function `entry: module:function` names: the module from the plugin folder first, else
+    an importable module. Raises JobFailure("Misconfigured") naming what is missing."""
+    entry = str(spec.config.get("entry", ""))
+    key = (str(plugin_path), entry)
+    with _entry_lock:
+        if key in _entries:
+            return _entries[key]
+        module_name, _, func_name = entry.partition(":")
+        relative = Path(*module_name.split("."))
+        local = (plugin_path / relative.with_suffix(".py")).is_file() or (plugin_path / relative).is_dir()
+        try:
+            if local:
+                module = importlib.import_module(f"{_plugin_package(plugin_path)}.{module_name}")
+            else:
+                module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise JobFailure("Misconfigured", f"entry {entry!r}: module {exc.name!r} not found in the plugin "
+                                              f"folder {plugin_path} or on the Python path") from None
+        except Exception as exc:
+            raise JobFailure("Crashed", f"entry {entry!r}: importing the module raised "
+                                        f"{type(exc).__name__}: {exc}") from None
+        func = getattr(module, func_name, None)
+        if not callable(func):
+            raise JobFailure("Misconfigured", f"entry {entry!r}: module {module_name!r} has no function "
+                                              f"{func_name!r}")
+        _entries[key] = func
+        return func
+
+
+def _wants_context(func: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
+    """Run a sync agent in its own daemon thread: it cannot block the loop, and one that hangs past
+    its timeout is abandoned without holding a shared pool or the process's exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def target() -> None:
+        try:
+            result = func(*args)
+            ok, value = True, result
+        except BaseException as exc:  # handed to the awaiting job, which types it
+            ok, value = False, exc
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:
+            pass  # the loop is gone: the job already ended (timed out) and nobody waits
+
+    threading.Thread(target=target, name="oz0-agent", daemon=True).start()
+    return await future
+
+
+async def run_python(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+    """`entry: module:function`, sync (in a thread) or async; it gets the input, and the RunContext
+    too when it takes a second argument."""
+    func = load_entry(spec, ctx.plugin_path)
+    args = (value, ctx) if _wants_context(func) else (value,)
+    if inspect.iscoroutinefunction(func):
+        result = await func(*args)
+    else:
+        result = await _in_thread(func, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+# command --------------------------------------------------------------------------------------
+
+def command_argv(spec: AgentSpec, plugin_path: Path) -> list[str]:
+    """The argv to start: `python`/`python3` is this interpreter; a relative program path is looked up
+    in the plugin folder, a bare name on PATH."""
+    argv = [str(a) for a in spec.config.get("command", ())]
+    if not argv:
+        raise JobFailure("Misconfigured", "command is empty: give the program and its arguments as a list")
+    program = argv[0]
+    if program in ("python", "python3"):
+        argv[0] = sys.executable
+    elif "/" in program and not os.path.isabs(program):
+        target = (plugin_path / program).resolve()
+        if not target.is_file():
+            raise JobFailure("Misconfigured", f"command {program!r} is not a file in the plugin folder {plugin_path}")
+        argv[0] = str(target)
+    elif "/" not in program and shutil.which(program) is None:
+        raise JobFailure("Misconfigured", f"command {program!r} is not on PATH; install it or give its path")
+    return argv
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+    """argv in its own process group; the input on stdin (text, or JSON); stdout capped at
+    limits.max_output_bytes is the answer (one JSON document when the agent has an output schema,
+    or a QZX result); stderr lines are progress. Killed with its children on timeout or cancel."""
+    argv = command_argv(spec, ctx.plugin_path)
+    cap = spec.limits.max_output_bytes
+    env = dict(os.environ, OZ0_JOB_ID=ctx.job_id, OZ0_AGENT=spec.name, OZ0_ATTEMPT=str(ctx.attempt),
+               PYTHONUNBUFFERED="1")
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=str(ctx.plugin_path), env=env, start_new_session=True)
+    except OSError as exc:
+        raise JobFailure("Misconfigured", f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    tail: list[str] = []
+    out = bytearray()
+    flooded = False
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(_input_bytes(value))
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the command does not read its input: allowed
+        finally:
+            try:
+                proc.stdin.close()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    async def read_out() -> None:
+        nonlocal flooded
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            out.extend(chunk)
+            if len(out) > cap:
+                flooded = True
+                _kill_group(proc)
+                return
+
+    async def read_err() -> None:
+        assert proc.stderr is not None
+        while True:
+            try:
+                raw = await proc.stderr.readline()
+            except ValueError:  # a line over the stream limit: read what is there
+                raw = await proc.stderr.read(65536)
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")[:MAX_PROGRESS_CHARS]
+            tail.append(line)
+            del tail[:-_STDERR_TAIL_LINES]
+            if line.strip():
+                ctx.progress(line)
+
+    try:
+        await asyncio.gather(feed(), read_out(), read_err())
+        code = await proc.wait()
+    finally:
+        _kill_group(proc)
+    if flooded:
+        raise JobFailure("OutputTooLarge", f"the command wrote more than {cap:,} bytes to stdout "
+                                           f"(limits.max_output_bytes is {cap:,}); it was stopped")
+    text = out.decode("utf-8", "replace")
+    parsed: Any = None
+    parse_error = ""
+    if text.strip():
+        try:
+            parsed = orjson.loads(out)
+        except orjson.JSONDecodeError as exc:
+            parse_error = str(exc)
+    is_qzx = isinstance(parsed, dict) and isinstance(parsed.get("success"), bool)
+    if code != 0 and not is_qzx:
+        how = f"was killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        last = next((ln for ln in reversed(tail) if ln.strip()), "")
+        raise JobFailure("Crashed", f"the command {how}" + (f"; its last words on stderr: {last}" if last else ""))
+    if is_qzx:
+        return parsed
+    if spec.output is not None:
+        if not text.strip():
+            raise JobFailure("InvalidOutput", "the command wrote nothing to stdout; it must write one JSON "
+                                              "document matching its output schema")
+        if parse_error:
+            raise JobFailure("InvalidOutput", f"the command's stdout is not one JSON document ({parse_error}); "
+                                              "write progress to stderr, the answer alone to stdout")
+        return parsed
+    return text.rstrip("\n")
+
+
+# http -----------------------------------------------------------------------------------------
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_env(value: str, *, what: str) -> str:
+    """`${NAME}` in a header or URL from the environment; a name that is not set is Misconfigured
+    (its value is never quoted in the reason)."""
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise JobFailure("Misconfigured", f"{what} names ${{{name}}}, which is not set in the environment "
+                                              "of the bot")
+        return os.environ[name]
+    return _ENV_REF.sub(sub, value)
+
+
+def _env_values(*texts: str) -> list[str]:
+    """The values of the `${NAME}` references in these texts that are set: credentials, as a rule."""
+    return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
+
+
+@contextlib.contextmanager
+def _redacting(secrets: Iterable[str]) -> Iterator[None]:
+    """A failure's reason never quotes a credential: a server may echo a header back in its error body,
+    and the HTTP library quotes a header value it refuses (one with a stray newline, say)."""
+    try:
+        yield
+    except JobFailure as failure:
+        reason = failure.reason
+        for secret in secrets:
+            for form in {secret, secret.strip(), repr(secret)[1:-1]}:
+                if len(form) >= 4:
+                    reason = reason.replace(form, "[redacted]")
+        if reason == failure.reason:
+            raise
+        raise JobFailure(failure.kind, reason, partial_output=failure.partial_output) from None
+
+
+async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body.extend(chunk)
+        if len(body) > cap:
+            raise JobFailure("OutputTooLarge", f"{what} answered more than {cap:,} bytes "
+                                               f"(limits.max_output_bytes is {cap:,})")
+    return bytes(body)
+
+
+def _http_failure(status: int, what: str, body: bytes) -> JobFailure:
+    snippet = body[:200].decode("utf-8", "replace").strip().replace("\n", " ")
+    detail = f": {snippet}" if snippet else ""
+    if status in (401, 403):
+        return JobFailure("Misconfigured", f"{what} refused the credentials (HTTP {status}){detail}")
+    if status in (408, 425, 429) or status >= 500:
+        return JobFailure("Unavailable", f"{what} answered HTTP {status}{detail}")
+    return JobFailure("Rejected", f"{what} answered HTTP {status}{detail}")
+
+
+async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+    """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
+    variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
+    raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
+    with _redacting(_env_values(str(spec.config["url"]), *raw_headers.values())):
+        return await _post_http(spec, value, ctx, raw_headers)
+
+
+async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: dict[str, str]) -> Any:
+    url = expand_env(str(spec.config["url"]), what="url")
+    headers = {k: expand_env(v, what=f"header {k}") for k, v in raw_headers.items()}
+    headers.setdefault("X-Oz0-Job", ctx.job_id)
+    what = f"the agent's URL {spec.config['url']}"
+    try:
+        async with httpx.AsyncClient(timeout=spec.limits.timeout_s, follow_redirects=False) as client:
+            async with client.stream("POST", url, json=value, headers=headers) as response:
+                body = await _read_capped(response, spec.limits.max_output_bytes, what)
+    except httpx.HTTPError as exc:
+        raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
+    parsed: Any = None
+    is_json = "json" in response.headers.get("content-type", "")
+    if is_json:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise JobFailure("InvalidOutput", f"{what} said it answered JSON but it does not parse: {exc}") from None
+    if response.status_code >= 400:
+        if isinstance(parsed, dict) and isinstance(parsed.get("success"), bool):
+            return parsed
+        raise _http_failure(response.status_code, what, body)
+    return parsed if is_json else body.decode("utf-8", "replace")
+
+
+# model ----------------------------------------------------------------------------------------
+
+def _schema_name(agent: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", agent)[:64] or "answer"
+
+
+async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+    """An OpenAI-compatible chat-completions endpoint. With an output schema the model is asked for
+    that structure (`response_format` json_schema); an answer that does not match goes back with the
+    reason, at most twice, then the job fails quoting the last reason."""
+    headers = {"Content-Type": "application/json"}
+    secrets: list[str] = []
+    key_env = spec.config.get("api_key_env")
+    if key_env:
+        key = os.environ.get(str(key_env))
+        if not key:
+            raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
+                                              "in the environment of the bot")
+        headers["Authorization"] = f"Bearer {key}"
+        secrets.append(key)
+    with _redacting(secrets):
+        return await _ask_model(spec, value, ctx, headers)
+
+
+async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict[str, str]) -> Any:
+    base_url = str(spec.config["base_url"]).rstrip("/")
+    url = f"{base_url}/chat/completions"
+    messages: list[dict[str, str]] = []
+    if spec.config.get("system"):
+        messages.append({"role": "system", "content": str(spec.config["system"])})
+    content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    messages.append({"role": "user", "content": content})
+    request: dict[str, Any] = {"model": spec.config["model"], "messages": messages}
+    if spec.output is not None:
+        request["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": _schema_name(spec.name), "schema": spec.output.schema, "strict": False}}
+    what = f"the model endpoint {base_url}"
+    reason = ""
+    async with httpx.AsyncClient(timeout=spec.limits.timeout_s) as client:
+        for attempt in range(1, MAX_MODEL_TRIES + 1):
+            try:
+                async with client.stream("POST", url, json=request, headers=headers) as response:
+                    body = await _read_capped(response, spec.limits.max_output_bytes, what)
+            except httpx.HTTPError as exc:
+                raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
+            if response.status_code >= 400:
+                raise _http_failure(response.status_code, what, body)
+            answer = _answer_text(body, what)
+            if spec.output is None:
+                return answer
+            try:
+                parsed = orjson.loads(answer)
+            except orjson.JSONDecodeError as exc:
+                reason = f"the answer is not JSON ({exc})"
+                parsed = None
+            else:
+                violations = spec.output.validate(parsed)
+                if not violations:
+                    return parsed
+                reason = "; ".join(v.describe() for v in violations[:3])
+            ctx.progress(f"answer {attempt} of {MAX_MODEL_TRIES} does not match the output schema: {reason}")
+            messages.append({"role": "assistant", "content": answer})
+            messages.append({"role": "user", "content": (
+                f"Your answer does not match the required JSON schema: {reason}. "
+                "Answer again with only a JSON document that matches the schema.")})
+    raise JobFailure("InvalidOutput", f"the model's answer did not match the output schema after "
+                                      f"{MAX_MODEL_TRIES} tries; the last reason: {reason}")
+
+
+def _answer_text(body: bytes, what: str) -> str:
+    try:
+        data = orjson.loads(body)
+        content = data["choices"][0]["message"]["content"]
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+        snippet = body[:200].decode("utf-8", "replace")
+        raise JobFailure("InvalidOutput", f"{what} did not answer a chat completion "
+                                          f"(no choices[0].message.content): {snippet}") from None
+    if not isinstance(content, str):
+        raise JobFailure("InvalidOutput", f"{what} answered a message without text content")
+    return content
+
+
+# the table ------------------------------------------------------------------------------------
+
+AGENT_KINDS: dict[str, AgentKind] = {
+    "python": run_python,
+    "command": run_command,
+    "http": run_http,
+    "model": run_model,
+    "mcp": run_mcp_agent,
+}

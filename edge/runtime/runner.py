@@ -1,0 +1,551 @@
+"""The runtime: installed plugins, journaled jobs, limits, retries and the audit log.
+
+One Runtime per process. A job is journaled before it runs (so a crash never loses it), its input is
+checked before the agent starts (`InvalidInput`, never retried), the agent runs under its limits
+(time, output size) and its retryable failures are retried with backoff, and its output is checked
+against the output contract before anyone sees it. Agent failures never raise out of `execute`: they
+end the job with a typed failure kind and a reason a person can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import orjson
+
+from oz0.edge.runtime.kinds import AGENT_KINDS
+from oz0.edge.cards.choice import choose_card, is_qzx_result
+from oz0.edge.cards.model import Card, Status
+from oz0.edge.contracts.compat import Change, check_upgrade, is_major_bump
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
+from oz0.edge.mcp.agents import with_known_contracts, with_tool_contracts
+from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
+from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
+
+__all__ = [
+    "AuditRecord",
+    "InstallResult",
+    "Job",
+    "JobFailure",
+    "MAX_INPUT_CHARS",
+    "RunContext",
+    "Runtime",
+    "UnknownAgent",
+    "content_hash",
+    "default_home",
+    "install_plugin",
+    "local_user",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+MAX_REASON_CHARS = 2000
+CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
+_PROCESS_TOKEN = uuid.uuid4().hex[:12]
+_HOST = socket.gethostname()
+_IGNORED = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
+
+MAX_INPUT_CHARS = 262_144
+
+
+class UnknownAgent(ValueError):
+    """No installed agent has this name; the message lists the ones there are."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        listing = ", ".join(known) if known else "none installed; try `oz0 plugin install DIR`"
+        super().__init__(f"no agent named {name!r}; installed agents: {listing}")
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("OZ0_HOME") or Path.home() / ".oz0").expanduser()
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _runner() -> str:
+    return f"{_HOST}:{os.getpid()}:{_PROCESS_TOKEN}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+class Runtime:
+    """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
+
+    def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
+                 backoff_s: float = 0.5) -> None:
+        self.home = Path(home).expanduser() if home is not None else default_home()
+        self.home.mkdir(parents=True, exist_ok=True)
+        url = database_url or os.environ.get("OZ0_DATABASE_URL") or f"sqlite:///{self.home / 'oz0.db'}"
+        self.store = Store(url)
+        self.backoff_s = backoff_s
+        self._plugins: dict[int, Plugin] = {}
+        self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
+
+    def close(self) -> None:
+        self.store.close()
+
+    @property
+    def plugins_dir(self) -> Path:
+        return self.home / "plugins"
+
+    # plugins and agents -----------------------------------------------------------------------
+
+    def installed(self) -> list[InstalledVersion]:
+        """The current version of every installed plugin, with its agents and contracts as stored."""
+        return self.store.current_versions()
+
+    def _load_installed(self, version: InstalledVersion) -> Plugin | None:
+        plugin = self._plugins.get(version.id)
+        if plugin is None:
+            try:
+                plugin = load_plugin(version.path)
+            except PluginError as exc:
+                log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
+                          version.version, version.path, exc)
+                return None
+            self._plugins[version.id] = plugin
+        return plugin
+
+    def plugins(self) -> list[Plugin]:
+        """The installed plugins (current versions), loaded from their stored copies."""
+        return [p for v in self.installed() if (p := self._load_installed(v)) is not None]
+
+    def agents(self) -> list[AgentSpec]:
+        """Installed agents, the current version of each plugin, by name."""
+        return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
+
+    def agent(self, name: str) -> AgentSpec:
+        return self._lookup(name)[0]
+
+    def _lookup(self, name: str) -> tuple[AgentSpec, Plugin]:
+        """The agent of this name and the plugin it comes from, in one read of the installed plugins."""
+        plugins = self.plugins()
+        for plugin in plugins:
+            for spec in plugin.agents:
+                if spec.name == name:
+                    return spec, plugin
+        raise UnknownAgent(name, sorted(a.name for p in plugins for a in p.agents))
+
+    # jobs -------------------------------------------------------------------------------------
+
+    def parse_input(self, spec: AgentSpec, text: str) -> Any:
+        """The input an agent gets: the text itself, or for an agent with an input schema the JSON
+        parsed and checked. Raises JobFailure("InvalidInput") naming the path and the rule."""
+        if isinstance(text, str) and len(text) > MAX_INPUT_CHARS:
+            raise JobFailure("InvalidInput", f"the input is {len(text):,} characters; an agent takes at most "
+                                             f"{MAX_INPUT_CHARS:,}. Send a reference to the data instead")
+        if spec.input is None:
+            if not isinstance(text, str):
+                raise JobFailure("InvalidInput", f"{spec.name} takes text, not {type(text).__name__}")
+            return text
+        hint = f"; for example: {spec.example}" if spec.example else ""
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise JobFailure("InvalidInput", f"{spec.name} takes JSON that matches {spec.input_schema_file}, "
+                                             f"and this is not JSON ({exc}){hint}") from None
+        violations = spec.input.validate(value)
+        if violations:
+            first = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            raise JobFailure("InvalidInput", f"the input at {first.json_path} breaks the rule '{first.keyword}' "
+                                             f"of {spec.input_schema_file}: {first.message}{more}{hint}")
+        return value
+
+    def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
+               dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None) -> tuple[Job, bool]:
+        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
+        plugin = version = None
+        try:
+            _, found = self._lookup(agent)
+            plugin, version = found.name, found.version
+        except UnknownAgent:
+            pass  # journaled anyway; execute ends it with UnknownAgent
+        row = {
+            "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
+            "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
+            "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
+            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
+            "runner": _runner(),
+        }
+        stored, created = self.store.insert_job(row)
+        return _job(stored), created
+
+    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None:
+        self.store.update_job(job_id, reply_to=dict(reply_to))
+
+    def job(self, job_id: str) -> Job | None:
+        row = self.store.job(job_id)
+        return _job(row) if row else None
+
+    def jobs(self, *, limit: int = 50) -> list[Job]:
+        return [_job(r) for r in self.store.jobs(limit=limit)]
+
+    async def run(self, agent: str, text: str, **submit_kwargs: Any) -> Job:
+        """Submit and execute: the finished job (a deduplicated one is returned as it stands)."""
+        on_progress = submit_kwargs.pop("on_progress", None)
+        job, created = self.submit(agent, text, **submit_kwargs)
+        if not created:
+            return job
+        return await self.execute(job.id, on_progress=on_progress)
+
+    async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Job:
+        """Run a queued job to its end. Never raises for agent failures; a job already claimed by
+        someone else (or finished) is returned as it stands."""
+        started = _now()
+        if not self.store.update_job(job_id, only_if_status=("queued",), status="running", started=started,
+                                     runner=_runner()):
+            job = self.job(job_id)
+            if job is None:
+                raise KeyError(f"no job {job_id!r}")
+            return job
+        job = self.job(job_id)
+        assert job is not None
+        attempts = 0
+        try:
+            spec, plugin = self._lookup(job.agent)
+            spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
+            value = self.parse_input(spec, job.input)
+            plugin_path = Path(plugin.path)
+            while True:
+                attempts += 1
+                self.store.update_job(job_id, attempts=attempts)
+                try:
+                    output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
+                                                                         on_progress))
+                    break
+                except JobFailure as failure:
+                    kind = self._failure_kind(spec, failure.kind)
+                    if not kind.retryable or attempts >= spec.limits.max_attempts:
+                        raise
+                    delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
+                    if on_progress:
+                        RunContext(job_id, spec, attempts, plugin_path, on_progress).progress(
+                            f"{failure.kind}: {failure.reason} — retrying in {delay:g}s "
+                            f"(attempt {attempts + 1} of {spec.limits.max_attempts})")
+                    await asyncio.sleep(delay)
+        except UnknownAgent as exc:
+            return self._end(job_id, "failed", attempts=attempts, kind="UnknownAgent", reason=str(exc))
+        except JobFailure as failure:
+            if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
+                reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
+                kind = "AgentError"
+            else:
+                reason, kind = failure.reason, failure.kind
+            return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason,
+                             output=failure.partial_output)
+        except asyncio.CancelledError:
+            self._end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
+                      reason="the bot stopped while the job was running")
+            raise
+        return self._end(job_id, "succeeded", attempts=attempts, output=output)
+
+    async def _attempt(self, spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+        """One run of the agent under its limits, its answer checked: the output or a JobFailure."""
+        kind = AGENT_KINDS.get(spec.kind)
+        if kind is None:
+            raise JobFailure("Misconfigured", f"agent kind {spec.kind!r} is not available in this bot; "
+                                              f"available kinds: {', '.join(AGENT_KINDS)}")
+        timeout = spec.limits.timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                output = await kind(spec, value, ctx)
+        except TimeoutError:
+            raise JobFailure("Timeout", f"the agent did not answer within {timeout:g} s "
+                                        f"(limits.timeout_s is {timeout:g}); it was stopped") from None
+        except JobFailure:
+            raise
+        except Exception as exc:
+            log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
+            raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
+        output = self._check_output(spec, output)
+        if spec.output is not None:
+            self._checked[ctx.job_id] = spec.output.digest
+            if len(self._checked) > CHECKED_JOBS_MAX:
+                self._checked.popitem(last=False)
+        return output
+
+    def _check_output(self, spec: AgentSpec, output: Any) -> Any:
+        cap = spec.limits.max_output_bytes
+        if isinstance(output, str):
+            size = len(output.encode("utf-8"))
+        else:
+            try:
+                size = len(orjson.dumps(output))
+            except TypeError as exc:
+                raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc}); answer strings, numbers, "
+                                                  "booleans, null, lists and objects with string keys") from None
+        if size > cap:
+            raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
+                                               f"({cap:,})")
+        if is_qzx_result(output) and output["success"] is False:
+            code = output.get("error_code")
+            kind = _declared_kind(spec, code) if isinstance(code, str) else None
+            message = output.get("error") if isinstance(output.get("error"), str) else output["message"]
+            if kind is None:
+                detail = f" (error_code {code!r} is not a failure kind it declares)" if code else ""
+                raise JobFailure("AgentError", f"the agent reported a failure{detail}: {message}",
+                                 partial_output=output)
+            raise JobFailure(kind, message, partial_output=output)
+        if spec.output is None:
+            if not isinstance(output, str):
+                raise JobFailure("InvalidOutput", f"the agent declares output: text but answered "
+                                                  f"{_json_kind(output)}; answer a string, or declare "
+                                                  "output_schema")
+            return output
+        violations = spec.output.validate(output)
+        if violations:
+            first = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            raise JobFailure("InvalidOutput", f"the answer at {first.json_path} breaks the rule '{first.keyword}' "
+                                              f"of {spec.output_schema_file}: {first.message}{more}",
+                             partial_output=output)
+        return output
+
+    def _failure_kind(self, spec: AgentSpec, name: str) -> FailureKind:
+        declared = spec.failure(name)
+        if declared is not None:
+            return declared
+        return BUILTIN_FAILURES.get(name) or FailureKind(name)
+
+    def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
+             reason: str | None = None) -> Job:
+        self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
+                              failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
+        job = self.job(job_id)
+        assert job is not None
+        return job
+
+    def recover_interrupted(self) -> list[Job]:
+        """Jobs a crashed process left queued or running become 'interrupted' with a reason; returned
+        (with their reply_to) so channels can say so in their threads. A job whose runner is still
+        alive on this host is left alone; one from another host only once it is past any deadline."""
+        recovered = []
+        now = _now()
+        for row in self.store.jobs(limit=10_000, statuses=ACTIVE_STATUSES):
+            if not self._orphaned(row, now):
+                continue
+            reason = ("the bot stopped before this job ended (it was "
+                      f"{'running' if row['status'] == 'running' else 'waiting to run'}); ask again to rerun it")
+            if self.store.update_job(row["id"], only_if_status=ACTIVE_STATUSES, status="interrupted",
+                                     failure_kind="Interrupted", failure_reason=reason, ended=now):
+                job = self.job(row["id"])
+                if job is not None:
+                    recovered.append(job)
+        return recovered
+
+    def _orphaned(self, row: Mapping[str, Any], now: float) -> bool:
+        host, _, rest = (row.get("runner") or "::").partition(":")
+        pid_text, _, token = rest.partition(":")
+        if host == _HOST and pid_text.isdigit():
+            pid = int(pid_text)
+            if pid == os.getpid():
+                return token != _PROCESS_TOKEN
+            return not _alive(pid)
+        since = row["started"] or row["created"]
+        return now - since > 6 * 3600
+
+    # audit and cards --------------------------------------------------------------------------
+
+    def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None:
+        self.store.add_audit(action, actor=actor, detail=detail)
+
+    def audit_log(self, *, limit: int = 100) -> list[AuditRecord]:
+        return self.store.audit_log(limit=limit)
+
+    def card(self, job: Job) -> Card:
+        """The card for a job: its answer drawn under its output contract, or its failure."""
+        title = job.agent
+        try:
+            spec: AgentSpec | None = self.agent(job.agent)
+        except UnknownAgent:
+            spec = None
+        contract = with_known_contracts(spec).output if spec is not None else None
+        if job.status == "succeeded":
+            checked = contract is not None and self._checked.get(job.id) == contract.digest
+            return choose_card(job.output, contract, title=title, checked=checked)
+        if job.status in FAILED_STATUSES:
+            kind = job.failure_kind or "Failed"
+            status = Status(success=False, message=job.failure_reason or "the job failed",
+                            error_code=snake_case(kind))
+            if is_qzx_result(job.output):
+                card = choose_card(job.output, None, title=title)
+                merged = replace(card.status, error_code=snake_case(kind)) if card.status else status
+                return replace(card, status=merged)
+            notes = tuple(n for n in (_failure_note(self, spec, job),) if n)
+            return Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
+        return Card(form="text", title=title, text_format="plain",
+                    status=Status(success=True, message=f"job {job.id} is {job.status}"), text="")
+
+
+def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
+    if spec is None:
+        return ""
+    kind = runtime._failure_kind(spec, job.failure_kind or "")
+    parts = []
+    if kind.person:
+        parts.append("a person needs to act before this can work")
+    if kind.partial:
+        parts.append("the agent may have done part of the work")
+    if job.attempts > 1:
+        parts.append(f"tried {job.attempts} times")
+    return "; ".join(parts)
+
+
+def _declared_kind(spec: AgentSpec, code: str) -> str | None:
+    for candidate in (code, "".join(p[:1].upper() + p[1:] for p in code.split("_"))):
+        if spec.failure(candidate) is not None:
+            return candidate
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    if value is None:
+        return "nothing (null)"
+    return f"a {type(value).__name__}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _job(row: Mapping[str, Any]) -> Job:
+    return Job(
+        id=row["id"], agent=row["agent"], requester=row["requester"], channel=row["channel"],
+        input=row["input"], status=row["status"], output=row.get("output"), failure_kind=row.get("failure_kind"),
+        failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
+        ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
+        reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
+    )
+
+
+# installing -----------------------------------------------------------------------------------
+
+def _files(root: Path) -> list[Path]:
+    out = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part in _IGNORED for part in rel.parts) or path.suffix == ".pyc":
+            continue
+        if path.is_file():
+            out.append(path)
+    return out
+
+
+def content_hash(root: str | Path) -> str:
+    """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
+    root = Path(root)
+    digest = hashlib.sha256()
+    for path in _files(root):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+class InstallResult:
+    """What an install did: the stored version, and whether it was already the current one."""
+
+    def __init__(self, version: InstalledVersion, *, unchanged: bool, previous: InstalledVersion | None,
+                 changes: tuple[Change, ...] = ()) -> None:
+        self.version = version
+        self.unchanged = unchanged
+        self.previous = previous
+        self.changes = changes
+
+
+def _agent_row(spec: AgentSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name, "kind": spec.kind, "description": spec.description,
+        "input_schema_file": spec.input_schema_file,
+        "input_schema": spec.input.schema if spec.input is not None else None,
+        "input_hash": spec.input.digest if spec.input is not None else None,
+        "output_schema_file": spec.output_schema_file,
+        "output_schema": spec.output.schema if spec.output is not None else None,
+        "output_hash": spec.output.digest if spec.output is not None else None,
+        "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
+                              "description": f.description} for f in spec.failures},
+        "limits": {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
+                   "max_attempts": spec.limits.max_attempts},
+    }
+
+
+def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
+                   actor: str | None = None) -> InstallResult:
+    """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
+    its version, agents and contracts (the schemas themselves and their hashes) recorded and made
+    current in one transaction. Installing the same content again changes nothing.
+
+    Raises PluginError when an agent name belongs to another installed plugin, and UpgradeRefused
+    (edge.compat) when the new version breaks the installed one's contracts without a new major version
+    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
+    is recorded in the audit log as `plugin.contracts.breaking`.
+    """
+    actor = actor or local_user()
+    digest = content_hash(plugin.path)
+    previous = runtime.store.current_version(plugin.name)
+    if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
+        return InstallResult(previous, unchanged=True, previous=previous)
+    owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
+    for spec in plugin.agents:
+        if spec.name in owners:
+            raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
+                              "agent names are unique across plugins, so rename one",
+                              file=spec.file, location="$.name")
+    changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
+    target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
+    if not (target / "plugin.yaml").is_file():
+        staging = target.with_name(target.name + f".tmp{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(plugin.path, staging, ignore=shutil.ignore_patterns(*_IGNORED, "*.pyc"))
+        staging.replace(target) if not target.exists() else shutil.rmtree(staging, ignore_errors=True)
+    stored_plugin = load_plugin(target)
+    detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
+              "previous_version": previous.version if previous else None,
+              "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
+              "changes": [c.to_dict() for c in changes]}
+    version = runtime.store.record_version(
+        plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
+        description=plugin.description, installed_by=actor,
+        agent_rows=[_agent_row(a) for a in stored_plugin.agents], audit_detail=detail)
+    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
+        runtime.audit("plugin.contracts.breaking", actor=actor, detail={
+            "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
+            "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
+    return InstallResult(version, unchanged=False, previous=previous, changes=changes)
+
+
+def local_user() -> str:
+    """Who is asking from this machine's shell: `cli:<login>`, for the journal and the audit log."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name in this environment (a container without passwd)
+        return "cli"
