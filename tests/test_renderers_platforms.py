@@ -13,11 +13,7 @@ from oz0.edge import choose_card, load_contract, load_json_file
 from oz0.edge.cards.model import Card, Status
 from hostile import big_cards
 from renderer_oracles import CHECKS, discord_outside_code
-from oz0.renderers import RENDERERS
-from oz0.renderers import discord_message
-from oz0.renderers import html_console
-from oz0.renderers import markdown_blocks
-from oz0.renderers import slack_blocks
+from oz0.renderers import RENDERERS, discord_message, html_console, markdown_blocks, slack_blocks
 from oz0.renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}

@@ -285,7 +285,7 @@ def to_discord_payload(card: Card, *, share_job: str | None = None,
     The Discord renderer's body with every `oz0_` key removed, mentions parsing nothing, and with
     `share_job` the "Share in channel" button (disabled when `shared`) appended.
     """
-    rendered = renderers.render(card, "discord")
+    rendered = renderers.RENDERERS["discord"](card)  # TRANSITIONAL: the legacy dict, until the ask flow takes Rendered
     body = {k: v for k, v in rendered.items() if not k.startswith("oz0_")}
     attachments = list(rendered.get("oz0_attachments") or [])
     body["allowed_mentions"] = dict(NO_MENTIONS)

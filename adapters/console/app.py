@@ -391,9 +391,7 @@ class _Pages:
 def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
     """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON, and
     whether the full result is offered as a file (the card was cut, or not drawn)."""
-    from oz0.renderers import discord_message
-    from oz0.renderers import html_console
-    from oz0.renderers import slack_blocks
+    from oz0.renderers import discord_message, html_console, slack_blocks
 
     fragment = html_console.render(card)
     # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
