@@ -17,6 +17,7 @@ from oz0.edge.contracts.schema import Violation
 
 __all__ = [
     "FORMS",
+    "Action",
     "Attachment",
     "Card",
     "DiffBody",
@@ -97,6 +98,23 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Action:
+    """A button under a card ("Share in channel", "Yes", "Approve"), as neutral data.
+
+    Renderers draw actions within their platform's limits (a Slack `actions` block: `action_id` is
+    `id`, `value` is `value`; a Discord action row: `custom_id` is `f"{id}:{value}"`, at most 100
+    characters), so an adapter never builds markup; it reads a click back by the same two fields.
+    `style` is "default", "primary" or "danger".
+    """
+
+    id: str
+    label: str
+    value: str = ""
+    style: Literal["default", "primary", "danger"] = "default"
+    disabled: bool = False
+
+
+@dataclass(frozen=True)
 class DiffLine:
     """One line of a unified diff: `op` is ' ' (context), '+', '-' or '@' (a hunk header)."""
 
@@ -145,7 +163,8 @@ class Card:
     `reason` says why, `violations` lists what broke, and `attachment` carries the full result.
     `full_result` is the result as compact JSON, as `choose_card` measured it for the size rule, kept
     so that a renderer that cuts the card can upload the whole result without serializing it again
-    (empty for cards built by hand; not part of `to_dict()`).
+    (empty for cards built by hand; not part of `to_dict()`). `actions` are buttons the renderer draws
+    under the card (added by the adapter that asked, e.g. "Share in channel").
     """
 
     form: Form
@@ -164,6 +183,7 @@ class Card:
     attachment: Attachment | None = None
     notes: tuple[str, ...] = ()
     full_result: bytes = field(default=b"", repr=False, compare=False)
+    actions: tuple[Action, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral card as JSON-ready data (`oz0 render --to card`)."""
@@ -191,6 +211,9 @@ class Card:
             out["attachment"] = self.attachment.to_dict()
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.actions:
+            out["actions"] = [{"id": a.id, "label": a.label, "value": a.value, "style": a.style,
+                               "disabled": a.disabled} for a in self.actions]
         return out
 
     def degrade(self) -> "Card":
