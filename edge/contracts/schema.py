@@ -3,7 +3,9 @@
 A contract is the schema an agent or tool declares for what it takes or answers. Every `$ref` is
 checked when the schema is loaded, not lazily when an instance happens to reach it: a reference must
 resolve inside the same document (`#/...`, `#anchor`, or an `$id` embedded in that document), or be
-one of the known meta-schemas, which resolve locally. The compiled validator is built `offline` with
+one of the known meta-schemas, which resolve locally. References are resolved by the `referencing`
+library under the schema's own draft, so its URI rules (`urn:` bases, draft-07 `"$id": "#foo"`
+anchors) are the ones the validator applies. The compiled validator is built `offline` with
 a retriever that refuses, so nothing can be fetched even if the load-time check had a gap.
 """
 
@@ -16,10 +18,13 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import unquote, urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import jsonschema_rs
 import orjson
+from referencing import Registry
+from referencing.exceptions import NoSuchAnchor, PointerToNowhere, Unresolvable
+from referencing.jsonschema import specification_with
 
 __all__ = [
     "DIALECTS",
@@ -113,7 +118,7 @@ class Contract:
     dialect: str
     digest: str
     _validator: Any = field(repr=False)
-    _resources: dict[str, Any] = field(repr=False)
+    _registry: Registry = field(repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return self._validator.is_valid(instance)
@@ -131,8 +136,7 @@ class Contract:
 
     def resolve(self, ref: str, *, base: str = "") -> Any:
         """The subschema a local `$ref` names (used to follow properties for card order)."""
-        target, _ = _resolve_ref(ref, base or self._root_base(), self._resources, self.schema)
-        return target
+        return _resolve_ref(ref, base or self._root_base(), self._registry)
 
     def _root_base(self) -> str:
         root_id = self.schema.get("$id") if isinstance(self.schema, dict) else None
@@ -208,7 +212,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     if cached is not None:
         return cached
     dialect = _dialect(schema, source)
-    resources = _check_refs(schema, source)
+    registry = _check_refs(schema, source, dialect)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
@@ -227,7 +231,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot compile: {first}", source=source) from None
     with _lock:
         _compiles += 1
-        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources)
+        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, registry)
         _cache[digest] = contract
     return contract
 
@@ -282,6 +286,8 @@ def _walk(schema: Any, base: str, path: tuple[Any, ...], depth: int, source: str
         raise ContractError(f"schema nests deeper than {MAX_SCHEMA_DEPTH} levels", source=source,
                             location=_pointer(path))
     own_id = schema.get("$id")
+    if own_id is not None and not isinstance(own_id, str):
+        raise ContractError("$id must be a string", source=source, location=_pointer(path + ("$id",)))
     if isinstance(own_id, str) and not own_id.startswith("#"):
         base = _norm(urljoin(base, own_id))
     yield schema, base, path
@@ -289,21 +295,12 @@ def _walk(schema: Any, base: str, path: tuple[Any, ...], depth: int, source: str
         yield from _walk(sub, base, path + sub_path, depth + 1, source)
 
 
-def _check_refs(schema: Any, source: str) -> dict[str, Any]:
-    """Map every resource and anchor in the document, then prove each `$ref` lands on one."""
-    root_base = _norm(schema.get("$id", "urn:oz0:root")) if isinstance(schema, dict) else "urn:oz0:root"
-    resources: dict[str, Any] = {}
+def _check_refs(schema: Any, source: str, dialect: str) -> Registry:
+    """Register the document's resources and anchors, then prove each `$ref` lands on one."""
+    root_id = schema.get("$id") if isinstance(schema, dict) else None
+    root_base = _norm(root_id) if isinstance(root_id, str) else "urn:oz0:root"
     nodes = list(_walk(schema, root_base, (), 0, source))
-    for node, base, _ in nodes:
-        resources.setdefault(base, node)
-        for key in ("$anchor", "$dynamicAnchor"):
-            if isinstance(node.get(key), str):
-                resources[f"{base}#{node[key]}"] = node
-        legacy = node.get("$id")
-        if isinstance(legacy, str) and "#" in legacy and not legacy.endswith("#"):
-            doc, frag = urldefrag(urljoin(base, legacy))
-            if frag and not frag.startswith("/"):
-                resources[f"{doc}#{frag}"] = node
+    registry = Registry().with_resource(root_base, specification_with(dialect).create_resource(schema)).crawl()
     for node, base, path in nodes:
         for key in ("$ref", "$dynamicRef", "$recursiveRef"):
             ref = node.get(key)
@@ -313,44 +310,45 @@ def _check_refs(schema: Any, source: str) -> dict[str, Any]:
             if not isinstance(ref, str):
                 raise ContractError(f"{key} must be a string", source=source, location=where)
             try:
-                _resolve_ref(ref, base, resources, schema)
+                _resolve_ref(ref, base, registry)
             except LookupError as exc:
                 raise ContractError(f"{key} {ref!r} {exc}", source=source, location=where) from None
-    return resources
+    return registry
+
+
+_META_NAMESPACES = tuple(k.rsplit("/", 1)[0] + "/" for k in DIALECTS)
 
 
 def _is_meta_schema(uri: str) -> bool:
     doc = _norm(uri).rstrip("#")
-    return doc in DIALECTS or doc.startswith(tuple(k.rsplit("/", 1)[0] + "/meta/" for k in DIALECTS))
+    return doc in DIALECTS or doc.startswith(tuple(ns + "meta/" for ns in _META_NAMESPACES))
 
 
-def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> tuple[Any, str]:
-    if ref.startswith("#"):
-        doc, fragment = base, unquote(ref[1:])
-    else:
-        doc, fragment = urldefrag(urljoin(base, ref))
-    if doc not in resources:
-        if _is_meta_schema(doc):
-            return {}, doc
-        scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
-        if scheme in ("http", "https", "file", "ftp"):
-            raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "
-                              "under $defs and refer to it as '#/$defs/...'")
-        raise LookupError("does not resolve inside this document; refer to '#/$defs/...' or an $id embedded here")
-    node = resources[doc]
-    if not fragment:
-        return node, doc
-    if not fragment.startswith("/"):
-        anchored = resources.get(f"{doc}#{fragment}")
-        if anchored is None:
-            raise LookupError(f"names anchor {fragment!r}, which this document does not define")
-        return anchored, doc
-    for token in fragment.split("/")[1:]:
-        token = unquote(token).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise LookupError("points at nothing: no such location in this document")
-    return node, doc
+def _without_dot_segments(uri: str) -> str:
+    """RFC 3986 dot-segment removal, which urljoin applies to a path it resolves."""
+    return urljoin(uri, urlsplit(uri).path) if "/." in uri else uri
+
+
+def _resolve_ref(ref: str, base: str, registry: Registry) -> Any:
+    try:
+        return registry.resolver(base_uri=base).lookup(ref).contents
+    except NoSuchAnchor as exc:
+        raise LookupError(f"names anchor {exc.anchor!r}, which this document does not define") from None
+    except PointerToNowhere:
+        raise LookupError("points at nothing: no such location in this document") from None
+    except Unresolvable:
+        pass
+    except (ValueError, TypeError):
+        raise LookupError("points at nothing: no such location in this document") from None
+    doc = urldefrag(urljoin(base, ref))[0]
+    resolved = _without_dot_segments(doc)
+    if _is_meta_schema(resolved):
+        return {}
+    if resolved != doc and doc.startswith(_META_NAMESPACES):
+        raise LookupError(f"leaves the meta-schema namespace: its '..' segments make it {resolved!r}, "
+                          "which is not a known meta-schema; nothing is fetched")
+    scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
+    if scheme in ("http", "https", "file", "ftp"):
+        raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "
+                          "under $defs and refer to it as '#/$defs/...'")
+    raise LookupError("does not resolve inside this document; refer to '#/$defs/...' or an $id embedded here")
