@@ -1,4 +1,4 @@
-"""A running Discord channel for tests: `adapters.discord_client.serve` with a real discord.py client,
+"""A running Discord channel for tests: `oz0.adapters.chat.discord.serve` with a real discord.py client,
 a real Runtime on a SQLite file with a plugin of small agents, and the loopback Discord stand-in as
 both the HTTP API and the gateway."""
 

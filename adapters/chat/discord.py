@@ -22,13 +22,8 @@ What is Discord's here:
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import logging
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 import discord
 import yarl
@@ -36,11 +31,11 @@ from discord import app_commands
 from discord.http import Route
 
 from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
+from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
+from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow, Restarts
-from oz0.adapters.chat.wire import Ask, ChatRuntime, ShareClick, Syntax, WireRefused
-from oz0.edge.cards.model import Attachment, Card
+from oz0.adapters.chat.wire import Ask, ChatRuntime, ShareClick
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.renderers.rendered import Rendered
 
 __all__ = [
     "AGENT_FIELD",
@@ -49,7 +44,6 @@ __all__ = [
     "DiscordChannel",
     "DiscordConfigError",
     "DiscordSettings",
-    "DiscordWire",
     "INPUT_FIELD",
     "INTERACTION_TOKEN_S",
     "ReplyTarget",
@@ -64,109 +58,16 @@ __all__ = [
 
 log = logging.getLogger("oz0.discord")
 
-INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
-TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
-COMPONENTS_V2 = 1 << 15          # message flag IS_COMPONENTS_V2
-MAX_COMPONENTS = 40              # TRANSITIONAL (the renderer's, see with_actions): components in a message
 MAX_CHOICES = 25                 # autocomplete answers and select options: at most 25
 MAX_INPUT_CHARS = 4000           # a modal text input holds at most 4,000 characters
 STOP_GRACE_S = 5.0               # how long running jobs may finish when the channel stops
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
-ASK_MESSAGE_COMMAND = "Ask an agent about this"
 AGENT_FIELD = "oz0:ask:agent"
 INPUT_FIELD = "oz0:ask:input"
 
 
-class DiscordConfigError(ValueError):
-    """The Discord settings in the environment cannot work: names the variable and what it needs."""
-
-
-# ---- settings -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DiscordSettings:
-    """The channel's settings, from the environment (names as in the README)."""
-
-    token: str = field(repr=False)
-    guild_ids: tuple[int, ...] = ()
-    api_url: str | None = None
-    shard_count: int | None = None
-    shard_ids: tuple[int, ...] | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "DiscordSettings":
-        token = env.get("DISCORD_TOKEN", "").strip()
-        if not token:
-            raise DiscordConfigError("DISCORD_TOKEN is not set: the Discord channel needs the bot token "
-                                     "(Developer Portal > your application > Bot > Reset Token)")
-        guilds = _ids(env.get("DISCORD_GUILD_IDS", ""), "DISCORD_GUILD_IDS")
-        api_url = env.get("DISCORD_API_URL", "").strip().rstrip("/") or None
-        if api_url and not api_url.startswith(("http://", "https://")):
-            raise DiscordConfigError(f"DISCORD_API_URL must be an http(s) URL such as "
-                                     f"https://discord.com/api/v10, not {api_url!r}")
-        count_text = env.get("DISCORD_SHARD_COUNT", "").strip()
-        shard_ids = _ids(env.get("DISCORD_SHARD_IDS", ""), "DISCORD_SHARD_IDS") or None
-        count = None
-        if count_text:
-            if not count_text.isdigit() or int(count_text) < 1:
-                raise DiscordConfigError(f"DISCORD_SHARD_COUNT must be a whole number of at least 1, "
-                                         f"not {count_text!r}")
-            count = int(count_text)
-        if shard_ids is not None:
-            if count is None:
-                raise DiscordConfigError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the bot's total shards)")
-            wrong = [s for s in shard_ids if s >= count]
-            if wrong:
-                raise DiscordConfigError(f"DISCORD_SHARD_IDS {wrong} are not below DISCORD_SHARD_COUNT {count}")
-        return cls(token=token, guild_ids=guilds, api_url=api_url, shard_count=count, shard_ids=shard_ids)
-
-    @property
-    def sharded(self) -> bool:
-        return self.shard_count is not None
-
-
-def _ids(text: str, name: str) -> tuple[int, ...]:
-    parts = [p.strip() for p in text.replace(" ", ",").split(",") if p.strip()]
-    bad = [p for p in parts if not p.isdigit()]
-    if bad:
-        raise DiscordConfigError(f"{name} must be numbers separated by commas; {bad[0]!r} is not one")
-    return tuple(int(p) for p in parts)
-
-
-def configured(env: Mapping[str, str]) -> bool:
-    """Whether `oz0 serve` should start the Discord channel: a bot token is set."""
-    return bool(env.get("DISCORD_TOKEN", "").strip())
-
-
 # ---- pure translations ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ReplyTarget:
-    """Where the answer goes: the interaction's original response, or (token expired) its channel."""
-
-    application_id: str
-    token: str = field(repr=False)
-    channel_id: str
-    user_id: str
-    guild_id: str | None = None
-    created: float = 0.0          # when Discord created the interaction (its token's clock)
-    interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "discord", "application_id": self.application_id, "token": self.token,
-               "channel": self.channel_id, "user": self.user_id, "guild": self.guild_id, "created": self.created}
-        return {k: v for k, v in out.items() if v is not None}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
-        return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
-                   channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
-                   guild_id=data.get("guild"), created=float(data.get("created") or 0.0))
-
-    def token_usable(self, *, now: float, lifetime_s: float) -> bool:
-        return bool(self.token) and now < self.created + lifetime_s - min(TOKEN_MARGIN_S, lifetime_s / 10)
-
 
 def asker_of(data: Mapping[str, Any]) -> Asker:
     """Who asks and where, from an interaction payload: guild, channel, user and role ids."""
@@ -254,129 +155,6 @@ def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             if isinstance(value, str):
                 out[str(comp["custom_id"])] = value
     return out
-
-
-# ---- Discord calls out ----------------------------------------------------------------------
-
-class DiscordWire:
-    """The ask flow's calls (`ChatWire`) as Discord interaction responses and HTTP API requests."""
-
-    platform = "discord"
-    name = "Discord"
-    syntax = Syntax(example=lambda agent, value: f"/ask agent:{agent} input:{value}",
-                    help_notes=(f"Run one with /ask, or on a message: Apps > {ASK_MESSAGE_COMMAND}.",),
-                    unknown_hint="/agents lists them with their inputs.", help_form="key_values")
-
-    def __init__(self, client: discord.Client, *, token_lifetime_s: float) -> None:
-        self.client = client
-        self.token_lifetime_s = token_lifetime_s
-
-    async def with_groups(self, asker: Asker) -> Asker:
-        return asker   # the roles come with the interaction
-
-    def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
-        return {"platform": "discord", "agent": ask.agent, "guild": asker.workspace, "channel": asker.channel,
-                "user": asker.user, "roles": list(asker.groups)}
-
-    async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
-        await ask.reply.interaction.response.send_message(discord.utils.escape_markdown(message), ephemeral=True)
-
-    async def show_help(self, ask: Ask, rendered: Rendered) -> None:
-        await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
-        await self._send(_original(ask.reply), rendered.payload, rendered.uploads)
-
-    async def ignore(self, ask: Ask) -> None:
-        return None   # the first delivery was answered; an interaction takes one answer
-
-    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
-        await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
-        return ask.reply
-
-    def private(self, reply: ReplyTarget) -> bool:
-        return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
-
-    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[ReplyTarget, str | None]:
-        return reply, None   # a file shows inside the card, where its File component points
-
-    async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
-        """Edit the asker's private response into the card; after the token's 15 minutes, post in the channel."""
-        if self.private(reply):
-            try:
-                await self._send(_original(reply), rendered.payload, rendered.uploads)
-                return
-            except discord.NotFound:
-                log.warning("the response in channel %s is gone (token expired?); posting in the channel",
-                            reply.channel_id)
-            except discord.HTTPException as exc:
-                raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
-        route = Route("POST", "/channels/{channel_id}/messages", channel_id=reply.channel_id)
-        try:
-            await self._send(route, rendered.payload, rendered.uploads)
-        except discord.HTTPException as exc:
-            log.error("could not post a card in channel %s: %s %s", reply.channel_id, exc.status, exc.text)
-
-    async def progress(self, reply: ReplyTarget, rendered: Rendered) -> None:
-        if self.private(reply):
-            await self._send(_original(reply), rendered.payload)
-
-    async def notice(self, reply: ReplyTarget, text: str) -> None:
-        await reply.interaction.response.send_message(text, ephemeral=True)
-
-    async def share(self, click: ShareClick, public: Rendered, marked: Rendered) -> None:
-        reply: ReplyTarget = click.reply
-        await reply.interaction.response.defer()
-        followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}",
-                         webhook_id=reply.application_id, webhook_token=reply.token)
-        await self._send(followup, public.payload, public.uploads)
-        await self._send(_original(reply), marked.payload)
-
-    def share_note(self, user: str, agent: str) -> str | None:
-        return None   # Discord shows who ran the command above the shared message
-
-    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
-        return ReplyTarget.from_dict(data)
-
-    async def _send(self, route: Route, body: Mapping[str, Any], files: Sequence[Attachment] = ()) -> Any:
-        """Send a message body as it is through discord.py's HTTP client (its rate limits, its retries)."""
-        if not files:
-            return await self.client.http.request(route, json=body)
-        body = {**body, "attachments": [{"id": i, "filename": f.filename} for i, f in enumerate(files)]}
-        uploads = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in files]
-        form = [{"name": "payload_json", "value": json.dumps(body, ensure_ascii=False)}]
-        form += [{"name": f"files[{i}]", "value": u.fp, "filename": u.filename, "content_type": f.content_type}
-                 for i, (u, f) in enumerate(zip(uploads, files))]
-        return await self.client.http.request(route, form=form, files=uploads)
-
-    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
-        """TRANSITIONAL (removed when discord_message draws Card.actions): the card's buttons as an
-        action row, when the message has room for it under Discord's 40 components."""
-        if not card.actions:
-            return rendered
-        row = {"type": 1, "components": [discord.ui.Button(
-            label=a.label, custom_id=f"{a.id}:{a.value}", disabled=a.disabled,
-            style=discord.ButtonStyle.primary if a.style == "primary" else discord.ButtonStyle.danger
-            if a.style == "danger" else discord.ButtonStyle.secondary).to_component_dict() for a in card.actions]}
-        components = list(rendered.payload.get("components") or [])
-        if int(rendered.payload.get("flags") or 0) & COMPONENTS_V2 and _count(components) + _count([row]) > MAX_COMPONENTS:
-            log.warning("a card uses %d components; no room for its buttons (limit %d)", _count(components),
-                        MAX_COMPONENTS)
-            return rendered
-        return replace(rendered, payload={**rendered.payload, "components": components + [row]})
-
-
-def _count(components: Iterable[Mapping[str, Any]]) -> int:
-    """TRANSITIONAL (with `with_actions`): components in a message, nested ones included."""
-    total = 0
-    for comp in components:
-        total += 1 + _count(comp.get("components") or ())
-        total += sum(_count([comp[k]]) for k in ("accessory", "component") if isinstance(comp.get(k), dict))
-    return total
-
-
-def _original(reply: ReplyTarget) -> Route:
-    return Route("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/@original",
-                 webhook_id=reply.application_id, webhook_token=reply.token)
 
 
 # ---- the channel ----------------------------------------------------------------------------
@@ -552,7 +330,7 @@ class DiscordChannel:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Log in, connect to the gateway and answer until `stop` is set; then close cleanly."""
-        with _api_base(self.settings.api_url):
+        with api_base(self.settings.api_url):
             async with self.client:
                 await self.client.login(self.settings.token)
                 connection = asyncio.create_task(self.client.connect(reconnect=True), name="discord-gateway")
@@ -568,21 +346,6 @@ class DiscordChannel:
                         raise connection.exception()  # type: ignore[misc]
                     connection.cancel()
                     await asyncio.gather(connection, return_exceptions=True)
-
-
-@contextmanager
-def _api_base(api_url: str | None) -> Iterator[None]:
-    """discord.py's API base (and so the gateway found from it) for the life of the channel."""
-    if not api_url:
-        yield
-        return
-    old_base, old_gateway = Route.BASE, discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-    Route.BASE = api_url
-    try:
-        yield
-    finally:
-        Route.BASE = old_base
-        discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = old_gateway
 
 
 # ---- oz0 serve ------------------------------------------------------------------------------
