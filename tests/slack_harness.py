@@ -31,10 +31,16 @@ __all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_cha
 
 IMPL = """\
     import asyncio
+    import threading
 
-    async def echo(text):
+    async def echo(text, ctx):
         if text.startswith("sleep "):
             await asyncio.sleep(float(text.split()[1]))
+        if text.startswith("progress "):
+            ctx.progress("step 1 of 2: " + text.split(None, 1)[1])
+            await asyncio.sleep(0.3)
+        if text == "which thread":
+            return "echo: on " + threading.current_thread().name
         return "echo: " + text
 
     def deploys(value):
