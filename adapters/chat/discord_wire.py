@@ -86,6 +86,9 @@ class DiscordWire:
     async def ignore(self, ask: Ask) -> None:
         return None   # the first delivery was answered; an interaction takes one answer
 
+    def working_first(self, ask: Ask) -> bool:
+        return False   # an interaction takes one answer: a replayed one must find the journal first
+
     async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
         await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
         return ask.reply

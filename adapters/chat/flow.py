@@ -6,6 +6,9 @@ A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in t
 - The platform's delivery id is journaled before anything is said: a job under its dedupe key (the
   journal's unique key), a help or a refusal as a claim. A redelivery (Slack retries, a Discord
   gateway resume) finds it and is answered by nobody, even across a restart or another replica.
+  Only where the platform's deadline is too short to wait for a journal write under load (Slack's
+  slash command ack, `ChatWire.working_first`) is "working..." shown first: a redelivery then sees
+  that again, and nothing more.
 - The job runs on the channel's `JobLoop`, never on the gateway's or web server's loop; the
   "working..." message shows its progress and is replaced by the card, files uploaded beside it.
 - A private answer carries "Share in channel": only the asker may share it, once (a durable claim).
@@ -91,7 +94,7 @@ class AskFlow:
     async def ask(self, ask: Ask) -> None:
         """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
         asker = await self.wire.with_groups(ask.asker)
-        specs = await self.jobs.call(self.runtime.agents)
+        specs = self.runtime.agents()   # a read of milliseconds: here, not queued in a thread before the ack
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
@@ -114,14 +117,18 @@ class AskFlow:
                 card = agent_help_card(spec, self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
+        early = self.wire.working_first(ask)
+        reply = await self.wire.working(ask, agent=ask.agent) if early else ask.reply
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
-                                        reply_to=ask.reply.to_dict())
+                                        reply_to=reply.to_dict())
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
-            await self.wire.ignore(ask)
+            if not early:
+                await self.wire.ignore(ask)
             return
-        reply = await self.wire.working(ask, agent=job.agent)
+        if not early:
+            reply = await self.wire.working(ask, agent=job.agent)
         if reply.to_dict() != ask.reply.to_dict():
             await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")

@@ -129,6 +129,10 @@ class SlackWire:
         if ask.reply.ack is not None:
             await ask.reply.ack()
 
+    def working_first(self, ask: Ask) -> bool:
+        # A command's ack (3 s) would queue behind journal writes under load: measured by bench/slack_ack.py.
+        return ask.reply.ack is not None
+
     async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
         reply: ReplyTarget = ask.reply
         if reply.ack is not None:
@@ -286,6 +290,10 @@ class SlackWire:
     async def ignore(self, ask: Ask) -> None:
         if ask.reply.ack is not None:
             await ask.reply.ack()
+
+    def working_first(self, ask: Ask) -> bool:
+        # A command's ack (3 s) would queue behind journal writes under load: measured by bench/slack_ack.py.
+        return ask.reply.ack is not None
 
     async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
         reply: ReplyTarget = ask.reply

@@ -4,11 +4,12 @@ A chat platform wants its answer within seconds, so a channel acknowledges first
 task: `ChannelTasks` keeps those referenced, logs what they raise, and on stop lets them finish for
 a grace period before cancelling the rest (the runtime journals them as interrupted).
 
-`JobLoop` is the one concurrency model of every channel: agents, and the runtime's synchronous
-journal writes, run on an event loop of its own in one thread, never on the gateway's or the web
-server's loop. A burst of jobs on the channel's loop would queue the next acks behind them;
-measured with bench/slack_ack.py, 200 concurrent asks then pushed acks past Slack's 3 seconds. On
-one long-lived loop (not a loop per job) the agents' connection pools stay valid between jobs.
+`JobLoop` is the one concurrency model of every channel: agents run on an event loop of its own in
+one thread, never on the gateway's or the web server's loop, and the flow's synchronous journal
+calls run in the default executor's bounded threads. A burst of jobs on the channel's loop would
+queue the next acks behind them; measured with bench/slack_ack.py, 200 concurrent asks then pushed
+acks past Slack's 3 seconds, and so did journal writes queued behind the agents on the jobs loop.
+On one long-lived loop (not a loop per job) the agents' connection pools stay valid between jobs.
 """
 
 from __future__ import annotations
@@ -78,10 +79,9 @@ class JobLoop:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))  # type: ignore[arg-type]
 
     async def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`func(*args, **kwargs)` on the jobs thread (a journal write, a card drawn)."""
-        async def call() -> T:
-            return func(*args, **kwargs)
-        return await self.run(call())
+        """`func(*args, **kwargs)` (a journal write, a card drawn) off the channel's loop, in the default
+        executor's bounded threads: never queued behind the agents on the jobs loop."""
+        return await asyncio.to_thread(func, *args, **kwargs)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -126,6 +126,11 @@ class ChatWire(Protocol):
         """A redelivery: answer the platform (an ack) and nobody else."""
         ...
 
+    def working_first(self, ask: Ask) -> bool:
+        """Whether "working..." must be shown before the job is journaled (the platform's deadline
+        for its first answer is too short to wait behind a journal write under load)."""
+        ...
+
     async def working(self, ask: Ask, *, agent: str) -> Any:
         """Show that the job runs; the reply target, updated if the platform named the message."""
         ...
