@@ -1,4 +1,4 @@
-"""A running Discord channel for tests: `adapters.discord_client.serve` with a real discord.py client,
+"""A running Discord channel for tests: `oz0.adapters.chat.discord.serve` with a real discord.py client,
 a real Runtime on a SQLite file with a plugin of small agents, and the loopback Discord stand-in as
 both the HTTP API and the gateway."""
 
@@ -34,6 +34,7 @@ RESTRICTED_AGENT = {"agents/ops-restart.yaml": """\
 IMPL = """\
     import asyncio
     import os
+    import threading
     from pathlib import Path
 
     RUNS = Path(os.environ["OZ0_TEST_RUNS"])
@@ -41,6 +42,8 @@ IMPL = """\
     async def echo(text):
         with RUNS.open("a") as f:
             f.write(text.replace("\\n", " ") + "\\n")
+        with RUNS.with_suffix(".threads").open("a") as f:
+            f.write(threading.current_thread().name + "\\n")
         if text.startswith("sleep "):
             await asyncio.sleep(float(text.split()[1]))
         return "echo: " + text
@@ -68,6 +71,11 @@ class Harness:
 
     def runs(self) -> list[str]:
         return self.runs_file.read_text().splitlines() if self.runs_file.exists() else []
+
+    def threads(self) -> list[str]:
+        """The thread each run of `echo` ran on."""
+        path = self.runs_file.with_suffix(".threads")
+        return path.read_text().splitlines() if path.exists() else []
 
     async def send(self, payload: dict[str, Any], *, shard_id: int = 0) -> dict[str, Any]:
         return await self.standin.interact(payload, shard_id=shard_id)

@@ -1,5 +1,5 @@
 """A running Slack channel for tests and the ack benchmark: the real bolt app in HTTP mode (or Socket
-Mode) started by `adapters.slack_app.serve`, a real Runtime on a SQLite file, a plugin of small agents
+Mode) started by `oz0.adapters.chat.slack.serve`, a real Runtime on a SQLite file, a plugin of small agents
 installed in it, and the loopback Slack stand-in as the Web API."""
 
 from __future__ import annotations
@@ -31,10 +31,16 @@ __all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_cha
 
 IMPL = """\
     import asyncio
+    import threading
 
-    async def echo(text):
+    async def echo(text, ctx):
         if text.startswith("sleep "):
             await asyncio.sleep(float(text.split()[1]))
+        if text.startswith("progress "):
+            ctx.progress("step 1 of 2: " + text.split(None, 1)[1])
+            await asyncio.sleep(0.3)
+        if text == "which thread":
+            return "echo: on " + threading.current_thread().name
         return "echo: " + text
 
     def deploys(value):
@@ -107,7 +113,7 @@ class Harness:
 @contextlib.asynccontextmanager
 async def running_channel(home: Path, *, usergroups: dict[str, list[str]] | None = None,
                           socket_mode: bool = False, slack: SlackStandIn | None = None) -> AsyncIterator[Harness]:
-    """Start `slack_app.serve` against a stand-in; stop it (and wait for it) on exit."""
+    """Start `oz0.adapters.chat.slack.serve` against a stand-in; stop it (and wait for it) on exit."""
     async with contextlib.AsyncExitStack() as stack:
         if slack is None:
             slack = await stack.enter_async_context(SlackStandIn(usergroups=usergroups))

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from oz0.adapters.chat.flow import ChannelTasks, report_interrupted
+from oz0.adapters.chat.flow import report_interrupted
+from oz0.adapters.chat.tasks import ChannelTasks
 
 log = logging.getLogger("oz0.test.chat_jobs")
 

@@ -371,8 +371,8 @@ def test_to_edge_request_reads_a_slash_command_and_a_modal_submit():
     standin = DiscordStandIn()
     slash = standin.slash("ask", {"agent": " echo ", "input": "hi"}, guild_id="1", channel_id="2", user_id="3",
                           roles=("4", "5"))
-    req = discord_client.to_edge_request(slash)
-    assert (req.agent, req.text, req.dedupe_key) == ("echo", "hi", f"discord:interaction:{slash['id']}")
+    req = discord_client.to_ask(slash)
+    assert (req.agent, req.text, req.delivery) == ("echo", "hi", f"discord:interaction:{slash['id']}")
     assert req.asker == discord_client.Asker("discord", workspace="1", channel="2", user="3", groups=("4", "5"))
     assert req.reply.token == slash["token"] and abs(req.reply.created - time.time()) < 5
     assert "token" not in repr(req.reply) or slash["token"] not in repr(req.reply)
@@ -381,13 +381,13 @@ def test_to_edge_request_reads_a_slash_command_and_a_modal_submit():
         {"type": 1, "components": [{"type": 4, "custom_id": discord_client.INPUT_FIELD, "value": "text"}]},
         {"type": 18, "component": {"type": 3, "custom_id": discord_client.AGENT_FIELD, "values": ["deploys"]}},
     ]}, guild_id="1", channel_id="2")
-    req = discord_client.to_edge_request(submit)
+    req = discord_client.to_ask(submit)
     assert (req.agent, req.text) == ("deploys", "text")
 
     with pytest.raises(ValueError, match="names no agent"):
-        discord_client.to_edge_request(standin.slash("ask", {"input": "x"}, guild_id="1", channel_id="2"))
+        discord_client.to_ask(standin.slash("ask", {"input": "x"}, guild_id="1", channel_id="2"))
     with pytest.raises(ValueError, match="not an ask"):
-        discord_client.to_edge_request({"type": 3, "data": {}})
+        discord_client.to_ask({"type": 3, "data": {}})
 
 
 @pytest.mark.parametrize("env, message", [

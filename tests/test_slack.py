@@ -411,19 +411,22 @@ def test_to_edge_request_reads_commands_and_mentions():
     cmd = dict(urllib.parse.parse_qsl(slash_command_body(
         "deploys {&quot;a&quot;: &lt;b&gt;} <https://x.example/a|x.example/a>", response_url="http://r/1",
         trigger_id="TR")))
-    req = slack_app.to_edge_request(cmd)
+    req = slack_app.to_ask(cmd)
     assert req.agent == "deploys" and req.source == "command"
     assert req.text == "{&quot;a&quot;: <b>} https://x.example/a"
     assert req.asker == Asker("slack", workspace="T0OZ0TEST", channel="C0GENERAL", user="U0ASKER")
-    assert req.dedupe_key == "slack:command:TR" and req.reply.response_url == "http://r/1"
+    assert req.delivery == "slack:command:TR" and req.reply.response_url == "http://r/1"
 
     mention = json.loads(slack_app_mention("  echo   hi there ", thread_ts="1.5"))
-    req = slack_app.to_edge_request(mention)
+    req = slack_app.to_ask(mention)
     assert (req.agent, req.text, req.source) == ("echo", "hi there", "mention")
-    assert req.reply.thread_ts == "1.5" and req.dedupe_key == "slack:event:Ev0001"
-    assert slack_app.to_edge_request(json.loads(slack_app_mention("help"))).agent is None
+    assert req.reply.thread_ts == "1.5" and req.delivery == "slack:event:Ev0001"
+    wants = slack_app.to_ask(json.loads(slack_app_mention("help")))
+    assert wants.help and wants.agent is None
+    wants = slack_app.to_ask(json.loads(slack_app_mention("help deploys")))
+    assert wants.help and wants.agent == "deploys"
     with pytest.raises(ValueError, match="not an ask"):
-        slack_app.to_edge_request({"type": "event_callback", "event": {"type": "reaction_added"}})
+        slack_app.to_ask({"type": "event_callback", "event": {"type": "reaction_added"}})
 
 
 def slack_app_mention(text: str, **kw) -> str:

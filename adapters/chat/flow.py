@@ -1,73 +1,303 @@
-"""What the chat channels (Slack, Discord) do alike around a job, whatever the platform.
+"""The ask flow, written once for every chat channel.
 
-A chat platform wants its answer within seconds, so each channel acknowledges first and runs the job
-in a task: `ChannelTasks` keeps those tasks referenced, logs what they raise, and on stop lets them
-finish for a grace period before cancelling the rest (the runtime journals them as interrupted).
-After a restart, `report_interrupted` tells each asker whose job was cut short. The cards here are
-for what went wrong around the agent, never a traceback.
+A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in this order:
+- Access is checked on the agent name alone, before the input is parsed, so a refused ask learns
+  nothing about the agent's contract; `help` and `help AGENT` show only what the asker may run.
+- The platform's delivery id is journaled before anything is said: a job under its dedupe key (the
+  journal's unique key), a help or a refusal as a claim. A redelivery (Slack retries, a Discord
+  gateway resume) finds it and is answered by nobody, even across a restart or another replica.
+  Only where the platform's deadline is too short to wait for a journal write under load (Slack's
+  slash command ack, `ChatWire.working_first`) is "working..." shown first: a redelivery then sees
+  that again, and nothing more.
+- The job runs on the channel's `JobLoop`, never on the gateway's or web server's loop; the
+  "working..." message shows its progress and is replaced by the card, files uploaded beside it.
+- A private answer carries "Share in channel": only the asker may share it, once (a durable claim).
+- After a restart, each job a crash left running is reported interrupted where it was asked, once.
+
+Cards are drawn by `oz0.renderers.render` and sent as they are; the flow never builds markup.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Coroutine, Iterable
+import time
+from dataclasses import replace
+from typing import Any, Awaitable, Callable, Iterable
 
-from oz0.edge.cards.model import Card, Status
+from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.cards import shareable as _share
+from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
+from oz0.adapters.chat.wire import Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.edge.cards.model import Card
+from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.jobs import Job
+from oz0.renderers import render
+from oz0.renderers.rendered import Rendered
 
-__all__ = ["NO_AGENTS_TEXT", "ChannelTasks", "failure_card", "no_agents_card", "report_interrupted"]
+__all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
-NO_AGENTS_TEXT = "No agent may be run by you in this channel. Ask the bot's administrator (access.yaml)."
-
-
-def failure_card(message: str, *, code: str, title: str | None = None) -> Card:
-    """A card for what went wrong outside the agent (the platform refused, the channel broke): no traceback."""
-    return Card(form="text", title=title, text="", text_format="plain",
-                status=Status(success=False, message=message, error_code=code))
+PROGRESS_EVERY_S = 3.0       # the working message shows a new progress line at most this often
+STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
+ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
 
 
-def no_agents_card() -> Card:
-    """The answer to a help request from someone access.yaml lets run no agent here."""
-    return Card(form="text", title="No agents for you here", text_format="plain", text=NO_AGENTS_TEXT)
+class AskFlow:
+    """One channel's asks, from the platform's request to the card, through `wire` and `runtime`."""
 
-
-class ChannelTasks:
-    """The jobs a channel runs after its ack: referenced (so none is garbage-collected mid-run) and
-    logged when they fail (never swallowed)."""
-
-    def __init__(self, platform: str, *, log: logging.Logger, grace_s: float) -> None:
-        self.platform = platform
+    def __init__(self, runtime: ChatRuntime, wire: ChatWire, *, policy: AccessPolicy, log: logging.Logger,
+                 grace_s: float) -> None:
+        self.runtime = runtime
+        self.wire = wire
+        self.policy = policy
         self.log = log
-        self.grace_s = grace_s
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
+        self.jobs = JobLoop(wire.platform)
 
-    def __len__(self) -> int:
-        return len(self._tasks)
+    async def close(self) -> None:
+        """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
+        try:
+            await self.tasks.drain()
+        finally:
+            self.jobs.close()
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-        """Run `coro` in a task; keep a reference and log what it raises."""
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-        return task
+    def draw(self, card: Card) -> Rendered:
+        """The card for this platform, as the renderer drew it."""
+        return self.wire.with_actions(card, render(card, self.wire.platform))  # TRANSITIONAL: with_actions
 
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self.log.error("%s task %s failed", self.platform, task.get_name(), exc_info=task.exception())
+    # -- who may run what --
 
-    async def drain(self, *, timeout: float | None = None) -> None:
-        """Let running jobs finish for a while (`grace_s`); the rest are cancelled, which journals them
-        as interrupted and lets each say so to its asker while it can."""
-        if not self._tasks:
+    async def allowed(self, asker: Asker) -> list[AgentSpec]:
+        """The agents `asker` (groups not yet filled in) may run where they are."""
+        asker = await self.wire.with_groups(asker)
+        specs = await self.jobs.call(self.runtime.agents)
+        names = set(self.policy.allowed_agents([s.name for s in specs], asker))
+        return [s for s in specs if s.name in names]
+
+    def _refusal(self, ask: Ask, asker: Asker, names: list[str]) -> tuple[Card | None, dict[str, Any] | None]:
+        """(None, None) when `ask.agent` may run; else the card saying why not, and for a denial the
+        audit detail to record."""
+        agent = ask.agent or ""
+        if agent not in names:
+            allowed = self.policy.allowed_agents(names, asker)
+            return failure_card(f"There is no agent '{agent[:100]}'. Agents you may run here: "
+                                f"{', '.join(allowed) if allowed else 'none'}. {self.wire.syntax.unknown_hint}",
+                                code="unknown_agent"), None
+        if not self.policy.allows(agent, asker):
+            return (failure_card(self.policy.explain_denial(agent, asker), code="access_denied"),
+                    self.wire.audit_detail(ask, asker))
+        return None, None
+
+    # -- an ask --
+
+    async def ask(self, ask: Ask) -> None:
+        """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
+        asker = await self.wire.with_groups(ask.asker)
+        specs = self.runtime.agents()   # a read of milliseconds: here, not queued in a thread before the ack
+        names = [s.name for s in specs]
+        if ask.help and ask.agent is None:
+            allowed = set(self.policy.allowed_agents(names, asker))
+            if await self._first(ask):
+                card = help_card([s for s in specs if s.name in allowed], self.wire.syntax)
+                await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
-        _done, pending = await asyncio.wait(set(self._tasks), timeout=self.grace_s if timeout is None else timeout)
-        for task in pending:
-            task.cancel()
-        if pending:
-            self.log.warning("stopped with %d %s job(s) still running; they are reported as interrupted",
-                             len(pending), self.platform)
-            await asyncio.gather(*pending, return_exceptions=True)
+        refusal, denial = self._refusal(ask, asker, names)
+        if refusal is not None:
+            if await self._first(ask):
+                assert refusal.status is not None
+                await self.wire.refuse(ask, refusal.status.message, await self.jobs.call(self.draw, refusal))
+                if denial is not None:
+                    await self.jobs.call(self.runtime.audit, "access.denied", actor=ask.requester, detail=denial)
+            return
+        assert ask.agent is not None
+        if ask.help:
+            if await self._first(ask):
+                spec = next(s for s in specs if s.name == ask.agent)
+                card = agent_help_card(spec, self.wire.syntax)
+                await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
+            return
+        early = self.wire.working_first(ask)
+        reply = await self.wire.working(ask, agent=ask.agent) if early else ask.reply
+        job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
+                                        channel=ask.channel_name, dedupe_key=ask.delivery,
+                                        reply_to=reply.to_dict())
+        if not new:
+            self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
+            if not early:
+                await self.wire.ignore(ask)
+            return
+        if not early:
+            reply = await self.wire.working(ask, agent=job.agent)
+        if reply.to_dict() != ask.reply.to_dict():
+            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
+        self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
+
+    async def _first(self, ask: Ask) -> bool:
+        """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""
+        if await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}"):
+            return True
+        self.log.info("redelivered %s ignored: already answered", ask.delivery)
+        await self.wire.ignore(ask)
+        return False
+
+    # -- the job and its card --
+
+    async def finish(self, job_id: str, agent: str, reply: Any) -> None:
+        """Run the job on the jobs loop and put its card where it was asked."""
+        progress = _Progress(self, reply, agent)
+        try:
+            job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.line))
+            card = await self.jobs.call(self.runtime.card, job)
+        except asyncio.CancelledError:
+            # The channel is stopping: the runtime journals the job as interrupted; say so where it was asked.
+            await progress.close()
+            stopped = await self._ended(job_id)
+            if stopped is not None:
+                card = await self.jobs.call(self.runtime.card, stopped)
+                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False), STOP_DELIVER_S)
+            raise
+        except Exception:
+            self.log.exception("job %s could not run", job_id)
+            await progress.close()
+            card = failure_card(f"oz0 could not run this ask (internal error, job {job_id}); the bot's log "
+                                "has the details.", code="internal_error")
+            await self.deliver(card, reply, job_id=job_id, shareable=False)
+            return
+        await progress.close()
+        await self.deliver(card, reply, job_id=job_id)
+
+    async def _ended(self, job_id: str) -> Job | None:
+        """The job once the runtime has journaled its end (a cancelled job ends on the jobs loop)."""
+        deadline = time.monotonic() + ENDED_WITHIN_S
+        while True:
+            job = await self.jobs.call(self.runtime.job, job_id)
+            if job is None or job.finished or time.monotonic() > deadline:
+                return job if job is not None and job.finished else None
+            await asyncio.sleep(0.02)
+
+    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True) -> None:
+        """Replace the working message with `card` (with "Share in channel" where only the asker sees
+        it); a card the platform refuses becomes a failure card in its place."""
+        private = self.wire.private(reply)
+        if shareable and private:
+            card = _share(card, job_id)
+        rendered = await self.jobs.call(self.draw, card)
+        if rendered.uploads:
+            reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private)
+            if note:
+                rendered = await self.jobs.call(self.draw, replace(card, notes=card.notes + (note,)))
+        try:
+            await self.wire.deliver(reply, rendered)
+        except WireRefused as exc:
+            self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
+            fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
+                                    "is in the journal.", code=f"{self.wire.platform}_refused")
+            await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- share --
+
+    async def share(self, click: ShareClick) -> None:
+        """Post a private answer for everyone, if the clicker asked it and it was not shared before."""
+        job = await self.jobs.call(self.runtime.job, click.job_id)
+        asker = await self.wire.with_groups(click.asker)
+        problem = None
+        if job is None or not job.finished:
+            problem = "This result is no longer available; ask again."
+        elif job.requester != f"{self.wire.platform}:{asker.user}":
+            problem = "Only the person who asked can share this result."
+        elif not self.policy.allows(job.agent, asker):
+            problem = self.policy.explain_denial(job.agent, asker)
+        elif not await self.jobs.call(self.runtime.claim, f"shared:{job.id}"):
+            problem = "This result was already shared."
+        if problem is not None or job is None:
+            await self.wire.notice(click.reply, problem or "This result is no longer available; ask again.")
+            return
+        card = await self.jobs.call(self.runtime.card, job)
+        note = self.wire.share_note(str(asker.user), job.agent)
+        public_card = replace(card, notes=card.notes + (note,)) if note else card
+        public = await self.jobs.call(self.draw, public_card)
+        reply = click.reply
+        if public.uploads:
+            reply, files = await self.wire.place_uploads(reply, public.uploads, private=False)
+            if files:
+                public = await self.jobs.call(self.draw, replace(public_card, notes=public_card.notes + (files,)))
+        marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))
+        await self.wire.share(replace(click, reply=reply), public, marked)
+
+    # -- restart --
+
+    async def report_interrupted(self, jobs: Iterable[Job]) -> None:
+        """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
+        async def deliver(job: Job, card: Card) -> None:
+            if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
+                await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id, shareable=False)
+
+        await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
+                                 deliver=deliver)
+
+
+
+class _Progress:
+    """An agent's progress lines (they come on the jobs thread) shown in the working message: at most
+    one every PROGRESS_EVERY_S, one at a time, and never after the card."""
+
+    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
+        self.flow, self.reply, self.agent = flow, reply, agent
+        self.loop = asyncio.get_running_loop()
+        self.last = 0.0
+        self.closed = False
+        self.task: asyncio.Task[Any] | None = None
+
+    def line(self, text: str) -> None:
+        now = time.monotonic()
+        if self.closed or now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        self.loop.call_soon_threadsafe(self._show, text)
+
+    def _show(self, text: str) -> None:
+        if self.closed or (self.task is not None and not self.task.done()):
+            return
+        self.task = self.flow.tasks.spawn(self._send(text), name=f"{self.flow.wire.platform}-progress")
+
+    async def _send(self, text: str) -> None:
+        try:
+            await self.flow.wire.progress(self.reply, self.flow.draw(working_card(self.agent, text)))
+        except Exception:
+            self.flow.log.warning("could not show progress of %s", self.agent, exc_info=True)
+
+    async def close(self) -> None:
+        self.closed = True
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+class Restarts:
+    """Jobs `oz0 serve` found interrupted, held until the channel is up (then reported at once)."""
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        self.pending: list[Job] = []
+        self.active: AskFlow | None = None
+
+    def report(self, jobs: Iterable[Job]) -> None:
+        """The `report_interrupted(jobs)` hook of a channel module for `oz0 serve`."""
+        mine = [j for j in jobs if (j.reply_to or {}).get("platform") == self.platform]
+        if mine and self.active is not None:
+            self.active.tasks.spawn(self.active.report_interrupted(mine), name=f"{self.platform}-report-interrupted")
+        else:
+            self.pending.extend(mine)
+
+    def attach(self, flow: AskFlow) -> None:
+        """The channel is up: report what is pending, and from now on at once."""
+        self.active = flow
+        pending, self.pending = self.pending, []
+        self.report(pending)
+
+    def detach(self, flow: AskFlow) -> None:
+        if self.active is flow:
+            self.active = None
 
 
 async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging.Logger,

@@ -372,6 +372,10 @@ class Runtime:
     def audit_log(self, *, limit: int = 100) -> list[AuditRecord]:
         return self.store.audit_log(limit=limit)
 
+    def claim(self, key: str) -> bool:
+        """True the first time `key` is claimed (a chat delivery answered, a result shared), False after."""
+        return self.store.claim(key)
+
     def card(self, job: Job) -> Card:
         """The card for a job: its answer drawn under its output contract, or its failure."""
         title = job.agent

@@ -115,6 +115,16 @@ audit = Table(
 )
 
 
+# Things that happen once, whoever asks and however often: a chat delivery answered, a result shared,
+# an interrupted job reported. A key is claimed by inserting it; the unique key makes a second claim
+# fail, across restarts and replicas.
+claims = Table(
+    "claims", metadata,
+    Column("key", String(300), primary_key=True),
+    Column("at", Float, nullable=False),
+)
+
+
 @dataclass(frozen=True)
 class AuditRecord:
     id: int
@@ -241,6 +251,17 @@ class Store:
         with self.engine.connect() as conn:
             return [AuditRecord(r["id"], r["at"], r["action"], r["actor"], r["detail"] or {})
                     for r in conn.execute(query).mappings()]
+
+    # claims -----------------------------------------------------------------------------------
+
+    def claim(self, key: str) -> bool:
+        """True the first time `key` is claimed, False ever after (see `claims`)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(claims).values(key=key, at=time.time()))
+        except IntegrityError:
+            return False
+        return True
 
     # plugins ----------------------------------------------------------------------------------
 

@@ -1,0 +1,180 @@
+"""Discord calls out: the ask flow's `ChatWire` calls as interaction responses and HTTP API requests,
+and where an answer goes."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+import discord
+from discord.http import Route
+
+from oz0.adapters.chat.wire import Ask, ShareClick, Syntax, WireRefused
+from oz0.edge.cards.model import Attachment, Card
+from oz0.edge.runtime.access import Asker
+from oz0.renderers.rendered import Rendered
+
+__all__ = ["ASK_MESSAGE_COMMAND", "DiscordWire", "INTERACTION_TOKEN_S", "ReplyTarget"]
+
+log = logging.getLogger("oz0.discord")
+
+INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
+TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
+COMPONENTS_V2 = 1 << 15          # message flag IS_COMPONENTS_V2
+MAX_COMPONENTS = 40              # TRANSITIONAL (the renderer's, see with_actions): components in a message
+ASK_MESSAGE_COMMAND = "Ask an agent about this"
+
+
+@dataclass(frozen=True)
+class ReplyTarget:
+    """Where the answer goes: the interaction's original response, or (token expired) its channel."""
+
+    application_id: str
+    token: str = field(repr=False)
+    channel_id: str
+    user_id: str
+    guild_id: str | None = None
+    created: float = 0.0          # when Discord created the interaction (its token's clock)
+    interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"platform": "discord", "application_id": self.application_id, "token": self.token,
+               "channel": self.channel_id, "user": self.user_id, "guild": self.guild_id, "created": self.created}
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+        return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
+                   channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
+                   guild_id=data.get("guild"), created=float(data.get("created") or 0.0))
+
+    def token_usable(self, *, now: float, lifetime_s: float) -> bool:
+        return bool(self.token) and now < self.created + lifetime_s - min(TOKEN_MARGIN_S, lifetime_s / 10)
+
+
+class DiscordWire:
+    """The ask flow's calls (`ChatWire`) as Discord interaction responses and HTTP API requests."""
+
+    platform = "discord"
+    name = "Discord"
+    syntax = Syntax(example=lambda agent, value: f"/ask agent:{agent} input:{value}",
+                    help_notes=(f"Run one with /ask, or on a message: Apps > {ASK_MESSAGE_COMMAND}.",),
+                    unknown_hint="/agents lists them with their inputs.", help_form="key_values")
+
+    def __init__(self, client: discord.Client, *, token_lifetime_s: float) -> None:
+        self.client = client
+        self.token_lifetime_s = token_lifetime_s
+
+    async def with_groups(self, asker: Asker) -> Asker:
+        return asker   # the roles come with the interaction
+
+    def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
+        return {"platform": "discord", "agent": ask.agent, "guild": asker.workspace, "channel": asker.channel,
+                "user": asker.user, "roles": list(asker.groups)}
+
+    async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
+        await ask.reply.interaction.response.send_message(discord.utils.escape_markdown(message), ephemeral=True)
+
+    async def show_help(self, ask: Ask, rendered: Rendered) -> None:
+        await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
+        await self._send(_original(ask.reply), rendered.payload, rendered.uploads)
+
+    async def ignore(self, ask: Ask) -> None:
+        return None   # the first delivery was answered; an interaction takes one answer
+
+    def working_first(self, ask: Ask) -> bool:
+        return False   # an interaction takes one answer: a replayed one must find the journal first
+
+    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
+        await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
+        return ask.reply
+
+    def private(self, reply: ReplyTarget) -> bool:
+        return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
+
+    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
+                            private: bool) -> tuple[ReplyTarget, str | None]:
+        return reply, None   # a file shows inside the card, where its File component points
+
+    async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        """Edit the asker's private response into the card; after the token's 15 minutes, post in the channel."""
+        if self.private(reply):
+            try:
+                await self._send(_original(reply), rendered.payload, rendered.uploads)
+                return
+            except discord.NotFound:
+                log.warning("the response in channel %s is gone (token expired?); posting in the channel",
+                            reply.channel_id)
+            except discord.HTTPException as exc:
+                raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
+        route = Route("POST", "/channels/{channel_id}/messages", channel_id=reply.channel_id)
+        try:
+            await self._send(route, rendered.payload, rendered.uploads)
+        except discord.HTTPException as exc:
+            log.error("could not post a card in channel %s: %s %s", reply.channel_id, exc.status, exc.text)
+
+    async def progress(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        if self.private(reply):
+            await self._send(_original(reply), rendered.payload)
+
+    async def notice(self, reply: ReplyTarget, text: str) -> None:
+        await reply.interaction.response.send_message(text, ephemeral=True)
+
+    async def share(self, click: ShareClick, public: Rendered, marked: Rendered) -> None:
+        reply: ReplyTarget = click.reply
+        await reply.interaction.response.defer()
+        followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}",
+                         webhook_id=reply.application_id, webhook_token=reply.token)
+        await self._send(followup, public.payload, public.uploads)
+        await self._send(_original(reply), marked.payload)
+
+    def share_note(self, user: str, agent: str) -> str | None:
+        return None   # Discord shows who ran the command above the shared message
+
+    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
+        return ReplyTarget.from_dict(data)
+
+    async def _send(self, route: Route, body: Mapping[str, Any], files: Sequence[Attachment] = ()) -> Any:
+        """Send a message body as it is through discord.py's HTTP client (its rate limits, its retries)."""
+        if not files:
+            return await self.client.http.request(route, json=body)
+        body = {**body, "attachments": [{"id": i, "filename": f.filename} for i, f in enumerate(files)]}
+        uploads = [discord.File(io.BytesIO(f.data), filename=f.filename) for f in files]
+        form = [{"name": "payload_json", "value": json.dumps(body, ensure_ascii=False)}]
+        form += [{"name": f"files[{i}]", "value": u.fp, "filename": u.filename, "content_type": f.content_type}
+                 for i, (u, f) in enumerate(zip(uploads, files))]
+        return await self.client.http.request(route, form=form, files=uploads)
+
+    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
+        """TRANSITIONAL (removed when discord_message draws Card.actions): the card's buttons as an
+        action row, when the message has room for it under Discord's 40 components."""
+        if not card.actions:
+            return rendered
+        row = {"type": 1, "components": [discord.ui.Button(
+            label=a.label, custom_id=f"{a.id}:{a.value}", disabled=a.disabled,
+            style=discord.ButtonStyle.primary if a.style == "primary" else discord.ButtonStyle.danger
+            if a.style == "danger" else discord.ButtonStyle.secondary).to_component_dict() for a in card.actions]}
+        components = list(rendered.payload.get("components") or [])
+        if int(rendered.payload.get("flags") or 0) & COMPONENTS_V2 and _count(components) + _count([row]) > MAX_COMPONENTS:
+            log.warning("a card uses %d components; no room for its buttons (limit %d)", _count(components),
+                        MAX_COMPONENTS)
+            return rendered
+        return replace(rendered, payload={**rendered.payload, "components": components + [row]})
+
+
+def _count(components: Iterable[Mapping[str, Any]]) -> int:
+    """TRANSITIONAL (with `with_actions`): components in a message, nested ones included."""
+    total = 0
+    for comp in components:
+        total += 1 + _count(comp.get("components") or ())
+        total += sum(_count([comp[k]]) for k in ("accessory", "component") if isinstance(comp.get(k), dict))
+    return total
+
+
+def _original(reply: ReplyTarget) -> Route:
+    return Route("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/@original",
+                 webhook_id=reply.application_id, webhook_token=reply.token)

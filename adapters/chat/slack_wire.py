@@ -1,0 +1,232 @@
+"""Slack calls out: the ask flow's `ChatWire` calls as Slack Web API calls, and where an answer goes."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import ActionsBlock, ButtonElement, PlainTextObject, SectionBlock
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from oz0.adapters.chat.wire import Ask, ShareClick, Syntax, WireRefused
+from oz0.edge.cards.model import Attachment, Card
+from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.renderers.rendered import Rendered
+
+__all__ = ["COMMAND", "ReplyTarget", "SlackWire", "working_payload"]
+
+log = logging.getLogger("oz0.slack")
+
+COMMAND = "/ask"
+MAX_BLOCKS = 50           # TRANSITIONAL (the renderer's, see SlackWire.with_actions): blocks in a message
+GROUPS_TTL_S = 60.0       # how long a user group's members are cached
+
+
+@dataclass(frozen=True)
+class ReplyTarget:
+    """Where the answer goes: a thread (mentions) or the asker's private view (slash commands)."""
+
+    channel: str
+    user: str
+    team: str | None = None
+    thread_ts: str | None = None
+    response_url: str | None = None
+    ts: str | None = None          # the "working..." message, once posted
+    in_thread: bool = False        # the ask was made in an existing thread (not a top-level message)
+    ack: Callable[..., Any] | None = field(default=None, compare=False, repr=False)   # a command's ack
+    upload_to: str | None = field(default=None, compare=False)   # the DM a private answer's files go to
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.response_url is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"platform": "slack", "channel": self.channel, "user": self.user, "team": self.team,
+               "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts,
+               "in_thread": self.in_thread or None}
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+        return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
+                   thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
+                   in_thread=bool(data.get("in_thread")))
+
+
+def working_payload(agent: str) -> dict[str, Any]:
+    """The message shown while a job runs; replaced by the card when it ends."""
+    text = f"Working on {agent}..."
+    return {"text": text, "blocks": [SectionBlock(text=PlainTextObject(text=f"\u23f3 {text}")).to_dict()]}
+
+
+def _files_note(uploads: Sequence[Attachment], where: str) -> str:
+    names = ", ".join(f"{a.filename} ({a.size} bytes)" for a in uploads)
+    return f"Full result: {names}, {where}."
+
+
+# ---- Slack calls out ------------------------------------------------------------------------
+
+class SlackWire:
+    """The ask flow's calls (`ChatWire`) as Slack Web API calls."""
+
+    platform = "slack"
+    name = "Slack"
+
+    def __init__(self, client: AsyncWebClient, policy: AccessPolicy, *, command: str = COMMAND) -> None:
+        self.client = client
+        self.policy = policy
+        self.command = command
+        self.syntax = Syntax(example=lambda agent, value: f"{command} {agent} {value}",
+                             help_notes=(f"Run one with {command} AGENT INPUT, or mention the bot: @oz0 AGENT INPUT",),
+                             unknown_hint=f"Try {command} help.")
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # group -> (read at, members)
+
+    async def with_groups(self, asker: Asker) -> Asker:
+        """Fill in the asker's user groups, asking Slack only about the groups access.yaml names."""
+        wanted = sorted({g for rule in self.policy.rules for g in rule.groups})
+        if not wanted or asker.user is None:
+            return asker
+        mine = []
+        now = time.monotonic()
+        for group in wanted:
+            cached = self._groups.get(group)
+            if cached is None or now - cached[0] > GROUPS_TTL_S:
+                try:
+                    resp = await self.client.usergroups_users_list(usergroup=group)
+                    cached = (now, frozenset(resp.get("users") or ()))
+                except SlackApiError as exc:
+                    log.warning("cannot read members of user group %s: %s", group, exc.response.get("error"))
+                    cached = (now, frozenset())
+                self._groups[group] = cached
+            if asker.user in cached[1]:
+                mine.append(group)
+        return replace(asker, groups=tuple(mine))
+
+    def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
+        return {"platform": "slack", "agent": ask.agent, "workspace": asker.workspace, "channel": asker.channel,
+                "user": asker.user, "groups": list(asker.groups), "source": ask.source}
+
+    async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
+        await self._privately(ask.reply, rendered.payload)
+
+    async def show_help(self, ask: Ask, rendered: Rendered) -> None:
+        await self._privately(ask.reply, rendered.payload)
+
+    async def _privately(self, reply: ReplyTarget, payload: Mapping[str, Any]) -> None:
+        if reply.ack is not None:
+            await reply.ack({**payload, "response_type": "ephemeral"})
+            return
+        # An ephemeral message in a thread shows only if the thread exists: a top-level mention has none yet.
+        thread = reply.thread_ts if reply.in_thread else None
+        await self.client.chat_postEphemeral(channel=reply.channel, user=reply.user, **payload,
+                                             **({"thread_ts": thread} if thread else {}))
+
+    async def ignore(self, ask: Ask) -> None:
+        if ask.reply.ack is not None:
+            await ask.reply.ack()
+
+    def working_first(self, ask: Ask) -> bool:
+        # A command's ack (3 s) would queue behind journal writes under load: measured by bench/slack_ack.py.
+        return ask.reply.ack is not None
+
+    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
+        reply: ReplyTarget = ask.reply
+        if reply.ack is not None:
+            await reply.ack({**working_payload(agent), "response_type": "ephemeral"})
+            return reply
+        try:
+            resp = await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
+                                                      **working_payload(agent))
+            return replace(reply, ts=resp["ts"])
+        except SlackApiError as exc:
+            log.error("could not post the working message for %s: %s", ask.delivery, exc.response.get("error"))
+            return reply
+
+    def private(self, reply: ReplyTarget) -> bool:
+        return reply.ephemeral
+
+    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
+                            private: bool) -> tuple[ReplyTarget, str | None]:
+        if not private:
+            return reply, _files_note(uploads, "uploaded in this thread")
+        try:
+            resp = await self.client.conversations_open(users=reply.user)
+            dm = resp["channel"]["id"]
+        except SlackApiError as exc:
+            log.error("cannot open a direct message with %s: %s", reply.user, exc.response.get("error"))
+            return reply, _files_note(uploads, "could not be uploaded (see the log)")
+        return replace(reply, upload_to=dm), _files_note(uploads, "sent to you as a direct message")
+
+    async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        if reply.ephemeral:
+            await self._respond(reply, {**rendered.payload, "response_type": "ephemeral", "replace_original": True})
+            if reply.upload_to:
+                await self._upload(rendered.uploads, channel=reply.upload_to, thread_ts=None)
+            return
+        try:
+            if reply.ts:
+                await self.client.chat_update(channel=reply.channel, ts=reply.ts, **rendered.payload)
+            else:
+                await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
+                                                   **rendered.payload)
+        except SlackApiError as exc:
+            raise WireRefused(str(exc.response.get("error"))) from None
+        await self._upload(rendered.uploads, channel=reply.channel, thread_ts=reply.thread_ts)
+
+    async def progress(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        # A private view is replaced through its response_url, which takes 5 uses: the card needs one.
+        if not reply.ephemeral and reply.ts:
+            await self.client.chat_update(channel=reply.channel, ts=reply.ts, **rendered.payload)
+
+    async def _respond(self, reply: ReplyTarget, body: dict[str, Any]) -> None:
+        """Replace the asker's private view through the command's response_url; when that has expired
+        (30 minutes, 5 uses), post a new ephemeral message instead."""
+        assert reply.response_url is not None
+        resp = await AsyncWebhookClient(reply.response_url, timeout=10).send_dict(body)
+        if resp.status_code == 200:
+            return
+        log.warning("response_url answered %s %s; posting an ephemeral message instead", resp.status_code,
+                    resp.body[:200])
+        fields = {k: v for k, v in body.items() if k not in ("response_type", "replace_original")}
+        await self.client.chat_postEphemeral(channel=reply.channel, user=reply.user, **fields)
+
+    async def _upload(self, uploads: Sequence[Attachment], *, channel: str, thread_ts: str | None) -> None:
+        for upload in uploads:
+            try:
+                await self.client.files_upload_v2(channel=channel, thread_ts=thread_ts, content=upload.data,
+                                                  filename=upload.filename, title=upload.filename)
+            except SlackApiError as exc:
+                log.error("could not upload %s: %s", upload.filename, exc.response.get("error"))
+
+    async def notice(self, reply: ReplyTarget, text: str) -> None:
+        if reply.response_url:
+            await AsyncWebhookClient(reply.response_url, timeout=10).send_dict(
+                {"response_type": "ephemeral", "replace_original": False, "text": text})
+
+    async def share(self, click: ShareClick, public: Rendered, marked: Rendered) -> None:
+        reply: ReplyTarget = click.reply
+        posted = await self.client.chat_postMessage(channel=reply.channel, **public.payload)
+        await self._upload(public.uploads, channel=reply.channel, thread_ts=posted["ts"])
+        if reply.response_url:  # the private copy goes: the channel has the card now
+            await AsyncWebhookClient(reply.response_url, timeout=10).send_dict({"delete_original": True})
+
+    def share_note(self, user: str, agent: str) -> str | None:
+        return f"Asked by {user} with {self.command} {agent}"
+
+    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
+        return ReplyTarget.from_dict(data)
+
+    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
+        """TRANSITIONAL (removed when slack_blocks draws Card.actions): the card's buttons as an
+        actions block, room made under Slack's 50 blocks."""
+        if not card.actions:
+            return rendered
+        row = ActionsBlock(block_id=card.actions[0].id, elements=[
+            ButtonElement(text=a.label, action_id=a.id, value=a.value,
+                          style=a.style if a.style != "default" else None) for a in card.actions]).to_dict()
+        blocks = list(rendered.payload.get("blocks") or [])[:MAX_BLOCKS - 1]
+        return replace(rendered, payload={**rendered.payload, "blocks": blocks + [row]})

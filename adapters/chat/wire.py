@@ -1,0 +1,174 @@
+"""What the ask flow and a chat channel say to each other, in neutral terms.
+
+A channel (Slack, Discord) translates a platform request into an `Ask` or a `ShareClick` and hands
+it to the flow (`flow.AskFlow`); the flow decides and calls back through `ChatWire`, whose methods
+are platform calls out ("answer privately", "show working", "replace it with this card"). The flow
+reaches the edge only through `ChatRuntime`, exactly the part of `Runtime` it uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
+
+from oz0.edge.cards.model import Attachment, Card
+from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.jobs import Job
+from oz0.renderers.rendered import Rendered
+
+__all__ = ["Ask", "ChatRuntime", "ChatWire", "Reply", "ShareClick", "Syntax", "WireRefused"]
+
+
+class Reply(Protocol):
+    """Where an answer goes, as the platform needs it; journaled with the job (`to_dict`)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One ask from a chat channel. `help` asks for the help card (of `agent` alone, when named).
+
+    `delivery` is the platform's id for this delivery (Slack's event_id or trigger_id, Discord's
+    interaction id): a redelivery carries the same one and is answered by nobody a second time.
+    """
+
+    agent: str | None
+    text: str
+    asker: Asker
+    delivery: str
+    reply: Any
+    help: bool = False
+    source: Literal["command", "mention", "modal"] = "command"
+
+    @property
+    def requester(self) -> str:
+        return f"{self.asker.platform}:{self.asker.user}"
+
+    @property
+    def channel_name(self) -> str:
+        return f"{self.asker.platform}:{self.asker.channel}"
+
+
+@dataclass(frozen=True)
+class ShareClick:
+    """A click on "Share in channel": which job, who clicked, and where to answer the clicker."""
+
+    job_id: str
+    asker: Asker
+    reply: Any
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """How people type an ask on this platform, for the help card and the hints."""
+
+    example: Callable[[str, str], str]          # (agent, input) -> what to type
+    help_notes: tuple[str, ...]                 # under the help card
+    unknown_hint: str                           # after "There is no agent 'x'. Agents you may run here: ..."
+    help_form: Literal["table", "key_values"] = "table"
+
+
+class WireRefused(Exception):
+    """The platform refused what the channel sent (its words, never a credential)."""
+
+
+class ChatRuntime(Protocol):
+    """What the ask flow needs from `oz0.edge.runtime.runner.Runtime`, and nothing more (and `home`,
+    where a channel reads access.yaml)."""
+
+    home: Path
+
+    def agents(self) -> list[AgentSpec]: ...
+
+    def submit(self, agent: str, text: str, *, requester: str, channel: str, dedupe_key: str | None,
+               reply_to: Mapping[str, Any] | None) -> tuple[Job, bool]: ...
+
+    def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Awaitable[Job]: ...
+
+    def job(self, job_id: str) -> Job | None: ...
+
+    def card(self, job: Job) -> Card: ...
+
+    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None: ...
+
+    def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None: ...
+
+    def claim(self, key: str) -> bool: ...
+
+
+class ChatWire(Protocol):
+    """The platform calls the flow makes; a channel implements each as one or two API requests."""
+
+    platform: str      # the renderer's key and the requester prefix: "slack", "discord"
+    name: str          # for people: "Slack", "Discord"
+    syntax: Syntax
+
+    async def with_groups(self, asker: Asker) -> Asker:
+        """The asker with the groups (user groups, roles) access rules may name."""
+        ...
+
+    def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
+        """What the audit log records of a denied ask, in the platform's words."""
+        ...
+
+    async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
+        """Tell the asker alone why not (unknown agent, access denied)."""
+        ...
+
+    async def show_help(self, ask: Ask, rendered: Rendered) -> None:
+        """Show the help card to the asker alone."""
+        ...
+
+    async def ignore(self, ask: Ask) -> None:
+        """A redelivery: answer the platform (an ack) and nobody else."""
+        ...
+
+    def working_first(self, ask: Ask) -> bool:
+        """Whether "working..." must be shown before the job is journaled (the platform's deadline
+        for its first answer is too short to wait behind a journal write under load)."""
+        ...
+
+    async def working(self, ask: Ask, *, agent: str) -> Any:
+        """Show that the job runs; the reply target, updated if the platform named the message."""
+        ...
+
+    def private(self, reply: Any) -> bool:
+        """Whether a card delivered to `reply` now is seen by the asker alone (then it can be shared)."""
+        ...
+
+    async def place_uploads(self, reply: Any, uploads: Sequence[Attachment], *,
+                            private: bool) -> tuple[Any, str | None]:
+        """Where the files beside a card will go: the reply target updated, and a note saying so."""
+        ...
+
+    async def deliver(self, reply: Any, rendered: Rendered) -> None:
+        """Replace the working message with the card and upload its files. WireRefused if refused."""
+        ...
+
+    async def progress(self, reply: Any, rendered: Rendered) -> None:
+        """Show a progress card in place of the working message (where the platform allows it)."""
+        ...
+
+    async def notice(self, reply: Any, text: str) -> None:
+        """One line to the person who clicked, seen by them alone."""
+        ...
+
+    async def share(self, click: ShareClick, public: Rendered, marked: Rendered) -> None:
+        """Post `public` for everyone in the channel; show `marked` in place of the private copy."""
+        ...
+
+    def share_note(self, user: str, agent: str) -> str | None:
+        """The note under a shared card ("Asked by ..."), if the platform does not show who asked."""
+        ...
+
+    def reply_from(self, data: Mapping[str, Any]) -> Any:
+        """A journaled reply target (`Reply.to_dict()`) read back."""
+        ...
+
+    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
+        """TRANSITIONAL: the card's actions drawn as buttons, until the renderers draw Card.actions."""
+        ...
+
