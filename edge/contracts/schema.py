@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote, urldefrag, urljoin
 
-import jsonschema_rs
 import orjson
 
 __all__ = [
@@ -193,6 +192,8 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     that leaves the document.
     """
     global _compiles
+    import jsonschema_rs  # here, not at the top: a card drawn without a schema never loads the validator
+
     if isinstance(schema, (str, os.PathLike)):
         source = source or str(schema)
         schema = load_json_file(schema, what="schema")
