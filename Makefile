@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean bench browser
+.PHONY: run test install clean bench bench-startup browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,10 @@ browser:
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py
+
+# What each oz0 command costs to start, as a multiple of a bare python of the same venv.
+bench-startup: $(STAMP)
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,8 +1,20 @@
-"""The edge: contracts, validation, card choice and the agent runtime. It knows no platform."""
+"""The edge: contracts, validation, card choice and the agent runtime. It knows no platform.
 
-from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_call_tool_result, is_qzx_result
-from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
-from oz0.edge.contracts.schema import Contract, ContractError, Violation, compile_count, load_contract, load_json_file
+The names below are loaded on first use (PEP 562), so that importing any part of the edge (or the
+`oz0` command line, which only parses its arguments first) does not load the validator, the JSON
+parser and the card rules until something asks for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_call_tool_result, is_qzx_result
+    from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
+    from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
+                                           load_json_file)
 
 __all__ = [
     "FORMS",
@@ -25,3 +37,25 @@ __all__ = [
     "load_contract",
     "load_json_file",
 ]
+
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(("MAX_CARD_BYTES", "choose_card", "compact_json", "is_call_tool_result", "is_qzx_result"),
+                    "oz0.edge.cards.choice"),
+    **dict.fromkeys(("FORMS", "Attachment", "Card", "DiffBody", "DiffLine", "KeyChange", "Status", "cell_text"),
+                    "oz0.edge.cards.model"),
+    **dict.fromkeys(("Contract", "ContractError", "Violation", "compile_count", "load_contract", "load_json_file"),
+                    "oz0.edge.contracts.schema"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

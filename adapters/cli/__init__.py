@@ -1,70 +1,99 @@
-"""The `oz0` command line. Each command group lives in its own module, registered in COMMANDS."""
+"""The `oz0` command line. Each command lives in its own module, registered in the COMMANDS table.
+
+The table names each command's one-line help and the function ("module:function") that fills in its
+parser. Only the command being run is filled in (and so imported): `oz0 --help` loads no command
+module, and `oz0 render ...` loads what rendering needs and nothing else. Each work function imports
+the heavy parts (the runtime, SQLAlchemy, MCP, a renderer) it uses, when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from typing import Callable, Sequence
+from typing import Callable, Collection, NamedTuple, Sequence
 
-from oz0.adapters.cli import mcp as cli_mcp
-from oz0.adapters.cli import plugin as cli_plugin
-from oz0.adapters.cli import qzx as cli_qzx
-from oz0.adapters.cli import render as cli_render
-from oz0.adapters.cli import run as cli_run
-from oz0.adapters.cli import serve
 from oz0.adapters.cli.errors import CommandError
 
-__all__ = ["COMMANDS", "CommandError", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "CommandError", "build_parser", "main"]
 
 
+class Command(NamedTuple):
+    """One `oz0` command: its line in `oz0 --help`, and "module:function" that adds its arguments."""
 
-COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
-    "render": cli_render.register_render,
-    "demo": cli_render.register_demo,
-    "qzx": cli_qzx.register,
-    "serve": serve.register,
-    "mcp": cli_mcp.register,
-    "plugin": cli_plugin.register,
-    "run": cli_run.register_run,
-    "jobs": cli_run.register_jobs,
-    "audit": cli_run.register_audit,
+    help: str
+    register: str
+
+
+COMMANDS: dict[str, Command] = {
+    "render": Command("draw a result as a card", "oz0.adapters.cli.render:register_render"),
+    "demo": Command("draw every bundled example result", "oz0.adapters.cli.render:register_demo"),
+    "qzx": Command("check results against QZX Result Contract v1", "oz0.adapters.cli.qzx:register"),
+    "serve": Command("run the web console and the configured chat channels until Ctrl-C",
+                     "oz0.adapters.cli.serve:register"),
+    "mcp": Command("list and call the tools of an MCP server", "oz0.adapters.cli.mcp:register"),
+    "plugin": Command("write, check, install and list plugins", "oz0.adapters.cli.plugin:register"),
+    "run": Command("ask an installed agent and draw its answer as a card", "oz0.adapters.cli.run:register_run"),
+    "jobs": Command("recent jobs from the journal; `oz0 jobs show ID` for one", "oz0.adapters.cli.run:register_jobs"),
+    "audit": Command("the audit log: installs and other changes, newest first", "oz0.adapters.cli.run:register_audit"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _resolve(target: str) -> Callable[[argparse.ArgumentParser], None]:
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The `oz0` parser with every command filled in, or only those in `commands` (main passes the one
+    about to run; the others keep their help line, which is all `oz0 --help` shows of them)."""
     parser = argparse.ArgumentParser(
         prog="oz0",
         description="Ask AI agents and tools; read their structured results as safe chat cards.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for register in COMMANDS.values():
-        register(sub)
+    for name, entry in COMMANDS.items():
+        p = sub.add_parser(name, help=entry.help)
+        if commands is None or name in commands:
+            _resolve(entry.register)(p)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command `argv` names: its first word that is not an option (`oz0` itself takes only -h)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `oz0`: returns the exit code (0 ok, 1 failure, 2 usage or input error)."""
-    from oz0.edge.contracts.schema import ContractError
-
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(argv)
+    parser = build_parser([command] if command else [])
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
-    except (CommandError, ContractError) as exc:
+    except CommandError as exc:
         print(f"oz0: error: {exc}", file=sys.stderr)
-        code = getattr(exc, "code", 2)
+        code = exc.code
     except KeyboardInterrupt:
         print("oz0: interrupted", file=sys.stderr)
         code = 130
     except BrokenPipeError:
         code = 0
-    except Exception as exc:  # a bug: one line for the user, the traceback only when asked for
-        if os.environ.get("OZ0_DEBUG"):
+    except Exception as exc:
+        from oz0.edge.contracts.schema import ContractError  # imported only here: most commands never load it
+
+        if isinstance(exc, ContractError):  # an unusable schema or unreadable input: the user's to mend
+            print(f"oz0: error: {exc}", file=sys.stderr)
+            code = getattr(exc, "code", 2)
+        elif os.environ.get("OZ0_DEBUG"):  # a bug: one line for the user, the traceback only when asked for
             raise
-        print(f"oz0: internal error: {type(exc).__name__}: {exc} (set OZ0_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        code = 1
+        else:
+            print(f"oz0: internal error: {type(exc).__name__}: {exc} (set OZ0_DEBUG=1 for the traceback)",
+                  file=sys.stderr)
+            code = 1
     return int(code or 0)
-
-

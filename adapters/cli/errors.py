@@ -1,5 +1,5 @@
-"""The command line's error type, kept apart so that any command module may raise it without
-importing the command table."""
+"""The command line's error type, kept apart (importing nothing) so that any command module may
+raise it without importing the command table."""
 
 from __future__ import annotations
 

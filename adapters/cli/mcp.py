@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from oz0.adapters.cli.render import render_payload
+from oz0.adapters.cli.draw import render_payload
+from oz0.adapters.cli.errors import CommandError
 from oz0.edge.contracts.summary import schema_summary
 from oz0.edge.contracts.schema import ContractError
 from oz0.edge.mcp.agents import (
@@ -29,9 +30,8 @@ __all__ = ["register"]
 MAX_STDERR_LINES = 20
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mcp", help="list and call the tools of an MCP server",
-                       description="Reach an MCP server over stdio (--command) or streamable HTTP (--url).")
+def register(p: argparse.ArgumentParser) -> None:
+    p.description = "Reach an MCP server over stdio (--command) or streamable HTTP (--url)."
     group = p.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
 
     tools = group.add_parser(
@@ -75,10 +75,7 @@ def _server_args(p: argparse.ArgumentParser) -> None:
                    help=f"how long to wait for each answer (default {DEFAULT_CALL_TIMEOUT_S:g})")
 
 
-# adapters.cli imports this module for its COMMANDS table, so CommandError is imported where it is used.
 def _spec(args: argparse.Namespace) -> ServerSpec:
-    from oz0.adapters.cli.errors import CommandError
-
     if args.timeout <= 0:
         raise CommandError(f"--timeout must be more than 0 seconds, not {args.timeout:g}")
     if args.command is not None:
@@ -96,8 +93,6 @@ def _spec(args: argparse.Namespace) -> ServerSpec:
 
 def _run(args: argparse.Namespace, work: Any) -> int:
     """Run `work(spec)` on the MCP pool; a failure is one line (and the server's stderr), never a traceback."""
-    from oz0.adapters.cli.errors import CommandError
-
     try:
         spec = _spec(args)
         return asyncio.run(work(spec))
@@ -152,8 +147,6 @@ def _contract_line(tool: ToolInfo, which: str) -> str:
 
 
 def _call(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
-
     text = sys.stdin.read() if args.input == "-" else args.input
     try:
         arguments = orjson.loads(text) if text.strip() else {}

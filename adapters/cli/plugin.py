@@ -7,18 +7,18 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from oz0.adapters.cli import upgrade as cli_upgrade
+from oz0.adapters.cli.draw import render_payload
+from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
-from oz0.adapters.cli.render import render_payload
-from oz0.edge.cards.model import Card
-from oz0.edge.contracts.compat import UpgradeRefused
-from oz0.edge.plugins.lint import LintReport, lint_plugin
-from oz0.edge.plugins.manifest import PluginError, load_plugin
-from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
+from oz0.adapters.cli.runtime import open_runtime
 
-__all__ = ["example_plugin_dir", "open_runtime", "register"]
+if TYPE_CHECKING:
+    from oz0.edge.plugins.lint import LintReport
+
+__all__ = ["example_plugin_dir", "register"]
 
 
 def example_plugin_dir() -> Path:
@@ -26,23 +26,9 @@ def example_plugin_dir() -> Path:
     return Path(str(resources.files("oz0.edge") / "example_plugin"))
 
 
-def open_runtime() -> Any:
-    """The Runtime under OZ0_HOME, or a CommandError saying why it cannot open."""
-    from oz0.adapters.cli.errors import CommandError
-    from oz0.edge.runtime.runner import Runtime, default_home
-
-    try:
-        return Runtime()
-    except OSError as exc:
-        raise CommandError(f"cannot use OZ0_HOME {default_home()}: {exc.strerror or exc}", code=1) from None
-    except Exception as exc:  # SQLAlchemy's errors for a bad URL or an unreachable database
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-        raise CommandError(f"cannot open the oz0 database: {type(exc).__name__}: {first}", code=1) from None
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("plugin", help="write, check, install and list plugins",
-                       description="Plugins are folders: plugin.yaml and agents/*.yaml, with schemas under schemas/.")
+def register(p: argparse.ArgumentParser) -> None:
+    """Fill in `oz0 plugin` with its subcommands; each one's work imports what it uses when it runs."""
+    p.description = "Plugins are folders: plugin.yaml and agents/*.yaml, with schemas under schemas/."
     psub = p.add_subparsers(dest="plugin_command", metavar="SUBCOMMAND", required=True)
 
     new = psub.add_parser("new", help="scaffold a plugin with a working python agent and its test",
@@ -80,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _new(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
 
     try:
         files = scaffold_plugin(args.name, args.dir)
@@ -106,6 +92,8 @@ def _summary(report: LintReport) -> str:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from oz0.edge.plugins.lint import lint_plugin
+
     started = time.monotonic()
     report = lint_plugin(args.dir)
     if args.json:
@@ -122,7 +110,9 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.contracts.compat import UpgradeRefused
+    from oz0.edge.plugins.lint import lint_plugin
+    from oz0.edge.plugins.manifest import PluginError, load_plugin
     from oz0.edge.runtime.runner import install_plugin
 
     if args.example == bool(args.dir):
@@ -171,6 +161,8 @@ def _contract(file: str | None, digest: str | None) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from oz0.edge.cards.model import Card
+
     runtime = open_runtime()
     try:
         versions = runtime.installed()

@@ -8,25 +8,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result, usage_failure
 from oz0.edge.qzx.core import (PROFILES, Evidence, InputError, build_receipt, check_core, parse_document,
-                      receipt_bytes, validate_document)
+                               receipt_bytes, validate_document)
 
 __all__ = ["register"]
 
 _PROFILE_HELP = "|".join(PROFILES)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add `oz0 qzx` with its two subcommands."""
-    qzx = sub.add_parser("qzx", help="check results against QZX Result Contract v1",
-                         description="Validate QZX results and write conformance receipts for a "
-                                     "success/failure evidence pair.")
+def register(qzx: argparse.ArgumentParser) -> None:
+    """Fill in `oz0 qzx` with its two subcommands."""
+    qzx.description = "Validate QZX results and write conformance receipts for a success/failure evidence pair."
     commands = qzx.add_subparsers(dest="qzx_command", metavar="SUBCOMMAND", required=True)
 
     v = commands.add_parser(
@@ -69,8 +67,6 @@ def _read(name: str) -> bytes:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
-
     started = time.monotonic()
     command = "qzx validate"
     try:
@@ -135,8 +131,6 @@ def _evidence(name: str) -> Evidence:
 
 
 def _receipt(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
-
     if args.profile not in PROFILES:
         raise CommandError(f"unknown profile {args.profile!r}; choose one of {', '.join(PROFILES)}")
     if PROFILES[args.profile] is not None and args.tool_definition is None:
@@ -182,7 +176,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write beside the target, then rename over it: readers see the old receipt or the new one."""
-    from oz0.adapters.cli.errors import CommandError
+    import tempfile
 
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

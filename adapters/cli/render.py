@@ -5,40 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import resources
 from typing import Any
 
+from oz0.adapters.cli.draw import TARGETS, render_payload
 from oz0.edge import choose_card, load_contract, load_json_file
-from oz0.edge.cards.model import Card
-from oz0.renderers import RENDERERS
 
-__all__ = ["register_demo", "register_render", "render_payload"]
-
-_TARGETS = ("text", "card")
+__all__ = ["examples", "register_demo", "register_render", "render_payload"]
 
 
-def render_payload(card: Card, target: str) -> str:
-    """The card drawn for `target` as the text printed: JSON for card and platform payloads."""
-    if target == "card":
-        return json.dumps(card.to_dict(), indent=2, ensure_ascii=False, default=_default)
-    payload = RENDERERS[target](card)
-    return payload if isinstance(payload, str) else json.dumps(payload, indent=2, ensure_ascii=False)
-
-
-def _default(value: Any) -> Any:
-    return str(value)
-
-
-def register_render(sub: argparse._SubParsersAction) -> None:
-    targets = ["card", *RENDERERS]
-    p = sub.add_parser(
-        "render",
-        help="draw a result as a card",
-        description=("Read a result and the schema its agent or tool declared, choose a card "
+def register_render(p: argparse.ArgumentParser) -> None:
+    targets = list(TARGETS)
+    p.description = ("Read a result and the schema its agent or tool declared, choose a card "
                      "(table, key-values, diff or text) and print it. A result that breaks its schema "
-                     "or is over 64 KiB of JSON is not drawn; the card says why (exit code 0)."),
-        epilog="Exit codes: 0 drawn or explained, 2 unreadable input, invalid JSON or an unusable schema.",
-    )
+                     "or is over 64 KiB of JSON is not drawn; the card says why (exit code 0).")
+    p.epilog = "Exit codes: 0 drawn or explained, 2 unreadable input, invalid JSON or an unusable schema."
     p.add_argument("result", metavar="RESULT", help="the result: a JSON file, or - for stdin")
     p.add_argument("--schema", metavar="SCHEMA",
                    help="the JSON Schema the agent or tool declared for its output (for an MCP "
@@ -60,15 +40,16 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="draw every bundled example result",
-                       description="Draw each bundled example result with its schema, one card of each form.")
-    p.add_argument("--to", choices=["card", *RENDERERS], default="text", help="what to draw (default: text)")
+def register_demo(p: argparse.ArgumentParser) -> None:
+    p.description = "Draw each bundled example result with its schema, one card of each form."
+    p.add_argument("--to", choices=list(TARGETS), default="text", help="what to draw (default: text)")
     p.set_defaults(func=_demo)
 
 
 def examples() -> list[dict[str, Any]]:
     """The bundled examples, with the paths of their result and schema files."""
+    from importlib import resources
+
     folder = resources.files("oz0.edge") / "examples"
     index = json.loads((folder / "index.json").read_text())
     for entry in index:

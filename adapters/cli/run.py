@@ -9,33 +9,30 @@ import time
 from datetime import datetime
 from typing import Any
 
+from oz0.adapters.cli.draw import TARGETS, render_payload
+from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
-from oz0.adapters.cli.plugin import open_runtime
-from oz0.adapters.cli.render import render_payload
+from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
 from oz0.edge.runtime.jobs import Job, snake_case
-from oz0.renderers import RENDERERS
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
 
-def register_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run", help="ask an installed agent and draw its answer as a card",
-        description=("Run an installed agent once. The input is text, or JSON for an agent with an input "
+def register_run(p: argparse.ArgumentParser) -> None:
+    p.description = ("Run an installed agent once. The input is text, or JSON for an agent with an input "
                      "schema: oz0 run acme-reviewer '{\"repo\": \"acme/api\", \"pr\": 42}'. An input that "
-                     "does not match fails before the agent starts (InvalidInput)."),
-        epilog="Exit codes: 0 the agent answered, 1 the job failed, 2 unknown agent or invalid input.")
+                     "does not match fails before the agent starts (InvalidInput).")
+    p.epilog = "Exit codes: 0 the agent answered, 1 the job failed, 2 unknown agent or invalid input."
     p.add_argument("agent", metavar="AGENT", help="the agent's name (see oz0 plugin list)")
     p.add_argument("input", metavar="INPUT", help="the input: text, JSON, or - to read it from stdin")
     p.add_argument("--json", action="store_true", help="print one QZX result instead of the card")
-    p.add_argument("--to", choices=["card", *RENDERERS], default="text",
+    p.add_argument("--to", choices=list(TARGETS), default="text",
                    help="how to draw the card (default: text)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
     from oz0.edge.runtime.runner import UnknownAgent, local_user
 
     started = time.monotonic()
@@ -83,9 +80,8 @@ def _emit_job(job: Job, started: float) -> int:
     return 2 if job.failure_kind == "InvalidInput" else code
 
 
-def register_jobs(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("jobs", help="recent jobs from the journal; `oz0 jobs show ID` for one",
-                       description="List recent jobs, newest first, or show one with its card.")
+def register_jobs(p: argparse.ArgumentParser) -> None:
+    p.description = "List recent jobs, newest first, or show one with its card."
     p.add_argument("--limit", type=int, default=20, help="how many jobs to list (default 20)")
     p.add_argument("--json", action="store_true", help="print one QZX result")
     p.set_defaults(func=_jobs)
@@ -107,8 +103,6 @@ def _status(job: Job) -> str:
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
-
     if args.limit < 1:
         raise CommandError("--limit must be at least 1")
     runtime = open_runtime()
@@ -134,8 +128,6 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
-
     runtime = open_runtime()
     try:
         runtime.recover_interrupted()
@@ -160,8 +152,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_audit(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="the audit log: installs and other changes, newest first")
+def register_audit(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=50, help="how many records (default 50)")
     p.add_argument("--json", action="store_true", help="print one QZX result")
     p.set_defaults(func=_audit)

@@ -22,6 +22,9 @@ import sys
 from types import ModuleType
 from typing import Any, Mapping
 
+from oz0.adapters.cli.errors import CommandError
+from oz0.adapters.cli.runtime import open_runtime
+
 __all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
 
 log = logging.getLogger("oz0.serve")
@@ -34,11 +37,9 @@ CHANNELS: dict[str, str] = {
 SHUTDOWN_GRACE_S = 10.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "serve", help="run the web console and the configured chat channels until Ctrl-C",
-        description="Run the web console (http://127.0.0.1:8470 by default) and each chat channel whose "
-                    "tokens are set (Slack, Discord), in one process, until Ctrl-C or SIGTERM.")
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Run the web console (http://127.0.0.1:8470 by default) and each chat channel whose "
+                          "tokens are set (Slack, Discord), in one process, until Ctrl-C or SIGTERM.")
     parser.add_argument("--host", help="console address (default: OZ0_CONSOLE_HOST or 127.0.0.1); any "
                                        "non-loopback address needs OZ0_CONSOLE_TOKEN")
     parser.add_argument("--port", type=int, help="console port (default: OZ0_CONSOLE_PORT or 8470; 0 picks a free one)")
@@ -48,10 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """The `oz0 serve` command: 0 after a clean stop, 1 when a channel failed, 2 for bad settings."""
-    from oz0.adapters.cli.errors import CommandError
     from oz0.adapters.console.app import ConsoleSettings
     from oz0.adapters.console.security import ConsoleConfigError, Guard
-    from oz0.edge.runtime.runner import Runtime
 
     _configure_logging()
     env = dict(os.environ)
@@ -64,7 +63,7 @@ def run_serve(args: argparse.Namespace) -> int:
         Guard(settings.host, settings.token)
     except ConsoleConfigError as exc:
         raise CommandError(str(exc), code=2) from None
-    runtime = Runtime(args.home or env.get("OZ0_HOME") or None)
+    runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)
     try:
         return asyncio.run(serve_channels(runtime, env=env))
     finally:

@@ -1,6 +1,6 @@
 """`oz0 plugin openapi` and `oz0 plugin diff`: a plugin's OpenAPI document, and what an upgrade changes.
 
-These are subcommands of the `plugin` group (adapters/cli_plugin.py registers them). The install's
+These are subcommands of the `plugin` group (adapters/cli/plugin.py registers them). The install's
 side of the upgrade check (refuse, print the changes) also formats its lines here, so the three
 commands word a change the same way.
 """
@@ -11,22 +11,15 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Iterable, Mapping, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO
 
+from oz0.adapters.cli.draw import render_payload
+from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
-from oz0.adapters.cli.render import render_payload
-from oz0.edge.cards.model import Card
-from oz0.edge.contracts.compat import (
-    Change,
-    CompatError,
-    UpgradeRefused,
-    breaking_changes,
-    compare_agents,
-    is_major_bump,
-    required_version_bump,
-)
-from oz0.edge.contracts.openapi import openapi_document
-from oz0.edge.plugins.manifest import Plugin, PluginError, load_plugin
+
+if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
+    from oz0.edge.contracts.compat import Change, UpgradeRefused
+    from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
     "MAX_AUDIT_SCAN",
@@ -44,7 +37,7 @@ MAX_AUDIT_SCAN = 10_000
 
 
 def _load(folder: str) -> Plugin:
-    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.plugins.manifest import PluginError, load_plugin
 
     try:
         return load_plugin(folder)
@@ -65,6 +58,8 @@ def register_openapi(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _openapi(args: argparse.Namespace) -> int:
+    from oz0.edge.contracts.openapi import openapi_document
+
     plugin = _load(args.dir)
     document = openapi_document(plugin.agents, title=plugin.name, version=plugin.version)
     if plugin.description:
@@ -88,7 +83,9 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.cards.model import Card
+    from oz0.edge.contracts.compat import (CompatError, breaking_changes, compare_agents, is_major_bump,
+                                           required_version_bump)
 
     started = time.monotonic()
     old, new = _load(args.old), _load(args.new)
@@ -116,6 +113,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _verdict(old: Plugin, new: Plugin, changes: list[Change]) -> str:
+    from oz0.edge.contracts.compat import breaking_changes, is_major_bump, required_version_bump
+
     n, b = len(changes), len(breaking_changes(changes))
     counts = f"{n} change{'s' * (n != 1)}, {b} breaking."
     if not b:
@@ -133,6 +132,8 @@ def change_lines(changes: Iterable[Change]) -> list[str]:
 
 def print_changes(changes: Iterable[Change], *, stream: TextIO | None = None) -> None:
     """What an install that went through changed, after its one-line summary."""
+    from oz0.edge.contracts.compat import breaking_changes
+
     changes = list(changes)
     out = stream or sys.stdout
     if not changes:
@@ -151,6 +152,8 @@ def refusal_line(exc: UpgradeRefused) -> str:
 def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Per plugin, the changes its latest install recorded (newest audit records first, as the
     store lists them): {"previous_version", "version", "changes": [Change]}."""
+    from oz0.edge.contracts.compat import Change
+
     latest: dict[str, dict[str, Any]] = {}
     for record in audit:
         detail: Mapping[str, Any] = record.detail
@@ -173,6 +176,8 @@ def latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def print_latest_changes(versions: Iterable[Any], latest: Mapping[str, Mapping[str, Any]]) -> None:
     """Under `plugin list`: what the install of each current version changed, when it changed anything."""
+    from oz0.edge.contracts.compat import breaking_changes
+
     for v in versions:
         entry = latest.get(v.plugin)
         if not entry or entry["version"] != v.version or not entry["changes"]:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-import jsonschema_rs
 import orjson
 from referencing import Registry
 from referencing.exceptions import NoSuchAnchor, PointerToNowhere, Unresolvable
@@ -197,6 +196,8 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     that leaves the document.
     """
     global _compiles
+    import jsonschema_rs  # here, not at the top: a card drawn without a schema never loads the validator
+
     if isinstance(schema, (str, os.PathLike)):
         source = source or str(schema)
         schema = load_json_file(schema, what="schema")
