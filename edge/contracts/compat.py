@@ -17,11 +17,11 @@ import re
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
-from urllib.parse import unquote
 
 from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.contracts.schema import json_path as _json_path
 from oz0.edge.contracts.openapi import openapi_document
+from oz0.edge.contracts.view import DocumentRefs, SchemaView
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin
 from oz0.edge.runtime.store import InstalledVersion
 
@@ -281,26 +281,20 @@ def _compare_failures(agent: str, old: Mapping[str, Any], new: Mapping[str, Any]
                 changes.append(Change(agent, "failure", "$", f"description of {kind} changed", False))
 
 
-def _deref(document: Mapping[str, Any], node: Any, *, seen: int = 0) -> Any:
-    if isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and seen < MAX_COMPARE_DEPTH:
-        return _deref(document, resolve_pointer(document, node["$ref"]), seen=seen + 1)
-    return node
+def _deref(document: Mapping[str, Any], node: Any) -> Any:
+    """The schema `node`'s `$ref` chain ends at; CompatError for a reference that finds nothing."""
+    try:
+        return SchemaView(DocumentRefs(document), node).deref().node
+    except LookupError as exc:
+        raise CompatError(str(exc)) from None
 
 
 def resolve_pointer(document: Any, ref: str) -> Any:
     """The value a local `$ref` (`#/...`) points at in `document`; CompatError for anything else."""
-    if not ref.startswith("#"):
-        raise CompatError(f"$ref {ref!r} leaves the document; the check compares local references only")
-    node = document
-    for token in unquote(ref[1:]).split("/")[1:] if ref != "#" else []:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise CompatError(f"$ref {ref!r} points at nothing in the document")
-    return node
+    try:
+        return DocumentRefs(document).lookup(ref).contents
+    except LookupError as exc:
+        raise CompatError(str(exc)) from None
 
 
 # schemas --------------------------------------------------------------------------------------

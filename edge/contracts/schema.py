@@ -15,11 +15,14 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
-from urllib.parse import unquote, urldefrag, urljoin
+from typing import Any
+from urllib.parse import urldefrag, urljoin
 
 import jsonschema_rs
 import orjson
+
+from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
+from oz0.edge.contracts.view import Resolved, SchemaDepthError, walk_schema
 
 __all__ = [
     "DIALECTS",
@@ -42,13 +45,6 @@ DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 MAX_SCHEMA_BYTES = 1_048_576
 MAX_SCHEMA_DEPTH = 64
 MAX_MESSAGE_CHARS = 300
-
-_SCHEMA_VALUED = (
-    "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
-    "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-)
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
-_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 _lock = threading.Lock()
 _cache: dict[str, "Contract"] = {}
@@ -96,10 +92,6 @@ def json_path(parts: Any) -> str:
     return "".join(out)
 
 
-def _pointer(parts: Any) -> str:
-    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts) if parts else ""
-
-
 def _refuse_retrieval(uri: str) -> Any:
     raise ContractError(f"refusing to fetch {uri!r}: a contract's $ref must stay inside its own document")
 
@@ -114,6 +106,7 @@ class Contract:
     digest: str
     _validator: Any = field(repr=False)
     _resources: dict[str, Any] = field(repr=False)
+    _bases: dict[int, str] = field(repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return self._validator.is_valid(instance)
@@ -131,10 +124,17 @@ class Contract:
 
     def resolve(self, ref: str, *, base: str = "") -> Any:
         """The subschema a local `$ref` names (used to follow properties for card order)."""
-        target, _ = _resolve_ref(ref, base or self._root_base(), self._resources, self.schema)
-        return target
+        return self.lookup(ref, base=base).contents
 
-    def _root_base(self) -> str:
+    def lookup(self, ref: str, *, base: str = "") -> Resolved:
+        """The subschema a local `$ref` (written under `base`, by default the root's) names, with the
+        base URI references inside it resolve against; LookupError names what is missing."""
+        target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
+        return Resolved(target, self._bases.get(id(target), doc))
+
+    @property
+    def base(self) -> str:
+        """The root's base URI: its `$id`, or `urn:oz0:root`."""
         root_id = self.schema.get("$id") if isinstance(self.schema, dict) else None
         return _norm(root_id or "urn:oz0:root")
 
@@ -149,7 +149,7 @@ def _violation(error: Any) -> Violation:
     message = error.message
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return Violation(json_path(error.instance_path), _pointer(schema_path), keyword, message)
+    return Violation(json_path(error.instance_path), format_pointer(schema_path), keyword, message)
 
 
 _KNOWN_KEYWORDS = frozenset({
@@ -208,12 +208,12 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     if cached is not None:
         return cached
     dialect = _dialect(schema, source)
-    resources = _check_refs(schema, source)
+    resources, bases = _check_refs(schema, source)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
         raise ContractError(f"not a valid JSON Schema: {exc.message}", source=source,
-                            location=_pointer(exc.instance_path) or "/") from None
+                            location=format_pointer(exc.instance_path) or "/") from None
     except jsonschema_rs.ReferencingError as exc:
         raise ContractError(f"cannot check against its meta-schema: {exc}", source=source) from None
     try:
@@ -227,7 +227,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot compile: {first}", source=source) from None
     with _lock:
         _compiles += 1
-        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources)
+        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources, bases)
         _cache[digest] = contract
     return contract
 
@@ -251,49 +251,16 @@ def _norm(uri: str) -> str:
     return base
 
 
-def _subschemas(node: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    for key in _SCHEMA_VALUED:
-        if key in node and isinstance(node[key], (dict, bool)):
-            yield (key,), node[key]
-    for key in _SCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            for name, sub in value.items():
-                if isinstance(sub, (dict, bool)):
-                    yield (key, name), sub
-    for key in _SCHEMA_ARRAYS:
-        value = node.get(key)
-        if isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield (key, i), sub
-    items = node.get("items")
-    if isinstance(items, (dict, bool)):
-        yield ("items",), items
-    elif isinstance(items, list):
-        for i, sub in enumerate(items):
-            yield ("items", i), sub
-
-
-def _walk(schema: Any, base: str, path: tuple[Any, ...], depth: int, source: str
-          ) -> Iterator[tuple[dict[str, Any], str, tuple[Any, ...]]]:
-    if not isinstance(schema, dict):
-        return
-    if depth > MAX_SCHEMA_DEPTH:
-        raise ContractError(f"schema nests deeper than {MAX_SCHEMA_DEPTH} levels", source=source,
-                            location=_pointer(path))
-    own_id = schema.get("$id")
-    if isinstance(own_id, str) and not own_id.startswith("#"):
-        base = _norm(urljoin(base, own_id))
-    yield schema, base, path
-    for sub_path, sub in _subschemas(schema):
-        yield from _walk(sub, base, path + sub_path, depth + 1, source)
-
-
-def _check_refs(schema: Any, source: str) -> dict[str, Any]:
-    """Map every resource and anchor in the document, then prove each `$ref` lands on one."""
+def _check_refs(schema: Any, source: str) -> tuple[dict[str, Any], dict[int, str]]:
+    """Map every resource and anchor in the document, then prove each `$ref` lands on one; also the
+    base URI of every schema object (by id), for lookups that land inside an embedded resource."""
     root_base = _norm(schema.get("$id", "urn:oz0:root")) if isinstance(schema, dict) else "urn:oz0:root"
     resources: dict[str, Any] = {}
-    nodes = list(_walk(schema, root_base, (), 0, source))
+    try:
+        nodes = list(walk_schema(schema, root_base, max_depth=MAX_SCHEMA_DEPTH))
+    except SchemaDepthError as exc:
+        raise ContractError(str(exc), source=source, location=format_pointer(exc.path)) from None
+    bases = {id(node): base for node, base, _ in nodes}
     for node, base, _ in nodes:
         resources.setdefault(base, node)
         for key in ("$anchor", "$dynamicAnchor"):
@@ -309,14 +276,14 @@ def _check_refs(schema: Any, source: str) -> dict[str, Any]:
             ref = node.get(key)
             if ref is None:
                 continue
-            where = _pointer(path + (key,))
+            where = format_pointer(path + (key,))
             if not isinstance(ref, str):
                 raise ContractError(f"{key} must be a string", source=source, location=where)
             try:
                 _resolve_ref(ref, base, resources, schema)
             except LookupError as exc:
                 raise ContractError(f"{key} {ref!r} {exc}", source=source, location=where) from None
-    return resources
+    return resources, bases
 
 
 def _is_meta_schema(uri: str) -> bool:
@@ -326,9 +293,10 @@ def _is_meta_schema(uri: str) -> bool:
 
 def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> tuple[Any, str]:
     if ref.startswith("#"):
-        doc, fragment = base, unquote(ref[1:])
+        doc, fragment = base, fragment_pointer(ref[1:])
     else:
         doc, fragment = urldefrag(urljoin(base, ref))
+        fragment = fragment_pointer(fragment)
     if doc not in resources:
         if _is_meta_schema(doc):
             return {}, doc
@@ -345,12 +313,8 @@ def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> t
         if anchored is None:
             raise LookupError(f"names anchor {fragment!r}, which this document does not define")
         return anchored, doc
-    for token in fragment.split("/")[1:]:
-        token = unquote(token).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise LookupError("points at nothing: no such location in this document")
+    try:
+        _, node = locate(node, fragment)
+    except PointerError:
+        raise LookupError("points at nothing: no such location in this document") from None
     return node, doc
