@@ -17,21 +17,20 @@ from typing import Any, Iterable, Literal
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
-from oz0.edge.contracts.schema import Contract, load_contract
+from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
+from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
 
 __all__ = [
     "ENVELOPE_FIELDS",
     "MAX_CARD_BYTES",
     "choose_card",
     "compact_json",
-    "is_call_tool_result",
     "is_qzx_result",
 ]
 
 MAX_CARD_BYTES = 65_536
 ENVELOPE_FIELDS = ("success", "message", "error", "error_code", "warnings", "meta")
-_CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
 
 Source = Literal["auto", "plain", "mcp"]
 
@@ -52,15 +51,6 @@ def is_qzx_result(value: Any) -> bool:
     """An object with a boolean `success` and a non-blank string `message` gets a status header."""
     return (isinstance(value, dict) and isinstance(value.get("success"), bool)
             and isinstance(value.get("message"), str) and bool(value["message"].strip()))
-
-
-def is_call_tool_result(value: Any) -> bool:
-    """An MCP CallToolResult: a `content` list of typed blocks and nothing but MCP's own fields."""
-    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
-        return False
-    if not set(value) <= _CALL_TOOL_RESULT_KEYS:
-        return False
-    return all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value["content"])
 
 
 def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None = None, *,
@@ -91,11 +81,8 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
     if contract is not None and not checked:
         violations = contract.validate(value)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
             return Card(form="text", title=title, status=status, drawn=False, violations=violations,
-                        reason=(f"The result does not match its contract: the value at {first.json_path} "
-                                f"breaks the rule '{first.keyword}' ({first.message}){more}; "
+                        reason=(f"The result does not match its contract: {violation_sentence(violations)}; "
                                 "the raw result is attached."),
                         attachment=Attachment("result.json", "application/json", data), full_result=data)
     view = SchemaView(contract, contract.schema, contract.base) if contract else SchemaView(None, None)
@@ -131,37 +118,30 @@ def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -
 def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
     if not isinstance(result, dict):
         return _card(result, contract, title)
-    result_type = result.get("resultType", "complete")
-    if result_type != "complete":
+    read = read_tool_result(result)
+    if not read.complete:
         return Card(form="text", title=title, drawn=False, text_format="plain",
-                    reason=(f"The tool answered with resultType {result_type!r}, not 'complete': it has no "
+                    reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
                             "final result to draw yet."), full_result=compact_json(result))
-    text = "\n\n".join(b["text"] for b in result.get("content", ())
-                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    structured = result.get("structuredContent")
-    if result.get("isError") is True:
-        if is_qzx_result(structured):
-            return _card(structured, None, title)
-        message = text.strip() or "The tool reported an error without saying what it was."
+    if read.is_error:
+        if is_qzx_result(read.structured):
+            return _card(read.structured, None, title)
+        message = read.text.strip() or "The tool reported an error without saying what it was."
         first_line = message.splitlines()[0]
         return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
                     text=message if message != first_line else "", text_format="markdown",
                     full_result=compact_json(result))
-    if "structuredContent" in result:
-        return _card(structured, contract, title)
+    if read.has_structured:
+        return _card(read.structured, contract, title)
     if contract is not None:
         data = compact_json(result)
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=("The tool declares an outputSchema but its result has no structuredContent, "
                             "which MCP requires; the raw result is attached."),
                     attachment=Attachment("result.json", "application/json", data), full_result=data)
-    if text:
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            return _card(text, None, title)
-        return _card(parsed, None, title)
-    return _card(result.get("content", []), None, title)
+    if read.text:
+        return _card(read.text_value(), None, title)
+    return _card(read.content, None, title)
 
 
 def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | None) -> Card:

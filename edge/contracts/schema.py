@@ -33,6 +33,7 @@ __all__ = [
     "json_path",
     "load_contract",
     "load_json_file",
+    "violation_sentence",
 ]
 
 DIALECTS: dict[str, str] = {
@@ -77,6 +78,17 @@ class Violation:
     def to_dict(self) -> dict[str, str]:
         return {"json_path": self.json_path, "schema_path": self.schema_path, "keyword": self.keyword,
                 "message": self.message}
+
+
+def violation_sentence(violations: Any, *, subject: str = "the value", rules_of: str | None = None) -> str:
+    """The first violation in words, and how many more there are: `the value at $.n breaks the rule
+    'type' (...) (and 2 more)`, or with `rules_of` (the schema file) `the input at $.n breaks the rule
+    'type' of in.json: ... (and 2 more)`. One sentence for cards, jobs and the CLI."""
+    first = violations[0]
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    if rules_of is None:
+        return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' ({first.message}){more}"
+    return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' of {rules_of}: {first.message}{more}"
 
 
 def json_path(parts: Any) -> str:

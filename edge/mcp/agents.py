@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any, Awaitable, Coroutine, Iterator, Mapping, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from oz0.edge.cards.choice import choose_card
+from oz0.edge.cards.choice import ENVELOPE_FIELDS, choose_card
 from oz0.edge.cards.model import Card
-from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.contracts.schema import Contract, ContractError, load_contract, violation_sentence
+from oz0.edge.contracts.view import SchemaView
+from oz0.edge.mcp.result import read_tool_result
 from oz0.edge.runtime.jobs import JobFailure
 
 __all__ = [
@@ -653,59 +655,37 @@ def card_form(tool: ToolInfo) -> str:
         return f"none: the outputSchema cannot be used ({exc.message})"
     if contract is None:
         return "from its text: JSON drawn as JSON, other text as markdown"
-    node = _deref(contract, contract.schema)
-    props = _props(contract, node)
+    view = SchemaView(contract, contract.schema, contract.base).deref()
+    props = view.properties()
     header = ""
     if "success" in props and "message" in props:
         header = "status header + "
-        props = {k: v for k, v in props.items() if k not in ("success", "message", "error", "error_code",
-                                                              "warnings", "meta")}
+        props = {k: v for k, v in props.items() if k not in ENVELOPE_FIELDS}
         if len(props) == 1:
-            node = _deref(contract, next(iter(props.values())))
-            props = _props(contract, node)
+            view = view.property(next(iter(props))).deref()
+            props = view.properties()
         elif not props:
             return "status header"
         else:
             return header + "key-values: " + ", ".join(props)
-    diff = node.get("x-oz0-diff") if isinstance(node, dict) else None
+    diff = view.keyword("x-oz0-diff")
     if isinstance(diff, dict) and diff.get("before") in props and diff.get("after") in props:
         return header + f"diff of {diff['before']} -> {diff['after']}"
     rows = None
-    if isinstance(node, dict) and node.get("type") == "array":
-        rows = _deref(contract, node.get("items"))
+    if view.keyword("type") == "array":
+        rows = view.items()
     elif len(props) == 1:
-        only = _deref(contract, next(iter(props.values())))
-        if isinstance(only, dict) and only.get("type") == "array":
-            rows = _deref(contract, only.get("items"))
-    if isinstance(rows, dict) and (rows.get("type") == "object" or "properties" in rows):
-        columns = list(_props(contract, rows))
-        order = rows.get("x-oz0-order") if isinstance(rows.get("x-oz0-order"), list) else []
+        only = view.property(next(iter(props))).deref()
+        if only.keyword("type") == "array":
+            rows = only.items()
+    if rows is not None and (rows.keyword("type") == "object" or any("properties" in n for n in rows.layers())):
+        columns = list(rows.properties())
+        order = rows.keyword("x-oz0-order") if isinstance(rows.keyword("x-oz0-order"), list) else []
         columns = [c for c in order if c in columns] + [c for c in columns if c not in order]
         return header + ("table: " + ", ".join(columns) if columns else "table (columns from the rows)")
     if props:
         return header + "key-values: " + ", ".join(props)
     return header + "text"
-
-
-def _deref(contract: Contract, node: Any) -> Any:
-    for _ in range(16):
-        if not (isinstance(node, dict) and isinstance(node.get("$ref"), str)):
-            return node
-        try:
-            node = contract.resolve(node["$ref"])
-        except LookupError:
-            return node
-    return node
-
-
-def _props(contract: Contract, node: Any) -> dict[str, Any]:
-    if not isinstance(node, dict):
-        return {}
-    props = dict(node.get("properties") or {}) if isinstance(node.get("properties"), dict) else {}
-    for branch in node.get("allOf") or ():
-        for name, sub in _props(contract, _deref(contract, branch)).items():
-            props.setdefault(name, sub)
-    return props
 
 
 # --- the `mcp` agent kind -------------------------------------------------------------------------
@@ -802,9 +782,8 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     if contract is not None and spec.input is None:
         violations = contract.validate(arguments)
         if violations:
-            v = violations[0]
-            raise McpFailure("InvalidInput", f"the input breaks tool {tool!r}'s inputSchema: the value at "
-                                             f"{v.json_path} breaks the rule '{v.keyword}' ({v.message})")
+            raise McpFailure("InvalidInput", f"the input breaks tool {tool!r}'s inputSchema: "
+                                             f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
     _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s)
@@ -813,21 +792,14 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
 
 def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
     """What a CallToolResult means as a job output: its structured content, else its text."""
-    import orjson
-
-    result_type = result.get("resultType", "complete")
-    if result_type != "complete":
-        raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {result_type!r}, not "
+    read = read_tool_result(result)
+    if not read.complete:
+        raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
                                           "'complete': it asks for input that an agent job cannot give")
-    text = "\n\n".join(b["text"] for b in result.get("content", ())
-                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    if result.get("isError") is True:
+    if read.is_error:
         raise McpFailure("AgentError", f"tool {tool!r} reported an error: "
-                                       + (text.strip() or "it did not say what"),
-                         partial_output=result.get("structuredContent"))
-    if "structuredContent" in result:
-        return result["structuredContent"]
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
+                                       + (read.text.strip() or "it did not say what"),
+                         partial_output=read.structured)
+    if read.has_structured:
+        return read.structured
+    return read.text_value()

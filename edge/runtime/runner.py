@@ -33,6 +33,7 @@ from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFai
 from oz0.edge.mcp.agents import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
+from oz0.edge.contracts.schema import violation_sentence
 
 __all__ = [
     "AuditRecord",
@@ -165,10 +166,8 @@ class Runtime:
                                              f"and this is not JSON ({exc}){hint}") from None
         violations = spec.input.validate(value)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-            raise JobFailure("InvalidInput", f"the input at {first.json_path} breaks the rule '{first.keyword}' "
-                                             f"of {spec.input_schema_file}: {first.message}{more}{hint}")
+            raise JobFailure("InvalidInput", violation_sentence(violations, subject="the input",
+                                                                rules_of=spec.input_schema_file) + hint)
         return value
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
@@ -314,10 +313,8 @@ class Runtime:
             return output
         violations = spec.output.validate(output)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-            raise JobFailure("InvalidOutput", f"the answer at {first.json_path} breaks the rule '{first.keyword}' "
-                                              f"of {spec.output_schema_file}: {first.message}{more}",
+            raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
+                                                                 rules_of=spec.output_schema_file),
                              partial_output=output)
         return output
 
