@@ -28,7 +28,7 @@ import httpx
 import orjson
 
 from oz0.edge.runtime.jobs import JobFailure, RunContext
-from oz0.edge.mcp.agents import run_mcp_agent
+from oz0.edge.mcp.kind import run_mcp_agent
 from oz0.edge.plugins.manifest import AgentSpec
 
 __all__ = [

@@ -30,7 +30,7 @@ from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
 from oz0.edge.contracts.compat import Change, check_upgrade, is_major_bump
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
-from oz0.edge.mcp.agents import with_known_contracts, with_tool_contracts
+from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
 from oz0.edge.contracts.schema import violation_sentence
