@@ -16,15 +16,9 @@ from typing import Any, Iterable, Mapping, TextIO
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.render import render_payload
 from oz0.edge.cards.model import Card
-from oz0.edge.contracts.compat import (
-    Change,
-    CompatError,
-    UpgradeRefused,
-    breaking_changes,
-    compare_agents,
-    is_major_bump,
-    required_version_bump,
-)
+from oz0.edge.contracts.changes import Change, CompatError, breaking_changes
+from oz0.edge.contracts.compat import UpgradeRefused, is_major_bump, required_version_bump
+from oz0.edge.contracts.diff import compare_agents
 from oz0.edge.contracts.openapi import openapi_document
 from oz0.edge.plugins.manifest import Plugin, PluginError, load_plugin
 

@@ -16,6 +16,7 @@ __all__ = [
     "result_card",
 ]
 
+
 def result_card(result: Mapping[str, Any], tool: ToolInfo, *, title: str | None = None) -> Card:
     """The card for a tool's CallToolResult, checked against the tool's outputSchema by the edge's validator.
 

@@ -28,7 +28,8 @@ import orjson
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
-from oz0.edge.contracts.compat import Change, check_upgrade, is_major_bump
+from oz0.edge.contracts.changes import Change
+from oz0.edge.contracts.compat import check_upgrade, is_major_bump
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
