@@ -14,6 +14,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urljoin
@@ -144,7 +145,7 @@ class Contract:
         target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
         return Resolved(target, self._bases.get(id(target), doc))
 
-    @property
+    @cached_property
     def base(self) -> str:
         """The root's base URI: its `$id`, or `urn:oz0:root`."""
         root_id = self.schema.get("$id") if isinstance(self.schema, dict) else None

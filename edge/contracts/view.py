@@ -171,7 +171,7 @@ class SchemaView:
 
     def keyword(self, name: str) -> Any:
         """The nearest layer's value of keyword `name`, or None."""
-        for layer in self.layers():
+        for layer, _ in self._based_layers():
             if name in layer:
                 return layer[name]
         return None
