@@ -11,7 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_call_tool_result, is_qzx_result
+    from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_qzx_result
+    from oz0.edge.mcp.result import is_call_tool_result
     from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
     from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
                                            load_json_file)
@@ -39,8 +40,8 @@ __all__ = [
 ]
 
 _HOMES: dict[str, str] = {
-    **dict.fromkeys(("MAX_CARD_BYTES", "choose_card", "compact_json", "is_call_tool_result", "is_qzx_result"),
-                    "oz0.edge.cards.choice"),
+    **dict.fromkeys(("MAX_CARD_BYTES", "choose_card", "compact_json", "is_qzx_result"), "oz0.edge.cards.choice"),
+    "is_call_tool_result": "oz0.edge.mcp.result",
     **dict.fromkeys(("FORMS", "Attachment", "Card", "DiffBody", "DiffLine", "KeyChange", "Status", "cell_text"),
                     "oz0.edge.cards.model"),
     **dict.fromkeys(("Contract", "ContractError", "Violation", "compile_count", "load_contract", "load_json_file"),

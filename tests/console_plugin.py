@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime, install_plugin
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -16,7 +16,8 @@ import pytest
 
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime, install_plugin
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
 

@@ -12,7 +12,9 @@ import pytest
 from mcp_harness import SERVER, free_port, http_server
 
 from oz0.edge.contracts.schema import ContractError
-from oz0.edge.mcp.agents import McpFailure, McpServers, ServerSpec, card_form, result_card
+from oz0.edge.mcp.cards import card_form, result_card
+from oz0.edge.mcp.pool import McpServers
+from oz0.edge.mcp.spec import McpFailure, ServerSpec
 
 STDIO = ServerSpec(command=(sys.executable, str(SERVER)))
 TIME = ServerSpec(command=(sys.executable, "-m", "mcp_server_time", "--local-timezone", "Etc/UTC"))

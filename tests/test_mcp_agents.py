@@ -13,9 +13,10 @@ from typing import Iterator
 import pytest
 
 from oz0.adapters.cli import main
-from oz0.edge.mcp.agents import servers
+from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime, install_plugin
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 from mcp_harness import SERVER, http_server
 
 @pytest.fixture(scope="module")
@@ -181,7 +182,7 @@ def test_an_agent_file_that_declares_its_own_schema_keeps_it(runtime: Runtime) -
 
 
 def test_mcp_agents_share_one_server_process(runtime: Runtime) -> None:
-    from oz0.edge.mcp.agents import server_for_agent
+    from oz0.edge.mcp.kind import server_for_agent
 
     for _ in range(3):
         assert asyncio.run(runtime.run("disk", '{"host": "h"}')).status == "succeeded"

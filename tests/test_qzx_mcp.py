@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, check_output_schema, validate_document
+from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL
+from oz0.edge.qzx.profiles import validate_document
+from oz0.edge.qzx.tools import check_output_schema
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 OFFICIAL = json.loads((SHARED / "spec" / "result-contract-v1.schema.json").read_text())

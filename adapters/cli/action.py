@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping, Sequence
 
-from oz0.edge.contracts.compat import Change, refusal_message
+from oz0.edge.contracts.changes import Change
+from oz0.edge.contracts.compat import refusal_message
 
 __all__ = ["ActionError", "Check", "Inputs", "confine", "main", "read_inputs", "summary_markdown"]
 

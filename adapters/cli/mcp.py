@@ -13,16 +13,11 @@ import orjson
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
 from oz0.edge.contracts.summary import schema_summary
-from oz0.edge.contracts.schema import ContractError
-from oz0.edge.mcp.agents import (
-    DEFAULT_CALL_TIMEOUT_S,
-    McpFailure,
-    ServerSpec,
-    ToolInfo,
-    card_form,
-    result_card,
-    servers,
-)
+from oz0.edge.contracts.schema import ContractError, violation_sentence
+from oz0.edge.mcp.cards import card_form, result_card
+from oz0.edge.mcp.pool import DEFAULT_CALL_TIMEOUT_S, servers
+from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.mcp.result import read_tool_result
 from oz0.renderers import RENDERERS
 
 __all__ = ["register"]
@@ -167,13 +162,11 @@ def _call(args: argparse.Namespace) -> int:
         if contract is not None:
             violations = contract.validate(arguments)
             if violations:
-                v = violations[0]
-                more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-                raise CommandError(f"the input breaks tool {tool.name!r}'s inputSchema: the value at {v.json_path} "
-                                   f"breaks the rule '{v.keyword}' ({v.message}){more}; the tool was not called")
+                raise CommandError(f"the input breaks tool {tool.name!r}'s inputSchema: "
+                                   f"{violation_sentence(violations)}; the tool was not called")
         _, result = await pool.call(spec, args.tool, arguments, timeout_s=args.timeout)
         card = result_card(result, tool)
         sys.stdout.write(render_payload(card, args.to).rstrip("\n") + "\n")
-        return 1 if result.get("isError") is True else 0
+        return 1 if read_tool_result(result).is_error else 0
 
     return _run(args, work)

@@ -111,9 +111,9 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _install(args: argparse.Namespace) -> int:
     from oz0.edge.contracts.compat import UpgradeRefused
+    from oz0.edge.plugins.install import install_plugin
     from oz0.edge.plugins.lint import lint_plugin
     from oz0.edge.plugins.manifest import PluginError, load_plugin
-    from oz0.edge.runtime.runner import install_plugin
 
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")

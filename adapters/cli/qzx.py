@@ -14,8 +14,9 @@ from typing import Any
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result, usage_failure
-from oz0.edge.qzx.core import (PROFILES, Evidence, InputError, build_receipt, check_core, parse_document,
-                               receipt_bytes, validate_document)
+from oz0.edge.qzx.core import InputError, check_core, parse_document
+from oz0.edge.qzx.profiles import PROFILES, validate_document
+from oz0.edge.qzx.receipts import Evidence, build_receipt, receipt_bytes
 
 __all__ = ["register"]
 

@@ -18,7 +18,8 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 
 if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
-    from oz0.edge.contracts.compat import Change, UpgradeRefused
+    from oz0.edge.contracts.changes import Change
+    from oz0.edge.contracts.compat import UpgradeRefused
     from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
@@ -84,8 +85,9 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 
 def _diff(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
-    from oz0.edge.contracts.compat import (CompatError, breaking_changes, compare_agents, is_major_bump,
-                                           required_version_bump)
+    from oz0.edge.contracts.changes import CompatError, breaking_changes
+    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
+    from oz0.edge.contracts.diff import compare_agents
 
     started = time.monotonic()
     old, new = _load(args.old), _load(args.new)
@@ -113,7 +115,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _verdict(old: Plugin, new: Plugin, changes: list[Change]) -> str:
-    from oz0.edge.contracts.compat import breaking_changes, is_major_bump, required_version_bump
+    from oz0.edge.contracts.changes import breaking_changes
+    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
 
     n, b = len(changes), len(breaking_changes(changes))
     counts = f"{n} change{'s' * (n != 1)}, {b} breaking."
@@ -132,7 +135,7 @@ def change_lines(changes: Iterable[Change]) -> list[str]:
 
 def print_changes(changes: Iterable[Change], *, stream: TextIO | None = None) -> None:
     """What an install that went through changed, after its one-line summary."""
-    from oz0.edge.contracts.compat import breaking_changes
+    from oz0.edge.contracts.changes import breaking_changes
 
     changes = list(changes)
     out = stream or sys.stdout
@@ -152,7 +155,7 @@ def refusal_line(exc: UpgradeRefused) -> str:
 def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Per plugin, the changes its latest install recorded (newest audit records first, as the
     store lists them): {"previous_version", "version", "changes": [Change]}."""
-    from oz0.edge.contracts.compat import Change
+    from oz0.edge.contracts.changes import Change
 
     latest: dict[str, dict[str, Any]] = {}
     for record in audit:
@@ -176,7 +179,7 @@ def latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def print_latest_changes(versions: Iterable[Any], latest: Mapping[str, Mapping[str, Any]]) -> None:
     """Under `plugin list`: what the install of each current version changed, when it changed anything."""
-    from oz0.edge.contracts.compat import breaking_changes
+    from oz0.edge.contracts.changes import breaking_changes
 
     for v in versions:
         entry = latest.get(v.plugin)

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from oz0.edge.cards.choice import schema_layers, schema_properties
 from oz0.edge.contracts.schema import Contract
+from oz0.edge.contracts.view import SchemaView
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
 
@@ -54,9 +54,9 @@ def fields_for(contract: Contract | None) -> tuple[Field, ...]:
     """The fields of an agent's run form; a text agent (no contract) gets one textarea."""
     if contract is None:
         return (Field(TEXT_FIELD, "textarea", required=True, label="Text"),)
-    root = contract.schema if isinstance(contract.schema, dict) else {}
-    layers = list(schema_layers(contract, root))
-    props = schema_properties(contract, root)
+    view = SchemaView(contract, contract.schema if isinstance(contract.schema, dict) else {}, contract.base)
+    layers = list(view.layers())
+    props = view.properties()
     if _type_of(layers) not in ("object", None) or not props:
         return (Field(TEXT_FIELD, "json", required=True, label="Input (JSON)",
                       description=_first(layers, "description") or ""),)
@@ -64,7 +64,7 @@ def fields_for(contract: Contract | None) -> tuple[Field, ...]:
     order = _first(layers, "x-oz0-order")
     names = dict.fromkeys(n for n in (order if isinstance(order, list) else []) if n in props)
     names.update(dict.fromkeys(props))
-    return tuple(_field(contract, name, props[name], name in required) for name in list(names)[:MAX_FIELDS])
+    return tuple(_field(view.property(name), name, name in required) for name in list(names)[:MAX_FIELDS])
 
 
 def form_input(fields: Iterable[Field], form: Mapping[str, str]) -> Any:
@@ -127,8 +127,8 @@ def _json(field: Field, raw: str) -> Any:
         raise FormError(field.name, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
-def _field(contract: Contract, name: str, node: Any, required: bool) -> Field:
-    layers = list(schema_layers(contract, node))
+def _field(view: SchemaView, name: str, required: bool) -> Field:
+    layers = list(view.layers())
     label = _first(layers, "title")
     common = {
         "required": required,
@@ -163,7 +163,7 @@ def _field(contract: Contract, name: str, node: Any, required: bool) -> Field:
             long = True
         return Field(name, "textarea" if long else "text", default=shown_default, **common)
     if kind == "array":
-        items = list(schema_layers(contract, _first(layers, "items")))
+        items = list(view.items().layers())
         item_type = _type_of(items)
         if item_type in ("string", "integer", "number") and not _first(items, "enum"):
             return Field(name, "lines", item_type=item_type, **common)

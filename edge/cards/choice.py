@@ -17,22 +17,20 @@ from typing import Any, Iterable, Literal
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
-from oz0.edge.contracts.schema import Contract, load_contract
+from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
+from oz0.edge.contracts.view import SchemaView
+from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
 
 __all__ = [
     "ENVELOPE_FIELDS",
     "MAX_CARD_BYTES",
     "choose_card",
     "compact_json",
-    "is_call_tool_result",
     "is_qzx_result",
-    "schema_layers",
-    "schema_properties",
 ]
 
 MAX_CARD_BYTES = 65_536
 ENVELOPE_FIELDS = ("success", "message", "error", "error_code", "warnings", "meta")
-_CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
 
 Source = Literal["auto", "plain", "mcp"]
 
@@ -53,15 +51,6 @@ def is_qzx_result(value: Any) -> bool:
     """An object with a boolean `success` and a non-blank string `message` gets a status header."""
     return (isinstance(value, dict) and isinstance(value.get("success"), bool)
             and isinstance(value.get("message"), str) and bool(value["message"].strip()))
-
-
-def is_call_tool_result(value: Any) -> bool:
-    """An MCP CallToolResult: a `content` list of typed blocks and nothing but MCP's own fields."""
-    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
-        return False
-    if not set(value) <= _CALL_TOOL_RESULT_KEYS:
-        return False
-    return all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value["content"])
 
 
 def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None = None, *,
@@ -92,20 +81,17 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
     if contract is not None and not checked:
         violations = contract.validate(value)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
             return Card(form="text", title=title, status=status, drawn=False, violations=violations,
-                        reason=(f"The result does not match its contract: the value at {first.json_path} "
-                                f"breaks the rule '{first.keyword}' ({first.message}){more}; "
+                        reason=(f"The result does not match its contract: {violation_sentence(violations)}; "
                                 "the raw result is attached."),
                         attachment=Attachment("result.json", "application/json", data), full_result=data)
-    view = _SchemaView(contract, contract.schema if contract else None)
+    view = SchemaView(contract, contract.schema, contract.base) if contract else SchemaView(None, None)
     card = _envelope_card(value, view, title) if is_qzx_result(value) else _form(value, view, title=title,
                                                                                    status=status)
     return replace(card, full_result=data)
 
 
-def _envelope_card(value: dict[str, Any], view: "_SchemaView", title: str | None) -> Card:
+def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -> Card:
     meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
     warnings = value.get("warnings")
     duration = meta.get("duration_ms")
@@ -132,40 +118,33 @@ def _envelope_card(value: dict[str, Any], view: "_SchemaView", title: str | None
 def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
     if not isinstance(result, dict):
         return _card(result, contract, title)
-    result_type = result.get("resultType", "complete")
-    if result_type != "complete":
+    read = read_tool_result(result)
+    if not read.complete:
         return Card(form="text", title=title, drawn=False, text_format="plain",
-                    reason=(f"The tool answered with resultType {result_type!r}, not 'complete': it has no "
+                    reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
                             "final result to draw yet."), full_result=compact_json(result))
-    text = "\n\n".join(b["text"] for b in result.get("content", ())
-                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    structured = result.get("structuredContent")
-    if result.get("isError") is True:
-        if is_qzx_result(structured):
-            return _card(structured, None, title)
-        message = text.strip() or "The tool reported an error without saying what it was."
+    if read.is_error:
+        if is_qzx_result(read.structured):
+            return _card(read.structured, None, title)
+        message = read.text.strip() or "The tool reported an error without saying what it was."
         first_line = message.splitlines()[0]
         return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
                     text=message if message != first_line else "", text_format="markdown",
                     full_result=compact_json(result))
-    if "structuredContent" in result:
-        return _card(structured, contract, title)
+    if read.has_structured:
+        return _card(read.structured, contract, title)
     if contract is not None:
         data = compact_json(result)
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=("The tool declares an outputSchema but its result has no structuredContent, "
                             "which MCP requires; the raw result is attached."),
                     attachment=Attachment("result.json", "application/json", data), full_result=data)
-    if text:
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            return _card(text, None, title)
-        return _card(parsed, None, title)
-    return _card(result.get("content", []), None, title)
+    if read.text:
+        return _card(read.text_value(), None, title)
+    return _card(read.content, None, title)
 
 
-def _form(value: Any, view: "_SchemaView", *, title: str | None, status: Status | None) -> Card:
+def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | None) -> Card:
     diff = view.keyword("x-oz0-diff")
     if (isinstance(value, dict) and isinstance(diff, dict) and isinstance(diff.get("before"), str)
             and isinstance(diff.get("after"), str) and diff["before"] in value and diff["after"] in value):
@@ -190,7 +169,7 @@ def _all_objects(items: list[Any]) -> bool:
     return all(issubclass(kind, dict) for kind in set(map(type, items)))
 
 
-def _table_rows(value: Any, view: "_SchemaView") -> tuple[list[Any] | None, "_SchemaView", str | None]:
+def _table_rows(value: Any, view: SchemaView) -> tuple[list[Any] | None, SchemaView, str | None]:
     if isinstance(value, list) and _all_objects(value):
         return value, view.items(), None
     if isinstance(value, dict) and len(value) == 1:
@@ -202,7 +181,7 @@ def _table_rows(value: Any, view: "_SchemaView") -> tuple[list[Any] | None, "_Sc
     return None, view, None
 
 
-def _table_card(rows: list[dict[str, Any]], row_view: "_SchemaView", outer: "_SchemaView", *,
+def _table_card(rows: list[dict[str, Any]], row_view: SchemaView, outer: SchemaView, *,
                 title: str | None, status: Status | None) -> Card:
     if not rows:
         seen = dict.fromkeys(row_view.properties())
@@ -218,7 +197,7 @@ def _table_card(rows: list[dict[str, Any]], row_view: "_SchemaView", outer: "_Sc
     return Card(form="table", title=title, status=status, columns=tuple(columns), rows=cells)
 
 
-def _diff_card(value: dict[str, Any], view: "_SchemaView", before: str, after: str, *,
+def _diff_card(value: dict[str, Any], view: SchemaView, before: str, after: str, *,
                title: str | None, status: Status | None) -> Card | None:
     old, new = value[before], value[after]
     if isinstance(old, str) and isinstance(new, str):
@@ -252,7 +231,7 @@ def _key_diff(old: dict[str, Any], new: dict[str, Any]) -> Iterable[KeyChange]:
             yield KeyChange(key, "added", after=new[key])
 
 
-def _ordered(present: list[str], *views: "_SchemaView") -> list[str]:
+def _ordered(present: list[str], *views: SchemaView) -> list[str]:
     """`x-oz0-order` names first (rows' schema, then enclosing), then schema order, then the rest."""
     order: list[str] = []
     for view in views:
@@ -268,81 +247,3 @@ def _ordered(present: list[str], *views: "_SchemaView") -> list[str]:
     for name in present:
         out.setdefault(name)
     return list(out)
-
-
-def schema_layers(contract: Contract | None, node: Any) -> Iterable[dict[str, Any]]:
-    """A schema node, then what its local `$ref` and `allOf` branches contribute (nearest first): where
-    to look up a keyword such as `x-oz0-order`, `type` or `title`."""
-    return _SchemaView(contract, node)._layers()
-
-
-def schema_properties(contract: Contract | None, node: Any) -> dict[str, Any]:
-    """The property schemas a schema node gives its object, in written order, local `$ref` and `allOf`
-    followed in place: what the card rules (and the linter checking `x-oz0-*` names) see."""
-    return _SchemaView(contract, node).properties()
-
-
-class _SchemaView:
-    """A subschema seen through local `$ref` and `allOf`, to find properties, items and keywords."""
-
-    __slots__ = ("contract", "node")
-
-    def __init__(self, contract: Contract | None, node: Any) -> None:
-        self.contract = contract
-        self.node = node
-
-    def _layers(self) -> Iterable[dict[str, Any]]:
-        """The node, then what its `$ref` and `allOf` branches contribute, in written order."""
-        stack, seen = [self.node], set()
-        while stack:
-            node = stack.pop(0)
-            if not isinstance(node, dict) or id(node) in seen:
-                continue
-            seen.add(id(node))
-            yield node
-            extra = []
-            for key, sub in node.items():
-                if key == "$ref" and isinstance(sub, str) and self.contract is not None:
-                    try:
-                        extra.append(self.contract.resolve(sub))
-                    except LookupError:
-                        continue
-                elif key == "allOf" and isinstance(sub, list):
-                    extra.extend(sub)
-            stack[0:0] = extra
-
-    def keyword(self, name: str) -> Any:
-        for layer in self._layers():
-            if name in layer:
-                return layer[name]
-        return None
-
-    def properties(self) -> dict[str, Any]:
-        """Property schemas in the order the schema is written, `$ref` and `allOf` followed in place."""
-        props: dict[str, Any] = {}
-        self._collect(self.node, props, set())
-        return props
-
-    def _collect(self, node: Any, props: dict[str, Any], seen: set[int]) -> None:
-        if not isinstance(node, dict) or id(node) in seen:
-            return
-        seen.add(id(node))
-        for key, sub in node.items():
-            if key == "properties" and isinstance(sub, dict):
-                for name, prop in sub.items():
-                    props.setdefault(name, prop)
-            elif key == "allOf" and isinstance(sub, list):
-                for branch in sub:
-                    self._collect(branch, props, seen)
-            elif key == "$ref" and isinstance(sub, str) and self.contract is not None:
-                try:
-                    self._collect(self.contract.resolve(sub), props, seen)
-                except LookupError:
-                    continue
-
-    def property(self, name: str) -> "_SchemaView":
-        return _SchemaView(self.contract, self.properties().get(name))
-
-    def items(self) -> "_SchemaView":
-        items = self.keyword("items")
-        return _SchemaView(self.contract, items if isinstance(items, dict) else None)

@@ -15,10 +15,12 @@ the same document, byte for byte, which is what lets two versions be compared.
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Iterator
-from urllib.parse import quote, urldefrag, urljoin
+from typing import Any, Iterable
+from urllib.parse import quote, urldefrag
 
+from oz0.edge.contracts.pointer import PointerError, fragment_pointer, locate
 from oz0.edge.contracts.schema import Contract
+from oz0.edge.contracts.view import walk_schema
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES
 from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
 
@@ -40,12 +42,6 @@ FAILURE_STATUS = "502"
 TEXT = "text/plain"
 JSON = "application/json"
 
-_SCHEMA_VALUED = (
-    "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
-    "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema", "items",
-)
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
-_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 _NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
@@ -152,27 +148,6 @@ def _pointer(parts: tuple[Any, ...]) -> str:
     return "".join("/" + _escape(str(p)) for p in parts)
 
 
-def _walk(node: Any, base: str, path: tuple[Any, ...]) -> Iterator[tuple[Any, str, tuple[Any, ...]]]:
-    """Every schema position in the document with its base URI and its path from the root."""
-    if not isinstance(node, dict):
-        return
-    own_id = node.get("$id")
-    if isinstance(own_id, str) and not own_id.startswith("#"):
-        base, _ = urldefrag(urljoin(base, own_id))
-    yield node, base, path
-    for key in _SCHEMA_VALUED:
-        if isinstance(node.get(key), dict):
-            yield from _walk(node[key], base, path + (key,))
-    for key in _SCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            for name, sub in node[key].items():
-                yield from _walk(sub, base, path + (key, name))
-    for key in _SCHEMA_ARRAYS:
-        if isinstance(node.get(key), list):
-            for i, sub in enumerate(node[key]):
-                yield from _walk(sub, base, path + (key, i))
-
-
 def _embed(contract: Contract, prefix: str) -> Any:
     """A copy of the contract's schema whose local references are pointers from the document root."""
     schema = contract.schema
@@ -180,7 +155,7 @@ def _embed(contract: Contract, prefix: str) -> Any:
         return schema
     root_id = schema.get("$id")
     root_base = urldefrag(root_id)[0] if isinstance(root_id, str) else "urn:oz0:root"
-    nodes = list(_walk(schema, root_base, ()))
+    nodes = list(walk_schema(schema, root_base))
     where = {id(node): path for node, _, path in nodes}
     rewrites: dict[tuple[Any, ...], dict[str, str]] = {}
     for node, base, path in nodes:
@@ -195,7 +170,7 @@ def _embed(contract: Contract, prefix: str) -> Any:
             if target_path is not None:
                 rewrites.setdefault(path, {})[key] = prefix + _pointer(_as_2020_12(schema, target_path))
     copied = copy.deepcopy(schema)
-    for node, _, path in list(_walk(copied, root_base, ())):
+    for node, _, path in list(walk_schema(copied, root_base)):
         for key, ref in rewrites.get(path, {}).items():
             node[key] = ref
         for key in _DROPPED:
@@ -208,18 +183,11 @@ def _pointer_target(schema: Any, ref: str) -> tuple[Any, ...] | None:
     """A `#/...` pointer to a value that is not itself a schema object (`true`, `false`)."""
     if not ref.startswith("#/"):
         return None
-    parts: list[Any] = []
-    node = schema
-    for token in ref[2:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node, part = node[int(token)], int(token)
-        elif isinstance(node, dict) and token in node:
-            node, part = node[token], token
-        else:
-            return None
-        parts.append(part)
-    return tuple(parts)
+    try:
+        parts, _ = locate(schema, fragment_pointer(ref[1:]))
+    except PointerError:
+        return None
+    return parts
 
 
 def _as_2020_12(schema: Any, path: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -3,9 +3,7 @@
 A contract is the schema an agent or tool declares for what it takes or answers. Every `$ref` is
 checked when the schema is loaded, not lazily when an instance happens to reach it: a reference must
 resolve inside the same document (`#/...`, `#anchor`, or an `$id` embedded in that document), or be
-one of the known meta-schemas, which resolve locally. References are resolved by the `referencing`
-library under the schema's own draft, so its URI rules (`urn:` bases, draft-07 `"$id": "#foo"`
-anchors) are the ones the validator applies. The compiled validator is built `offline` with
+one of the known meta-schemas, which resolve locally. The compiled validator is built `offline` with
 a retriever that refuses, so nothing can be fetched even if the load-time check had a gap.
 """
 
@@ -16,14 +14,15 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
-from referencing import Registry
-from referencing.exceptions import NoSuchAnchor, PointerToNowhere, Unresolvable
-from referencing.jsonschema import specification_with
+
+from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
+from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
 
 __all__ = [
     "DIALECTS",
@@ -34,6 +33,7 @@ __all__ = [
     "json_path",
     "load_contract",
     "load_json_file",
+    "violation_sentence",
 ]
 
 DIALECTS: dict[str, str] = {
@@ -46,13 +46,6 @@ DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 MAX_SCHEMA_BYTES = 1_048_576
 MAX_SCHEMA_DEPTH = 64
 MAX_MESSAGE_CHARS = 300
-
-_SCHEMA_VALUED = (
-    "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
-    "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-)
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
-_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 _lock = threading.Lock()
 _cache: dict[str, "Contract"] = {}
@@ -87,6 +80,17 @@ class Violation:
                 "message": self.message}
 
 
+def violation_sentence(violations: Any, *, subject: str = "the value", rules_of: str | None = None) -> str:
+    """The first violation in words, and how many more there are: `the value at $.n breaks the rule
+    'type' (...) (and 2 more)`, or with `rules_of` (the schema file) `the input at $.n breaks the rule
+    'type' of in.json: ... (and 2 more)`. One sentence for cards, jobs and the CLI."""
+    first = violations[0]
+    more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+    if rules_of is None:
+        return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' ({first.message}){more}"
+    return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' of {rules_of}: {first.message}{more}"
+
+
 def json_path(parts: Any) -> str:
     """Render an instance location as a JSONPath (`$.rows[3].name`, `$['odd key']`)."""
     out = ["$"]
@@ -98,10 +102,6 @@ def json_path(parts: Any) -> str:
         else:
             out.append("[" + json.dumps(part, ensure_ascii=False) + "]")
     return "".join(out)
-
-
-def _pointer(parts: Any) -> str:
-    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts) if parts else ""
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -117,7 +117,8 @@ class Contract:
     dialect: str
     digest: str
     _validator: Any = field(repr=False)
-    _registry: Registry = field(repr=False)
+    _resources: dict[str, Any] = field(repr=False)
+    _bases: dict[int, str] = field(repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return self._validator.is_valid(instance)
@@ -135,9 +136,17 @@ class Contract:
 
     def resolve(self, ref: str, *, base: str = "") -> Any:
         """The subschema a local `$ref` names (used to follow properties for card order)."""
-        return _resolve_ref(ref, base or self._root_base(), self._registry)
+        return self.lookup(ref, base=base).contents
 
-    def _root_base(self) -> str:
+    def lookup(self, ref: str, *, base: str = "") -> Resolved:
+        """The subschema a local `$ref` (written under `base`, by default the root's) names, with the
+        base URI references inside it resolve against; LookupError names what is missing."""
+        target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
+        return Resolved(target, self._bases.get(id(target), doc))
+
+    @cached_property
+    def base(self) -> str:
+        """The root's base URI: its `$id`, or `urn:oz0:root`."""
         root_id = self.schema.get("$id") if isinstance(self.schema, dict) else None
         return _norm(root_id or "urn:oz0:root")
 
@@ -152,7 +161,7 @@ def _violation(error: Any) -> Violation:
     message = error.message
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return Violation(json_path(error.instance_path), _pointer(schema_path), keyword, message)
+    return Violation(json_path(error.instance_path), format_pointer(schema_path), keyword, message)
 
 
 _KNOWN_KEYWORDS = frozenset({
@@ -213,12 +222,12 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     if cached is not None:
         return cached
     dialect = _dialect(schema, source)
-    registry = _check_refs(schema, source, dialect)
+    resources, bases = _check_refs(schema, source)
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
         raise ContractError(f"not a valid JSON Schema: {exc.message}", source=source,
-                            location=_pointer(exc.instance_path) or "/") from None
+                            location=format_pointer(exc.instance_path) or "/") from None
     except jsonschema_rs.ReferencingError as exc:
         raise ContractError(f"cannot check against its meta-schema: {exc}", source=source) from None
     try:
@@ -232,7 +241,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot compile: {first}", source=source) from None
     with _lock:
         _compiles += 1
-        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, registry)
+        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources, bases)
         _cache[digest] = contract
     return contract
 
@@ -256,65 +265,39 @@ def _norm(uri: str) -> str:
     return base
 
 
-def _subschemas(node: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    for key in _SCHEMA_VALUED:
-        if key in node and isinstance(node[key], (dict, bool)):
-            yield (key,), node[key]
-    for key in _SCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            for name, sub in value.items():
-                if isinstance(sub, (dict, bool)):
-                    yield (key, name), sub
-    for key in _SCHEMA_ARRAYS:
-        value = node.get(key)
-        if isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield (key, i), sub
-    items = node.get("items")
-    if isinstance(items, (dict, bool)):
-        yield ("items",), items
-    elif isinstance(items, list):
-        for i, sub in enumerate(items):
-            yield ("items", i), sub
-
-
-def _walk(schema: Any, base: str, path: tuple[Any, ...], depth: int, source: str
-          ) -> Iterator[tuple[dict[str, Any], str, tuple[Any, ...]]]:
-    if not isinstance(schema, dict):
-        return
-    if depth > MAX_SCHEMA_DEPTH:
-        raise ContractError(f"schema nests deeper than {MAX_SCHEMA_DEPTH} levels", source=source,
-                            location=_pointer(path))
-    own_id = schema.get("$id")
-    if own_id is not None and not isinstance(own_id, str):
-        raise ContractError("$id must be a string", source=source, location=_pointer(path + ("$id",)))
-    if isinstance(own_id, str) and not own_id.startswith("#"):
-        base = _norm(urljoin(base, own_id))
-    yield schema, base, path
-    for sub_path, sub in _subschemas(schema):
-        yield from _walk(sub, base, path + sub_path, depth + 1, source)
-
-
-def _check_refs(schema: Any, source: str, dialect: str) -> Registry:
-    """Register the document's resources and anchors, then prove each `$ref` lands on one."""
-    root_id = schema.get("$id") if isinstance(schema, dict) else None
-    root_base = _norm(root_id) if isinstance(root_id, str) else "urn:oz0:root"
-    nodes = list(_walk(schema, root_base, (), 0, source))
-    registry = Registry().with_resource(root_base, specification_with(dialect).create_resource(schema)).crawl()
+def _check_refs(schema: Any, source: str) -> tuple[dict[str, Any], dict[int, str]]:
+    """Map every resource and anchor in the document, then prove each `$ref` lands on one; also the
+    base URI of every schema object (by id), for lookups that land inside an embedded resource."""
+    root_base = _norm(schema.get("$id", "urn:oz0:root")) if isinstance(schema, dict) else "urn:oz0:root"
+    resources: dict[str, Any] = {}
+    try:
+        nodes = list(walk_schema(schema, root_base, max_depth=MAX_SCHEMA_DEPTH))
+    except SchemaDepthError as exc:
+        raise ContractError(str(exc), source=source, location=format_pointer(exc.path)) from None
+    bases = {id(node): base for node, base, _ in nodes}
+    for node, base, _ in nodes:
+        resources.setdefault(base, node)
+        for key in ("$anchor", "$dynamicAnchor"):
+            if isinstance(node.get(key), str):
+                resources[f"{base}#{node[key]}"] = node
+        legacy = node.get("$id")
+        if isinstance(legacy, str) and "#" in legacy and not legacy.endswith("#"):
+            doc, frag = urldefrag(join_uri(base, legacy))
+            if frag and not frag.startswith("/"):
+                resources[f"{doc}#{frag}"] = node
     for node, base, path in nodes:
         for key in ("$ref", "$dynamicRef", "$recursiveRef"):
             ref = node.get(key)
             if ref is None:
                 continue
-            where = _pointer(path + (key,))
+            where = format_pointer(path + (key,))
             if not isinstance(ref, str):
                 raise ContractError(f"{key} must be a string", source=source, location=where)
             try:
-                _resolve_ref(ref, base, registry)
+                _resolve_ref(ref, base, resources, schema)
             except LookupError as exc:
                 raise ContractError(f"{key} {ref!r} {exc}", source=source, location=where) from None
-    return registry
+    return resources, bases
 
 
 _META_NAMESPACES = tuple(k.rsplit("/", 1)[0] + "/" for k in DIALECTS)
@@ -330,26 +313,34 @@ def _without_dot_segments(uri: str) -> str:
     return urljoin(uri, urlsplit(uri).path) if "/." in uri else uri
 
 
-def _resolve_ref(ref: str, base: str, registry: Registry) -> Any:
+def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> tuple[Any, str]:
+    if ref.startswith("#"):
+        doc, fragment = base, fragment_pointer(ref[1:])
+    else:
+        doc, fragment = urldefrag(join_uri(base, ref))
+        fragment = fragment_pointer(fragment)
+    if doc not in resources:
+        resolved = _without_dot_segments(doc)
+        if _is_meta_schema(resolved):
+            return {}, doc
+        if resolved != doc and doc.startswith(_META_NAMESPACES):
+            raise LookupError(f"leaves the meta-schema namespace: its '..' segments make it {resolved!r}, "
+                              "which is not a known meta-schema; nothing is fetched")
+        scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
+        if scheme in ("http", "https", "file", "ftp"):
+            raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "
+                              "under $defs and refer to it as '#/$defs/...'")
+        raise LookupError("does not resolve inside this document; refer to '#/$defs/...' or an $id embedded here")
+    node = resources[doc]
+    if not fragment:
+        return node, doc
+    if not fragment.startswith("/"):
+        anchored = resources.get(f"{doc}#{fragment}")
+        if anchored is None:
+            raise LookupError(f"names anchor {fragment!r}, which this document does not define")
+        return anchored, doc
     try:
-        return registry.resolver(base_uri=base).lookup(ref).contents
-    except NoSuchAnchor as exc:
-        raise LookupError(f"names anchor {exc.anchor!r}, which this document does not define") from None
-    except PointerToNowhere:
+        _, node = locate(node, fragment)
+    except PointerError:
         raise LookupError("points at nothing: no such location in this document") from None
-    except Unresolvable:
-        pass
-    except (ValueError, TypeError):
-        raise LookupError("points at nothing: no such location in this document") from None
-    doc = urldefrag(urljoin(base, ref))[0]
-    resolved = _without_dot_segments(doc)
-    if _is_meta_schema(resolved):
-        return {}
-    if resolved != doc and doc.startswith(_META_NAMESPACES):
-        raise LookupError(f"leaves the meta-schema namespace: its '..' segments make it {resolved!r}, "
-                          "which is not a known meta-schema; nothing is fetched")
-    scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
-    if scheme in ("http", "https", "file", "ftp"):
-        raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "
-                          "under $defs and refer to it as '#/$defs/...'")
-    raise LookupError("does not resolve inside this document; refer to '#/$defs/...' or an $id embedded here")
+    return node, doc

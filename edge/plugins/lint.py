@@ -13,12 +13,13 @@ import importlib.util
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import orjson
 
-from oz0.edge.cards.choice import schema_properties
+from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
+from oz0.edge.contracts.view import SchemaView, walk_schema
 from oz0.edge.plugins.manifest import VERSION_RE, PluginError, manifest_contract, read_yaml
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
@@ -32,10 +33,6 @@ _KIND_HINTS = {
     "mcp": "add `server: {command: ..., args: [...]}` and `tool: NAME`",
     "model": "add `base_url: https://.../v1` and `model: NAME` (and `api_key_env: NAME` for its key)",
 }
-_SCHEMA_VALUED = ("additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
-                  "not", "unevaluatedItems", "unevaluatedProperties", "items")
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
 @dataclass(frozen=True)
@@ -240,38 +237,21 @@ def _lint_schema(lint: _Linter, agent_file: Path, direction: str, ref: str) -> C
         lint.add("warning", schema_file, "$", f"the schema's root is not an object (type {kind!r})",
                  "wrap it in an object, as MCP's tool schemas are: "
                  "{\"type\": \"object\", \"properties\": {\"items\": <this schema>}}")
-    for node, parts in _walk(schema, ()):
-        _lint_card_keywords(lint, schema_file, contract, node, parts)
+    base = contract.base if contract is not None else ""
+    for node, node_base, parts in walk_schema(schema, base):
+        _lint_card_keywords(lint, schema_file, SchemaView(contract, node, node_base), parts)
     return contract
 
 
 def _pointer_to_path(pointer: str) -> str:
     if not pointer or pointer == "/":
         return "$"
-    parts: list[Any] = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
-    return json_path(parts)
+    return json_path(parse_pointer(pointer))
 
 
-def _walk(node: Any, parts: tuple[Any, ...]) -> Iterator[tuple[dict[str, Any], tuple[Any, ...]]]:
-    if not isinstance(node, dict):
-        return
-    yield node, parts
-    for key in _SCHEMA_VALUED:
-        if isinstance(node.get(key), dict):
-            yield from _walk(node[key], parts + (key,))
-    for key in _SCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            for name, sub in node[key].items():
-                yield from _walk(sub, parts + (key, name))
-    for key in _SCHEMA_ARRAYS:
-        if isinstance(node.get(key), list):
-            for i, sub in enumerate(node[key]):
-                yield from _walk(sub, parts + (key, i))
-
-
-def _lint_card_keywords(lint: _Linter, file: Path, contract: Contract | None, node: dict[str, Any],
-                        parts: tuple[Any, ...]) -> None:
-    props = schema_properties(contract, node)
+def _lint_card_keywords(lint: _Linter, file: Path, view: SchemaView, parts: tuple[Any, ...]) -> None:
+    node = view.node
+    props = view.properties()
     if "x-oz0-diff" in node:
         where = json_path(parts + ("x-oz0-diff",))
         diff = node["x-oz0-diff"]
@@ -293,7 +273,8 @@ def _lint_card_keywords(lint: _Linter, file: Path, contract: Contract | None, no
     if "x-oz0-order" in node:
         where = json_path(parts + ("x-oz0-order",))
         order = node["x-oz0-order"]
-        items_props = schema_properties(contract, node.get("items")) if isinstance(node.get("items"), dict) else {}
+        items_props = SchemaView(view.refs, node["items"], view.base).properties() \
+            if isinstance(node.get("items"), dict) else {}
         known = props or items_props
         if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
             lint.add("warning", file, where, "x-oz0-order must be a list of property names",

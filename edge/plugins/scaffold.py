@@ -73,7 +73,8 @@ import pytest
 from oz0.edge.runtime.jobs import JobFailure
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime, install_plugin
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 PLUGIN = Path(__file__).resolve().parents[1]
 

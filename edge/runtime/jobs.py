@@ -1,6 +1,6 @@
 """What a job is and how it fails: Job, JobFailure, RunContext and the built-in failure kinds.
 
-Kept apart from edge.runtime so that agent kinds (edge.agent_kinds, edge.mcp_agents) can import
+Kept apart from edge.runtime so that agent kinds (edge.runtime.kinds, edge.mcp.kind) can import
 these without importing the runtime that imports them.
 """
 

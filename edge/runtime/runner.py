@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import hashlib
 import logging
 import os
-import shutil
 import socket
 import time
 import uuid
@@ -28,24 +26,21 @@ import orjson
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
-from oz0.edge.contracts.compat import Change, check_upgrade, is_major_bump
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
-from oz0.edge.mcp.agents import with_known_contracts, with_tool_contracts
+from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
+from oz0.edge.contracts.schema import violation_sentence
 
 __all__ = [
     "AuditRecord",
-    "InstallResult",
     "Job",
     "JobFailure",
     "MAX_INPUT_CHARS",
     "RunContext",
     "Runtime",
     "UnknownAgent",
-    "content_hash",
     "default_home",
-    "install_plugin",
     "local_user",
 ]
 
@@ -56,7 +51,6 @@ MAX_REASON_CHARS = 2000
 CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
 _PROCESS_TOKEN = uuid.uuid4().hex[:12]
 _HOST = socket.gethostname()
-_IGNORED = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
 
 MAX_INPUT_CHARS = 262_144
 
@@ -165,10 +159,8 @@ class Runtime:
                                              f"and this is not JSON ({exc}){hint}") from None
         violations = spec.input.validate(value)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-            raise JobFailure("InvalidInput", f"the input at {first.json_path} breaks the rule '{first.keyword}' "
-                                             f"of {spec.input_schema_file}: {first.message}{more}{hint}")
+            raise JobFailure("InvalidInput", violation_sentence(violations, subject="the input",
+                                                                rules_of=spec.input_schema_file) + hint)
         return value
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
@@ -314,10 +306,8 @@ class Runtime:
             return output
         violations = spec.output.validate(output)
         if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-            raise JobFailure("InvalidOutput", f"the answer at {first.json_path} breaks the rule '{first.keyword}' "
-                                              f"of {spec.output_schema_file}: {first.message}{more}",
+            raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
+                                                                 rules_of=spec.output_schema_file),
                              partial_output=output)
         return output
 
@@ -450,101 +440,6 @@ def _job(row: Mapping[str, Any]) -> Job:
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
     )
-
-
-# installing -----------------------------------------------------------------------------------
-
-def _files(root: Path) -> list[Path]:
-    out = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in _IGNORED for part in rel.parts) or path.suffix == ".pyc":
-            continue
-        if path.is_file():
-            out.append(path)
-    return out
-
-
-def content_hash(root: str | Path) -> str:
-    """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
-    root = Path(root)
-    digest = hashlib.sha256()
-    for path in _files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-class InstallResult:
-    """What an install did: the stored version, and whether it was already the current one."""
-
-    def __init__(self, version: InstalledVersion, *, unchanged: bool, previous: InstalledVersion | None,
-                 changes: tuple[Change, ...] = ()) -> None:
-        self.version = version
-        self.unchanged = unchanged
-        self.previous = previous
-        self.changes = changes
-
-
-def _agent_row(spec: AgentSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name, "kind": spec.kind, "description": spec.description,
-        "input_schema_file": spec.input_schema_file,
-        "input_schema": spec.input.schema if spec.input is not None else None,
-        "input_hash": spec.input.digest if spec.input is not None else None,
-        "output_schema_file": spec.output_schema_file,
-        "output_schema": spec.output.schema if spec.output is not None else None,
-        "output_hash": spec.output.digest if spec.output is not None else None,
-        "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
-                              "description": f.description} for f in spec.failures},
-        "limits": {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
-                   "max_attempts": spec.limits.max_attempts},
-    }
-
-
-def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
-                   actor: str | None = None) -> InstallResult:
-    """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
-    its version, agents and contracts (the schemas themselves and their hashes) recorded and made
-    current in one transaction. Installing the same content again changes nothing.
-
-    Raises PluginError when an agent name belongs to another installed plugin, and UpgradeRefused
-    (edge.compat) when the new version breaks the installed one's contracts without a new major version
-    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
-    is recorded in the audit log as `plugin.contracts.breaking`.
-    """
-    actor = actor or local_user()
-    digest = content_hash(plugin.path)
-    previous = runtime.store.current_version(plugin.name)
-    if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
-        return InstallResult(previous, unchanged=True, previous=previous)
-    owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
-    for spec in plugin.agents:
-        if spec.name in owners:
-            raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
-                              "agent names are unique across plugins, so rename one",
-                              file=spec.file, location="$.name")
-    changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
-    target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
-    if not (target / "plugin.yaml").is_file():
-        staging = target.with_name(target.name + f".tmp{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(plugin.path, staging, ignore=shutil.ignore_patterns(*_IGNORED, "*.pyc"))
-        staging.replace(target) if not target.exists() else shutil.rmtree(staging, ignore_errors=True)
-    stored_plugin = load_plugin(target)
-    detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
-              "previous_version": previous.version if previous else None,
-              "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
-              "changes": [c.to_dict() for c in changes]}
-    version = runtime.store.record_version(
-        plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
-        description=plugin.description, installed_by=actor,
-        agent_rows=[_agent_row(a) for a in stored_plugin.agents], audit_detail=detail)
-    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
-        runtime.audit("plugin.contracts.breaking", actor=actor, detail={
-            "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
-            "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
-    return InstallResult(version, unchanged=False, previous=previous, changes=changes)
 
 
 def local_user() -> str:

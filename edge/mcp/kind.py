@@ -1,0 +1,141 @@
+"""The `mcp` agent kind: an agent file that names a server and a tool; a job calls the tool.
+
+The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
+outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
+from oz0.edge.mcp.pool import McpServers, servers
+from oz0.edge.mcp.result import read_tool_result
+from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+
+__all__ = [
+    "run_mcp_agent",
+    "server_for_agent",
+    "tool_output",
+    "with_known_contracts",
+    "with_tool_contracts",
+]
+
+log = logging.getLogger(__name__)
+
+
+def server_for_agent(spec: Any) -> ServerSpec:
+    """The server an agent file names; a stdio command runs in the plugin's folder."""
+    config = spec.config
+    plugin_dir = str(Path(spec.file).resolve().parent.parent) if getattr(spec, "file", None) else None
+    server = config.get("server")
+    if server is None and (config.get("url") or config.get("command")):
+        server = {"url": config.get("url"), "headers": config.get("headers"), "command": config.get("command")}
+    return ServerSpec.from_config(server or {}, cwd=plugin_dir)
+
+
+async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
+    """An `mcp` agent with its tool's inputSchema/outputSchema as contracts where its file declares none.
+
+    Lists the server's tools once (then reuses the listing); any other agent is returned as it is.
+    The runtime calls this before it checks a job's input. Raises McpFailure (Misconfigured) for a
+    tool schema the edge cannot use, such as one with a remote $ref.
+    """
+    if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
+        return spec
+    info = await (pool or servers()).tool(server_for_agent(spec), _tool_name(spec), timeout_s=spec.limits.timeout_s)
+    return _with_contracts(spec, info)
+
+
+def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
+    """Like `with_tool_contracts` from the last listing only, without reaching the server: for drawing
+    a finished job's card. Returns the agent unchanged when its tool was never listed or its schemas
+    cannot be used (the job that tried already failed, saying why)."""
+    if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
+        return spec
+    try:
+        info = ((pool or servers()).listed(server_for_agent(spec)) or {}).get(_tool_name(spec))
+        return _with_contracts(spec, info) if info is not None else spec
+    except McpFailure as exc:
+        log.info("agent %s keeps its declared contracts: %s", spec.name, exc.reason)
+        return spec
+
+
+def _with_contracts(spec: Any, info: ToolInfo) -> Any:
+    """A tool without an outputSchema answers text or JSON (its text parsed): its output contract is then
+    the schema that allows any value, so the runtime accepts either and the card draws it as it is.
+    An agent file that names its own schema keeps it (`input: text` cannot be told from no declaration)."""
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    try:
+        if spec.input is None and info.input_schema is not None:
+            changes.update(input=info.input_contract(), input_schema_file=f"the inputSchema of tool {info.name!r}")
+        if spec.output is None:
+            changes.update(output=info.output_contract() or load_contract({}, source=f"tool {info.name!r}"),
+                           output_schema_file=f"the outputSchema of tool {info.name!r}")
+    except ContractError as exc:
+        raise McpFailure("Misconfigured", str(exc)) from None
+    return replace(spec, **changes)
+
+
+def _tool_name(spec: Any) -> str:
+    tool = spec.config.get("tool")
+    if not isinstance(tool, str) or not tool:
+        raise McpFailure("Misconfigured", f"agent {spec.name!r} names no tool")
+    return tool
+
+
+async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None) -> Any:
+    """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
+
+    The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
+    as the agent's output contract), or its text (parsed when it is JSON). `isError` and a result that
+    is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
+    with the edge's validator when the runtime has not already done so.
+    """
+    import orjson
+
+    pool = pool or servers()
+    server = server_for_agent(spec)
+    tool = _tool_name(spec)
+    info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
+    arguments = value
+    if isinstance(value, str):
+        try:
+            arguments = orjson.loads(value) if value.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            raise McpFailure("InvalidInput", f"tool {tool!r} takes a JSON object as input: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise McpFailure("InvalidInput", f"tool {tool!r} takes a JSON object as input, not "
+                                         f"{type(arguments).__name__}")
+    try:
+        contract = info.input_contract()
+    except ContractError as exc:
+        raise McpFailure("Misconfigured", str(exc)) from None
+    if contract is not None and spec.input is None:
+        violations = contract.validate(arguments)
+        if violations:
+            raise McpFailure("InvalidInput", f"the input breaks tool {tool!r}'s inputSchema: "
+                                             f"{violation_sentence(violations)}")
+    if ctx is not None:
+        ctx.progress(f"calling tool {tool} on {server.label()}")
+    _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s)
+    return tool_output(result, tool=tool)
+
+
+def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
+    """What a CallToolResult means as a job output: its structured content, else its text."""
+    read = read_tool_result(result)
+    if not read.complete:
+        raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
+                                          "'complete': it asks for input that an agent job cannot give")
+    if read.is_error:
+        raise McpFailure("AgentError", f"tool {tool!r} reported an error: "
+                                       + (read.text.strip() or "it did not say what"),
+                         partial_output=read.structured)
+    if read.has_structured:
+        return read.structured
+    return read.text_value()

@@ -1,0 +1,62 @@
+"""The one reader of MCP's CallToolResult envelope, for the card rules and for the `mcp` agent kind.
+
+A result is read once into a frozen `ToolResult`: whether it is complete, its text blocks joined,
+its `isError`, and its `structuredContent` (which may be present and null). What a job answers or
+a card draws is then decided from these facts, the same way in both places.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import orjson
+
+__all__ = ["CALL_TOOL_RESULT_KEYS", "ToolResult", "is_call_tool_result", "read_tool_result"]
+
+CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
+_MISSING = object()
+
+
+def is_call_tool_result(value: Any) -> bool:
+    """An MCP CallToolResult: a `content` list of typed blocks and nothing but MCP's own fields."""
+    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
+        return False
+    if not set(value) <= CALL_TOOL_RESULT_KEYS:
+        return False
+    return all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value["content"])
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A CallToolResult as facts: `result_type` ("complete" unless the tool asks for input), the text
+    blocks joined by blank lines, `is_error` (only an explicit `true`), and the structured content."""
+
+    result_type: Any
+    text: str
+    is_error: bool
+    has_structured: bool
+    structured: Any
+    content: Any
+
+    @property
+    def complete(self) -> bool:
+        return self.result_type == "complete"
+
+    def text_value(self) -> Any:
+        """The text as the value it spells: parsed when it is JSON, else the text itself."""
+        try:
+            return orjson.loads(self.text)
+        except orjson.JSONDecodeError:
+            return self.text
+
+
+def read_tool_result(result: Mapping[str, Any]) -> ToolResult:
+    """Read a wire-shaped (camelCase) CallToolResult."""
+    text = "\n\n".join(b["text"] for b in result.get("content", ())
+                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    structured = result.get("structuredContent", _MISSING)
+    return ToolResult(result_type=result.get("resultType", "complete"), text=text,
+                      is_error=result.get("isError") is True, has_structured=structured is not _MISSING,
+                      structured=None if structured is _MISSING else structured,
+                      content=result.get("content", []))

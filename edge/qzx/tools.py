@@ -1,0 +1,117 @@
+"""QZX tool definitions: how a tool's `outputSchema` declares the contract (its mode), and what a
+weaker one lacks. The project's own schema of the envelope (edge/schemas/qzx-result-v1.schema.json)
+is used to recognise an inlined canonical `outputSchema`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, is_number, kind_of, same_json
+
+__all__ = [
+    "OUTPUT_SCHEMA_MODES",
+    "OutputSchemaVerdict",
+    "canonical_schema",
+    "check_output_schema",
+]
+
+OUTPUT_SCHEMA_MODES = ("canonical_ref", "canonical_inline", "canonical_allof", "structural_core")
+
+_ANNOTATIONS = frozenset({"$id", "title", "description", "examples", "$comment"})
+
+
+@dataclass(frozen=True)
+class OutputSchemaVerdict:
+    """How a tool definition's `outputSchema` relates to the contract, and what that costs."""
+
+    mode: str | None
+    violations: tuple[Finding, ...] = ()
+    warnings: tuple[Finding, ...] = ()
+
+
+_canonical: dict[str, Any] = {}
+
+
+def canonical_schema() -> dict[str, Any]:
+    """The project's own schema of the envelope, shipped as package data (a fresh copy each call)."""
+    if "schema" not in _canonical:
+        text = (resources.files("oz0.edge") / "schemas" / "qzx-result-v1.schema.json").read_text("utf-8")
+        _canonical["schema"] = json.loads(text)
+    return json.loads(json.dumps(_canonical["schema"]))
+
+
+def _constraints(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _constraints(v) for k, v in schema.items() if k not in _ANNOTATIONS}
+    if isinstance(schema, list):
+        return [_constraints(v) for v in schema]
+    return schema
+
+
+def _canonical_mode(schema: Any) -> str | None:
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        rest = set(schema) - {"$ref", "$schema"} - _ANNOTATIONS
+        if not rest and schema["$ref"].rstrip("#") == CONTRACT_SCHEMA_URL:
+            return "canonical_ref"
+    if isinstance(schema, dict) and same_json(_constraints(schema), _constraints(canonical_schema())):
+        return "canonical_inline"
+    return None
+
+
+def check_output_schema(tool_definition: Any, *, base: str = "$") -> OutputSchemaVerdict:
+    """Classify a tool definition's `outputSchema`: canonical_ref, canonical_inline, canonical_allof,
+    or structural_core (passes with a warning); anything weaker is a violation naming what is missing.
+    """
+    if not isinstance(tool_definition, dict):
+        return OutputSchemaVerdict(None, (Finding(base, f"a tool definition must be a JSON object, got "
+                                                        f"{kind_of(tool_definition)}"),))
+    where = at_key(base, "outputSchema")
+    if "outputSchema" not in tool_definition:
+        return OutputSchemaVerdict(None, (Finding(where, "is required: the tool must declare the schema "
+                                                         "of its structuredContent"),))
+    schema = tool_definition["outputSchema"]
+    mode = _canonical_mode(schema)
+    if mode:
+        return OutputSchemaVerdict(mode)
+    if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
+        if any(_canonical_mode(branch) for branch in schema["allOf"]):
+            return OutputSchemaVerdict("canonical_allof")
+    missing = _structural_gaps(schema)
+    if missing:
+        return OutputSchemaVerdict(None, tuple(Finding(where, gap) for gap in missing))
+    return OutputSchemaVerdict("structural_core", warnings=(Finding(
+        where, "matches only the structural core of the contract (mode structural_core); reference "
+               f"{CONTRACT_SCHEMA_URL} to declare the full contract"),))
+
+
+def _structural_gaps(schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return [f"must be a JSON Schema object, got {kind_of(schema)}"]
+    gaps: list[str] = []
+    if schema.get("type") != "object":
+        gaps.append('is weaker than the contract: needs "type": "object"')
+    required = schema.get("required")
+    required = required if isinstance(required, list) else []
+    for name in ("success", "message"):
+        if name not in required:
+            gaps.append(f'is weaker than the contract: "{name}" must be required')
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    success = props.get("success")
+    if not (isinstance(success, dict) and success.get("type") == "boolean"):
+        gaps.append('is weaker than the contract: properties.success needs "type": "boolean"')
+    message = props.get("message")
+    message = message if isinstance(message, dict) else {}
+    min_length = message.get("minLength")
+    if (message.get("type") != "string" or not is_number(min_length) or min_length < 1
+            or message.get("pattern") != r"\S"):
+        gaps.append('is weaker than the contract: properties.message needs "type": "string", '
+                    '"minLength" >= 1 and "pattern": "\\\\S"')
+    code = props.get("error_code")
+    if "error" not in props and not (isinstance(code, dict) and isinstance(code.get("pattern"), str)):
+        gaps.append('is weaker than the contract: declare properties.error or a properties.error_code '
+                    'with a "pattern"')
+    return gaps
