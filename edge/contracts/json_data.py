@@ -77,7 +77,7 @@ def check_json_data(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
                 for i, sub in enumerate(item):
                     push((sub, depth + 1, (trail, i)))
         else:
-            raise JsonDataError(f"a {type(item).__name__} is not JSON data", path=_path(trail))
+            raise JsonDataError(f"Type is not JSON serializable: {type(item).__name__}", path=_path(trail))
 
 
 def loads_exact(data: bytes | str) -> Any:

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.cards.choice import choose_card
 from oz0.edge.cards.model import Card
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.runtime.jobs import JobFailure
 
@@ -828,6 +829,6 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
     if "structuredContent" in result:
         return result["structuredContent"]
     try:
-        return orjson.loads(text)
+        return loads_exact(text)
     except orjson.JSONDecodeError:
         return text

@@ -27,6 +27,7 @@ from typing import Any, Awaitable, Callable, Iterable, Iterator
 import httpx
 import orjson
 
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.jobs import JobFailure, RunContext
 from oz0.edge.mcp.agents import run_mcp_agent
 from oz0.edge.plugins.manifest import AgentSpec
@@ -263,7 +264,7 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     parse_error = ""
     if text.strip():
         try:
-            parsed = orjson.loads(out)
+            parsed = loads_exact(out)
         except orjson.JSONDecodeError as exc:
             parse_error = str(exc)
     is_qzx = isinstance(parsed, dict) and isinstance(parsed.get("success"), bool)
@@ -366,7 +367,7 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     is_json = "json" in response.headers.get("content-type", "")
     if is_json:
         try:
-            parsed = orjson.loads(body)
+            parsed = loads_exact(body)
         except orjson.JSONDecodeError as exc:
             raise JobFailure("InvalidOutput", f"{what} said it answered JSON but it does not parse: {exc}") from None
     if response.status_code >= 400:
@@ -427,7 +428,7 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
             if spec.output is None:
                 return answer
             try:
-                parsed = orjson.loads(answer)
+                parsed = loads_exact(answer)
             except orjson.JSONDecodeError as exc:
                 reason = f"the answer is not JSON ({exc})"
                 parsed = None
@@ -447,7 +448,7 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
 
 def _answer_text(body: bytes, what: str) -> str:
     try:
-        data = orjson.loads(body)
+        data = loads_exact(body)
         content = data["choices"][0]["message"]["content"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         snippet = body[:200].decode("utf-8", "replace")
