@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.plugins.yaml_safe import safe_load
 
 __all__ = [
     "AGENT_KINDS",
@@ -112,7 +113,7 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise PluginError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
