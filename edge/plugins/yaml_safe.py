@@ -16,6 +16,8 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data
+
 __all__ = ["MAX_YAML_ALIASES", "MAX_YAML_BYTES", "MAX_YAML_NODES", "YamlLimitError", "safe_load"]
 
 MAX_YAML_BYTES = 1_048_576
@@ -101,6 +103,11 @@ def safe_load(text: str) -> Any:
         raise YamlLimitError(f"the file is over {MAX_YAML_BYTES:,} characters; the limit is {MAX_YAML_BYTES:,}")
     loader = _BoundedLoader(text)
     try:
-        return loader.get_single_data()
+        data = loader.get_single_data()
     finally:
         loader.dispose()
+    try:
+        check_json_data(data)
+    except JsonDataError as exc:
+        raise YamlLimitError(str(exc)) from None
+    return data

@@ -32,6 +32,7 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_e
 from oz0.edge.contracts.compat import Change, check_upgrade, is_major_bump
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.agents import with_known_contracts, with_tool_contracts
+from oz0.edge.plugins.files import copy_plugin
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
 
@@ -527,12 +528,15 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
                               file=spec.file, location="$.name")
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
-    if not (target / "plugin.yaml").is_file():
-        staging = target.with_name(target.name + f".tmp{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(plugin.path, staging, ignore=shutil.ignore_patterns(*_IGNORED, "*.pyc"))
-        staging.replace(target) if not target.exists() else shutil.rmtree(staging, ignore_errors=True)
-    stored_plugin = load_plugin(target)
+    copied = not (target / "plugin.yaml").is_file()
+    if copied:
+        copy_plugin(plugin.path, target)  # refuses links out of the folder and special files
+    try:
+        stored_plugin = load_plugin(target)
+    except PluginError:
+        if copied:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
               "previous_version": previous.version if previous else None,
               "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
