@@ -40,6 +40,7 @@ __all__ = [
     "failure",
     "failure_kinds",
     "plugin_versions",
+    "read_body",
     "routes",
 ]
 
@@ -140,9 +141,9 @@ class _Api:
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_BODY_BYTES:
             return _too_large(size, command)
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return _too_large(len(body), command)
+        body = await read_body(request)
+        if body is None:
+            return _too_large(None, command)
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         try:
             decoded = body.decode("utf-8")
@@ -357,9 +358,21 @@ def _invalid(command: str, reason: str, path: str) -> JSONResponse:
                    details={"kind": INVALID_INPUT.name, "reason": reason, "path": path})
 
 
-def _too_large(size: int, command: str) -> JSONResponse:
-    return failure(f"the body is {size:,} bytes; the limit is {MAX_BODY_BYTES:,}", "too_large",
-                   status_code=413, command=command)
+async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request body, or None as soon as more than `limit` bytes have arrived (chunked or not):
+    a body over the limit is never held whole."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _too_large(size: int | None, command: str) -> JSONResponse:
+    said = f"{size:,} bytes" if size is not None else f"over {MAX_BODY_BYTES:,} bytes"
+    return failure(f"the body is {said}; the limit is {MAX_BODY_BYTES:,}", "too_large",
+                   status_code=413, command=command, headers={"connection": "close"})
 
 
 def _requester(request: Request) -> str:

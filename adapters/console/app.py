@@ -364,13 +364,15 @@ class _Pages:
             return self.page(request, "login.html", next=target, error="That is not the console's token.",
                              status_code=401)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(SESSION_COOKIE, self.guard.session_value(), **cookie_options())
+        response.set_cookie(SESSION_COOKIE, self.guard.new_session(),
+                            **cookie_options(max_age=int(self.guard.session_ttl_s)))
         return response
 
     async def logout(self, request: Request) -> Response:
         form = await self.checked_form(request)
         if isinstance(form, Response):
             return form
+        self.guard.end_session(request.cookies.get(SESSION_COOKIE))
         response = RedirectResponse("/login" if self.guard.needs_login else "/", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

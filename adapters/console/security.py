@@ -2,7 +2,7 @@
 
 - Bound to a loopback address the console is the local user's; bound anywhere else it needs
   `OZ0_CONSOLE_TOKEN` (sent as a bearer token, or typed once into the login form) and refuses to
-  start without one. On loopback only loopback host names are answered (no DNS rebinding).
+  start without one. A login's cookie is random, lives SESSION_TTL_S at most and ends at logout. On loopback only loopback host names are answered (no DNS rebinding).
 - Forms carry a signed double-submit CSRF token: a random nonce with an HMAC under a per-process
   key, in an HttpOnly SameSite=Strict cookie and in a hidden field; both must match and verify.
   The JSON API only takes `application/json`, which a cross-site page cannot send without CORS.
@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -27,6 +28,7 @@ __all__ = [
     "CSRF_COOKIE",
     "CSRF_FIELD",
     "SESSION_COOKIE",
+    "SESSION_TTL_S",
     "ConsoleConfigError",
     "Guard",
     "SecurityHeaders",
@@ -47,6 +49,8 @@ CSRF_COOKIE = "oz0_csrf"
 CSRF_FIELD = "csrf"
 SESSION_COOKIE = "oz0_session"
 MIN_TOKEN_CHARS = 16
+SESSION_TTL_S = 12 * 3600.0
+MAX_SESSIONS = 1_000
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
@@ -72,6 +76,8 @@ class Guard:
     host: str
     token: str | None = None
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    session_ttl_s: float = field(default_factory=lambda: SESSION_TTL_S)
+    _sessions: dict[str, float] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -96,10 +102,31 @@ class Guard:
             return ["localhost", "127.0.0.1", "::1", "[::1]"]
         return ["*"]
 
-    def session_value(self) -> str:
-        """The login cookie: an HMAC of the token, so the cookie never carries the token itself."""
+    def new_session(self) -> str:
+        """A login's cookie value: random, known to this process only (as its hash), valid for
+        session_ttl_s seconds or until logout. The oldest sessions go first past MAX_SESSIONS."""
         assert self.token is not None
-        return hmac.new(self.token.encode(), b"oz0-console-session", hashlib.sha256).hexdigest()
+        value = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        self._sessions = {k: t for k, t in self._sessions.items() if t > now}
+        while len(self._sessions) >= MAX_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions)))
+        self._sessions[_digest(value)] = now + self.session_ttl_s
+        return value
+
+    def end_session(self, value: str | None) -> None:
+        """Logout: the cookie stops working at once, even if a copy of it is replayed."""
+        if value:
+            self._sessions.pop(_digest(value), None)
+
+    def _session_ok(self, value: str) -> bool:
+        expires = self._sessions.get(_digest(value))
+        if expires is None:
+            return False
+        if expires <= time.monotonic():
+            self._sessions.pop(_digest(value), None)
+            return False
+        return True
 
     def authorized(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> bool:
         if self.token is None:
@@ -109,7 +136,7 @@ class Guard:
         if scheme.lower() == "bearer" and value.strip():
             return hmac.compare_digest(value.strip().encode(), self.token.encode())
         session = cookies.get(SESSION_COOKIE, "")
-        return bool(session) and hmac.compare_digest(session.encode(), self.session_value().encode())
+        return bool(session) and self._session_ok(session)
 
     def token_matches(self, typed: str) -> bool:
         return self.token is not None and hmac.compare_digest(typed.strip().encode(), self.token.encode())
@@ -149,6 +176,10 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
 
 
 def cookie_options(**extra: Any) -> dict[str, Any]:

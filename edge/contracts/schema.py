@@ -21,6 +21,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
 
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
 from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
 
@@ -193,9 +194,19 @@ def load_json_file(path: str | os.PathLike[str], *, what: str = "JSON") -> Any:
     except OSError as exc:
         raise ContractError(f"cannot read {what}: {exc.strerror or exc}", source=name) from exc
     try:
-        return orjson.loads(data)
+        value = loads_exact(data)
     except orjson.JSONDecodeError as exc:
         raise ContractError(f"not valid JSON: {exc}", source=name) from exc
+    _check_data(value, name)
+    return value
+
+
+def _check_data(value: Any, source: str) -> None:
+    try:
+        check_json_data(value)
+    except JsonDataError as exc:
+        location = exc.path if len(exc.path) <= 80 else ""
+        raise ContractError(exc.message, source=source, location=location) from None
 
 
 def load_contract(schema: Any, *, source: str | None = None) -> Contract:
@@ -214,7 +225,11 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     if not isinstance(schema, (dict, bool)):
         raise ContractError(f"a schema must be a JSON object or boolean, not {type(schema).__name__}",
                             source=source)
-    raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    _check_data(schema, source)
+    try:
+        raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits
+        raw = json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
     if len(raw) > MAX_SCHEMA_BYTES:
         raise ContractError(f"schema is {len(raw):,} bytes; the limit is {MAX_SCHEMA_BYTES:,}", source=source)
     digest = hashlib.sha256(raw).hexdigest()

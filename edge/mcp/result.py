@@ -12,6 +12,8 @@ from typing import Any, Mapping
 
 import orjson
 
+from oz0.edge.contracts.json_data import loads_exact
+
 __all__ = ["CALL_TOOL_RESULT_KEYS", "ToolResult", "is_call_tool_result", "read_tool_result"]
 
 CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
@@ -46,7 +48,7 @@ class ToolResult:
     def text_value(self) -> Any:
         """The text as the value it spells: parsed when it is JSON, else the text itself."""
         try:
-            return orjson.loads(self.text)
+            return loads_exact(self.text)
         except orjson.JSONDecodeError:
             return self.text
 

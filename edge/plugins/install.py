@@ -5,40 +5,26 @@ changes nothing: a version is known by a hash of every file of its folder."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.contracts.compat import check_upgrade, is_major_bump
+from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
 __all__ = ["InstallResult", "content_hash", "install_plugin"]
 
-_IGNORED = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"}
-
-
-def _files(root: Path) -> list[Path]:
-    out = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part in _IGNORED for part in rel.parts) or path.suffix == ".pyc":
-            continue
-        if path.is_file():
-            out.append(path)
-    return out
-
-
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
     root = Path(root)
     digest = hashlib.sha256()
-    for path in _files(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for rel in plugin_files(root):
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256((root / rel).read_bytes()).digest())
     return digest.hexdigest()
 
 
@@ -93,12 +79,15 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
                               file=spec.file, location="$.name")
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
-    if not (target / "plugin.yaml").is_file():
-        staging = target.with_name(target.name + f".tmp{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(plugin.path, staging, ignore=shutil.ignore_patterns(*_IGNORED, "*.pyc"))
-        staging.replace(target) if not target.exists() else shutil.rmtree(staging, ignore_errors=True)
-    stored_plugin = load_plugin(target)
+    copied = not (target / "plugin.yaml").is_file()
+    if copied:
+        copy_plugin(plugin.path, target)  # refuses links out of the folder and special files
+    try:
+        stored_plugin = load_plugin(target)
+    except PluginError:
+        if copied:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
               "previous_version": previous.version if previous else None,
               "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,

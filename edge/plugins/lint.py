@@ -20,7 +20,8 @@ import orjson
 from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
-from oz0.edge.plugins.manifest import VERSION_RE, PluginError, manifest_contract, read_yaml
+from oz0.edge.plugins.files import plugin_problems
+from oz0.edge.plugins.manifest import AGENT_NAME_RE, VERSION_RE, PluginError, manifest_contract, read_yaml
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -105,10 +106,17 @@ def lint_plugin(path: str | Path) -> LintReport:
     if not root.is_dir():
         lint.add("error", str(root), "", "not a folder", "give the folder that holds plugin.yaml")
         return LintReport(root, tuple(lint.findings))
+    refused = set()
+    for rel, why in plugin_problems(root):
+        lint.add("error", rel, "", why, "remove it: a plugin holds only its own regular files (copy the "
+                                        "file in instead of linking to it)")
+        refused.add(rel)
     manifest_file = root / "plugin.yaml"
     name = version = None
     strict = False
-    if not manifest_file.is_file():
+    if "plugin.yaml" in refused:
+        pass
+    elif not manifest_file.is_file():
         lint.add("error", "plugin.yaml", "", "missing file: a plugin is a folder with plugin.yaml and agents/*.yaml",
                  "create plugin.yaml with `name:` and `version:` (or run `oz0 plugin new NAME`)")
     else:
@@ -121,7 +129,8 @@ def lint_plugin(path: str | Path) -> LintReport:
                 match = VERSION_RE.match(version or "")
                 strict = bool(match) and int(match.group(1)) >= 1
     agents_dir = root / "agents"
-    files = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() else []
+    files = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() and "agents" not in refused else []
+    files = [f for f in files if lint.rel(f) not in refused]
     for odd in sorted(agents_dir.glob("*.yml")) if agents_dir.is_dir() else []:
         lint.add("warning", odd, "", "ignored: agent files end in .yaml", f"rename it to {odd.stem}.yaml")
     if not files:
@@ -185,6 +194,10 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
             _manifest_fix("agent", v.json_path, v.keyword)
         lint.add("error", file, v.json_path, v.message, fix)
     name = data.get("name") if isinstance(data.get("name"), str) else file.stem
+    if "name" not in data and not AGENT_NAME_RE.match(file.stem):
+        lint.add("error", file, "$.name", f"the file name gives the agent name {file.stem!r}, which is not an "
+                                          "agent name", "rename the file (lower-case letters, digits and dashes, "
+                                                        "starting with a letter), or add `name:`")
     contracts: dict[str, Contract | None] = {}
     for direction in ("input", "output"):
         schema_ref = data.get(f"{direction}_schema")

@@ -9,6 +9,7 @@ every finding instead. The manifest shapes are the JSON Schemas in `edge/schemas
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -19,9 +20,11 @@ import orjson
 import yaml
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.plugins.yaml_safe import safe_load
 
 __all__ = [
     "AGENT_KINDS",
+    "AGENT_NAME_RE",
     "AgentSpec",
     "FailureKind",
     "Limits",
@@ -33,6 +36,7 @@ __all__ = [
 ]
 
 AGENT_KINDS: tuple[str, ...] = ("python", "command", "http", "mcp", "model")
+AGENT_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")  # as agent.schema.json's `name`; file stems too
 VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 
@@ -108,11 +112,16 @@ class Plugin:
 def read_yaml(path: Path) -> Any:
     """A YAML file, with an error that names it and the line when it does not parse."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the reader for ever
+            raise PluginError("not a regular file (a FIFO, socket or device)", file=str(path))
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PluginError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise PluginError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start} "
+                          "cannot be decoded", file=str(path)) from None
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""
@@ -155,6 +164,10 @@ def _check(data: Any, contract: Contract, file: Path) -> None:
 def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
     data = read_yaml(file)
     _check(data, manifest_contract("agent"), file)
+    if "name" not in data and not AGENT_NAME_RE.match(file.stem):
+        raise PluginError(f"the file name gives the agent name {file.stem!r}, which is not an agent name "
+                          "(lower-case letters, digits and dashes, starting with a letter); rename the file "
+                          "or add `name:`", file=str(file), location="$.name")
     contracts: dict[str, Contract | None] = {}
     for direction in ("input", "output"):
         schema_file = data.get(f"{direction}_schema")

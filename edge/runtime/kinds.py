@@ -9,7 +9,6 @@ enforces the rest (the timeout around every kind, the output size and contract).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import re
@@ -17,12 +16,14 @@ import shutil
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Iterator
+from typing import Any, Awaitable, Callable
 
 import httpx
 import orjson
 
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
@@ -152,7 +153,7 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     parse_error = ""
     if text.strip():
         try:
-            parsed = orjson.loads(out)
+            parsed = loads_exact(out)
         except orjson.JSONDecodeError as exc:
             parse_error = str(exc)
     is_qzx = isinstance(parsed, dict) and isinstance(parsed.get("success"), bool)
@@ -195,23 +196,6 @@ def _env_values(*texts: str) -> list[str]:
     return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
 
 
-@contextlib.contextmanager
-def _redacting(secrets: Iterable[str]) -> Iterator[None]:
-    """A failure's reason never quotes a credential: a server may echo a header back in its error body,
-    and the HTTP library quotes a header value it refuses (one with a stray newline, say)."""
-    try:
-        yield
-    except JobFailure as failure:
-        reason = failure.reason
-        for secret in secrets:
-            for form in {secret, secret.strip(), repr(secret)[1:-1]}:
-                if len(form) >= 4:
-                    reason = reason.replace(form, "[redacted]")
-        if reason == failure.reason:
-            raise
-        raise JobFailure(failure.kind, reason, partial_output=failure.partial_output) from None
-
-
 async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():
@@ -222,8 +206,8 @@ async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
     return bytes(body)
 
 
-def _http_failure(status: int, what: str, body: bytes) -> JobFailure:
-    snippet = body[:200].decode("utf-8", "replace").strip().replace("\n", " ")
+def _http_failure(status: int, what: str, body: bytes, redactor: Redactor) -> JobFailure:
+    snippet = redactor.text(body.decode("utf-8", "replace"))[:200].strip().replace("\n", " ")
     detail = f": {snippet}" if snippet else ""
     if status in (401, 403):
         return JobFailure("Misconfigured", f"{what} refused the credentials (HTTP {status}){detail}")
@@ -236,11 +220,12 @@ async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
     variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
     raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
-    with _redacting(_env_values(str(spec.config["url"]), *raw_headers.values())):
-        return await _post_http(spec, value, ctx, raw_headers)
+    redactor = Redactor(_env_values(str(spec.config["url"]), *raw_headers.values()))
+    return await redactor.run(_post_http(spec, value, redactor.context(ctx), raw_headers, redactor))
 
 
-async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: dict[str, str]) -> Any:
+async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: dict[str, str],
+                     redactor: Redactor) -> Any:
     url = expand_env(str(spec.config["url"]), what="url")
     headers = {k: expand_env(v, what=f"header {k}") for k, v in raw_headers.items()}
     headers.setdefault("X-Oz0-Job", ctx.job_id)
@@ -255,13 +240,13 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     is_json = "json" in response.headers.get("content-type", "")
     if is_json:
         try:
-            parsed = orjson.loads(body)
+            parsed = loads_exact(body)
         except orjson.JSONDecodeError as exc:
             raise JobFailure("InvalidOutput", f"{what} said it answered JSON but it does not parse: {exc}") from None
     if response.status_code >= 400:
         if isinstance(parsed, dict) and isinstance(parsed.get("success"), bool):
             return parsed
-        raise _http_failure(response.status_code, what, body)
+        raise _http_failure(response.status_code, what, body, redactor)
     return parsed if is_json else body.decode("utf-8", "replace")
 
 
@@ -285,11 +270,12 @@ async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
                                               "in the environment of the bot")
         headers["Authorization"] = f"Bearer {key}"
         secrets.append(key)
-    with _redacting(secrets):
-        return await _ask_model(spec, value, ctx, headers)
+    redactor = Redactor(secrets)
+    return await redactor.run(_ask_model(spec, value, redactor.context(ctx), headers, redactor))
 
 
-async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict[str, str]) -> Any:
+async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict[str, str],
+                     redactor: Redactor) -> Any:
     base_url = str(spec.config["base_url"]).rstrip("/")
     url = f"{base_url}/chat/completions"
     messages: list[dict[str, str]] = []
@@ -311,12 +297,12 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
             except httpx.HTTPError as exc:
                 raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
             if response.status_code >= 400:
-                raise _http_failure(response.status_code, what, body)
-            answer = _answer_text(body, what)
+                raise _http_failure(response.status_code, what, body, redactor)
+            answer = _answer_text(body, what, redactor)
             if spec.output is None:
                 return answer
             try:
-                parsed = orjson.loads(answer)
+                parsed = loads_exact(answer)
             except orjson.JSONDecodeError as exc:
                 reason = f"the answer is not JSON ({exc})"
                 parsed = None
@@ -334,12 +320,12 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
                                       f"{MAX_MODEL_TRIES} tries; the last reason: {reason}")
 
 
-def _answer_text(body: bytes, what: str) -> str:
+def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:
     try:
-        data = orjson.loads(body)
+        data = loads_exact(body)
         content = data["choices"][0]["message"]["content"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        snippet = body[:200].decode("utf-8", "replace")
+        snippet = redactor.text(body.decode("utf-8", "replace"))[:200]
         raise JobFailure("InvalidOutput", f"{what} did not answer a chat completion "
                                           f"(no choices[0].message.content): {snippet}") from None
     if not isinstance(content, str):

@@ -26,6 +26,7 @@ import orjson
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact, loads_exact
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
@@ -153,7 +154,7 @@ class Runtime:
             return text
         hint = f"; for example: {spec.example}" if spec.example else ""
         try:
-            value = orjson.loads(text)
+            value = loads_exact(text)
         except orjson.JSONDecodeError as exc:
             raise JobFailure("InvalidInput", f"{spec.name} takes JSON that matches {spec.input_schema_file}, "
                                              f"and this is not JSON ({exc}){hint}") from None
@@ -278,14 +279,14 @@ class Runtime:
 
     def _check_output(self, spec: AgentSpec, output: Any) -> Any:
         cap = spec.limits.max_output_bytes
-        if isinstance(output, str):
-            size = len(output.encode("utf-8"))
-        else:
-            try:
-                size = len(orjson.dumps(output))
-            except TypeError as exc:
-                raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc}); answer strings, numbers, "
-                                                  "booleans, null, lists and objects with string keys") from None
+        try:
+            check_json_data(output)
+        except JsonDataError as exc:
+            where = f" at {exc.path}" if exc.path != "$" else ""
+            raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc.message}){where}; answer strings, "
+                                              "finite numbers, booleans, null, lists and objects with string keys"
+                             ) from None
+        size = len(output.encode("utf-8")) if isinstance(output, str) else len(dumps_exact(output))
         if size > cap:
             raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
                                                f"({cap:,})")
@@ -319,6 +320,10 @@ class Runtime:
 
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
+        try:
+            check_json_data(output)
+        except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
+            output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         job = self.job(job_id)
