@@ -497,6 +497,11 @@ class SlackChannel:
     # -- the job and its card --
 
     async def _finish(self, job_id: str, reply: ReplyTarget) -> None:
+        if self.runtime.delivers("slack"):
+            # The job's durable workflow posts its card (deliver_job), on whichever replica runs it; a stop
+            # here leaves the job to resume at the next start, or on another replica.
+            await self.jobs.run(self.runtime.execute(job_id))
+            return
         job = None
         try:
             job = await self.jobs.run(self.runtime.execute(job_id))
@@ -521,6 +526,11 @@ class SlackChannel:
             if job is None or job.finished or time.monotonic() > deadline:
                 return job if job is not None and job.finished else None
             await asyncio.sleep(0.02)
+
+    async def deliver_job(self, job: Any) -> None:
+        """Post a finished job's card where it was asked (the engine's deliver step)."""
+        await self.deliver(self.runtime.card(job), ReplyTarget.from_dict(job.reply_to), job=job, job_id=job.id,
+                           shareable=job.status != "interrupted")
 
     async def deliver(self, card: Card, reply: ReplyTarget, *, job: Any = None, job_id: str,
                       shareable: bool = True) -> None:
@@ -672,6 +682,7 @@ async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) ->
     channel = SlackChannel(runtime, client=client, signing_secret=settings.signing_secret,
                            request_verification=not settings.socket_mode)
     _ACTIVE.append(channel)
+    runtime.deliver_with("slack", channel.deliver_job)
     try:
         if settings.socket_mode:
             await _serve_socket_mode(channel, settings, stop)
