@@ -47,14 +47,16 @@ IMPL = """\
         raise RuntimeError("the database is on fire")
     """
 
-NOOP = {"agents/noop.yaml": "description: Answers its input at once\nkind: python\nentry: impl:noop\n"
-                            "input: text\noutput: text\n"}
+EXTRA = {"agents/noop.yaml": "description: Answers its input at once\nkind: python\nentry: impl:noop\n"
+                             "input: text\noutput: text\n",
+         "agents/single.yaml": "description: Like echo, one job at a time across every replica\nkind: python\n"
+                               "entry: impl:echo\ninput: text\noutput: text\nlimits: {concurrency: 1}\n"}
 
 
 def install_replica_plugin(home: Path, *, database_url: str | None = None) -> None:
     runtime = Runtime(home, database_url=database_url)
     try:
-        install_chat_plugin(runtime, home.parent / f"{home.name}-plugin", name="replicas", impl=IMPL, extra=NOOP)
+        install_chat_plugin(runtime, home.parent / f"{home.name}-plugin", name="replicas", impl=IMPL, extra=EXTRA)
     finally:
         runtime.close()
 

@@ -138,3 +138,33 @@ def test_the_only_replica_restarted_mid_job_on_sqlite_resumes_the_job(tmp_path):
             assert (tmp_path / "home-solo" / "oz0-engine.db").exists()
             assert not any("Interrupted" in str(c.args) for c in slack.calls)
     asyncio.run(main())
+
+
+def test_limits_concurrency_holds_across_replicas_and_200_asks_are_each_answered_once(tmp_path, postgres_url):
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=postgres_url)
+            try:
+                await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                # `single` declares limits.concurrency: 1: four slow asks over two replicas never overlap
+                await asyncio.gather(*(post_command(http, (a, b)[i % 2], slack, f"single sleep 0.5 #{i}",
+                                                    trigger_id=f"1.{i}.single") for i in range(4)))
+                await wait_runs(tmp_path / "runs.txt", "end", 4, timeout=60)
+                order = [w for w, _, _ in runs(tmp_path / "runs.txt")]
+                assert order == ["start", "end"] * 4, runs(tmp_path / "runs.txt")
+                acks = await asyncio.gather(*(post_command(http, (a, b)[i % 2], slack, f"noop ask {i}",
+                                                           trigger_id=f"2.{i}.many") for i in range(200)))
+                assert {s for s, _ in acks} == {200}
+                await slack.wait_for("response", 4 + 200, timeout=120)
+                await asyncio.sleep(1.0)
+            finally:
+                a.stop()
+                b.stop()
+            answered: dict[str, int] = {}
+            for call in slack.of("response"):
+                answered[call.path.rsplit("/", 1)[1]] = answered.get(call.path.rsplit("/", 1)[1], 0) + 1
+                trigger = call.path.rsplit("/", 1)[1]
+                if trigger.endswith(".many"):
+                    assert f"ask {trigger.split('.')[1]}" in str(call.args)
+            assert answered == {**{f"1.{i}.single": 1 for i in range(4)}, **{f"2.{i}.many": 1 for i in range(200)}}
+    asyncio.run(main())

@@ -55,7 +55,7 @@ log = logging.getLogger("oz0.engine")
 
 DEFAULT_LEASE_S = 30.0
 DEFAULT_WORKER_CONCURRENCY = 16
-QUEUE_POLL_S = 0.1              # how often each replica looks for queued jobs
+QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 _ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
