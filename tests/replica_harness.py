@@ -53,10 +53,12 @@ EXTRA = {"agents/noop.yaml": "description: Answers its input at once\nkind: pyth
                                "entry: impl:echo\ninput: text\noutput: text\nlimits: {concurrency: 1}\n"}
 
 
-def install_replica_plugin(home: Path, *, database_url: str | None = None) -> None:
+def install_replica_plugin(home: Path, *, database_url: str | None = None,
+                           extra: dict[str, str] | None = None) -> None:
     runtime = Runtime(home, database_url=database_url)
     try:
-        install_chat_plugin(runtime, home.parent / f"{home.name}-plugin", name="replicas", impl=IMPL, extra=EXTRA)
+        install_chat_plugin(runtime, home.parent / f"{home.name}-plugin", name="replicas", impl=IMPL,
+                            extra={**EXTRA, **(extra or {})})
     finally:
         runtime.close()
 

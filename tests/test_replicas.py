@@ -9,8 +9,13 @@ import asyncio
 import time
 from pathlib import Path
 
+import json
+import sys
+
 import aiohttp
-import pytest
+
+from mcp_harness import SERVER
+from oz0.edge.runtime.runner import Runtime
 
 from replica_harness import Replica, install_replica_plugin, runs
 from slack_harness import free_port
@@ -36,11 +41,11 @@ async def post_command(http: aiohttp.ClientSession, replica: Replica, slack: Sla
 
 
 def replicas(tmp_path: Path, slack: SlackStandIn, names: list[str], *, database_url: str | None,
-             **extra: str) -> list[Replica]:
+             files: dict[str, str] | None = None, **extra: str) -> list[Replica]:
     made = []
     for name in names:
         home = tmp_path / f"home-{name}"
-        install_replica_plugin(home, database_url=database_url)
+        install_replica_plugin(home, database_url=database_url, extra=files)
         made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
                                  runs_file=tmp_path / "runs.txt", database_url=database_url,
                                  OZ0_LEASE_S=str(LEASE_S), **extra))
@@ -167,4 +172,39 @@ def test_limits_concurrency_holds_across_replicas_and_200_asks_are_each_answered
                 if trigger.endswith(".many"):
                     assert f"ask {trigger.split('.')[1]}" in str(call.args)
             assert answered == {**{f"1.{i}.single": 1 for i in range(4)}, **{f"2.{i}.many": 1 for i in range(200)}}
+    asyncio.run(main())
+
+
+def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp_path):
+    files = {"cards_server.py": SERVER.read_text(encoding="utf-8"),
+             "agents/slowtool.yaml": f"description: An MCP tool that takes its time\nkind: mcp\nserver:\n"
+                                     f"  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\n"
+                                     "tool: sleep\nlimits: {timeout_s: 60}\n"}
+
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            (a,) = replicas(tmp_path, slack, ["solo"], database_url=None, files=files)
+            journal = Runtime(a.home)
+            try:
+                await asyncio.to_thread(a.start)
+                assert await post_mention(http, a, 'slowtool {"seconds": 30}', event_id="EvMcp") == 200
+                deadline = time.monotonic() + 30
+                while not any(j.status == "running" and j.attempts for j in journal.jobs()):
+                    assert time.monotonic() < deadline, journal.jobs()
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.5)  # the tool call is under way
+                await asyncio.to_thread(a.kill)
+                await asyncio.to_thread(a.start)
+                try:
+                    posted = await slack.wait_for("chat.update", 1, timeout=30)
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}\n{[j.to_dict() for j in journal.jobs()]}\n" + "\n".join(a.lines))
+                await asyncio.sleep(1.5)
+            finally:
+                a.stop()
+                journal.close()
+            assert len(slack.of("chat.update")) == 1
+            assert "live mcp call, which cannot be resumed" in str(posted[0].args)
+            job = Runtime(a.home).jobs()[0]
+            assert (job.status, job.failure_kind) == ("interrupted", "Interrupted")
     asyncio.run(main())

@@ -56,6 +56,7 @@ log = logging.getLogger("oz0.engine")
 DEFAULT_LEASE_S = 30.0
 DEFAULT_WORKER_CONCURRENCY = 16
 QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
+CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 _ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
@@ -259,9 +260,13 @@ class Engine:
         if job is None or platform is None:
             return False
         deliver = self.runtime.deliverer(platform)
+        deadline = time.monotonic() + CHANNEL_WAIT_S
+        while deliver is None and time.monotonic() < deadline and not self._stop.is_set():
+            await asyncio.sleep(0.1)  # a job resumed at launch ends before its channel has connected
+            deliver = self.runtime.deliverer(platform)
         if deliver is None:
-            log.warning("job %s ended, but no %s channel runs on replica %s to post its card", job_id, platform,
-                        self.replica)
+            log.warning("job %s ended, but no %s channel connected on replica %s within %.0f s to post its card",
+                        job_id, platform, self.replica, CHANNEL_WAIT_S)
             return False
         await deliver(job)
         return True
