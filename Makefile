@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean bench bench-startup browser
+.PHONY: run test install clean bench bench-startup browser postgres
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/oz0 plugin install --example --quiet-if-current
 	$(BIN)/oz0 serve
 
-test: $(STAMP) browser
+test: $(STAMP) browser postgres
 	$(BIN)/python -m pytest -q
 
 # The console's browser tests drive Debian's chromium (never playwright's download); installed when missing.
@@ -29,6 +29,13 @@ browser:
 	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] && SUDO= || SUDO=sudo; \
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; } ; } || \
 	  echo "make: chromium is not installed and apt-get is unavailable; the browser tests will be skipped"
+
+# The replica and crash tests start a real Postgres from Debian's server binaries; installed when missing.
+postgres:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] && SUDO= || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; } ; } || \
+	  echo "make: the Postgres server is not installed and apt-get is unavailable; the replica tests will be skipped"
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py

@@ -1,4 +1,5 @@
-"""Shared test helpers: paths to the public fixtures beside the project, and a clean OZ0_HOME."""
+"""Shared test helpers: paths to the public fixtures beside the project, a clean OZ0_HOME, and a real
+Postgres (tests/postgres_server.py) started once per run for the tests that ask for it."""
 
 from __future__ import annotations
 
@@ -20,3 +21,25 @@ def oz0_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("OZ0_HOME", str(home))
     monkeypatch.delenv("OZ0_DATABASE_URL", raising=False)
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One Postgres cluster for the run (skipped, saying why, where the server binaries are missing)."""
+    from postgres_server import PostgresServer, find_binaries
+
+    if find_binaries() is None:
+        pytest.skip("the Postgres server binaries (initdb, postgres) are not installed; `make test` installs them")
+    pytest.importorskip("psycopg")
+    try:
+        server = PostgresServer.start()
+    except PermissionError as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """A fresh, empty Postgres database for one test, as OZ0_DATABASE_URL takes it."""
+    return postgres_server.database()

@@ -330,6 +330,7 @@ class DiscordChannel:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Log in, connect to the gateway and answer until `stop` is set; then close cleanly."""
+        self.flow.deliver_durably()
         with api_base(self.settings.api_url):
             async with self.client:
                 await self.client.login(self.settings.token)

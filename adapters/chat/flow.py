@@ -54,6 +54,28 @@ class AskFlow:
         self.log = log
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
+        self._progress: dict[str, _Progress] = {}
+
+    def deliver_durably(self) -> None:
+        """Let the engine post this platform's finished jobs through this flow: a job's durable
+        workflow calls it as a checkpointed step, on whichever replica finishes the job, so a job taken
+        over from a dead replica is still answered, and never twice. Call on the channel's loop."""
+        loop = asyncio.get_running_loop()
+
+        async def deliver_job(job: Job) -> None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._deliver_job(job), loop))
+
+        self.runtime.deliver_with(self.wire.platform, deliver_job)
+
+    async def _deliver_job(self, job: Job) -> None:
+        progress = self._progress.pop(job.id, None)
+        if progress is not None:
+            await progress.close()
+        if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
+            return  # a restart report said so already: one report per job, whoever makes it
+        card = await self.jobs.call(self.runtime.card, job)
+        await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id,
+                           shareable=job.status != "interrupted")
 
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
@@ -146,6 +168,16 @@ class AskFlow:
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop and put its card where it was asked."""
         progress = _Progress(self, reply, agent)
+        if self.runtime.delivers(self.wire.platform):
+            # The job's durable workflow posts its card (deliver_durably), here or on the replica that
+            # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
+            self._progress[job_id] = progress
+            try:
+                await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.line))
+            finally:
+                self._progress.pop(job_id, None)
+                await progress.close()
+            return
         try:
             job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.line))
             card = await self.jobs.call(self.runtime.card, job)

@@ -174,6 +174,7 @@ async def serve(runtime: ChatRuntime, *, env: Mapping[str, str], stop: asyncio.E
     settings = SlackSettings.from_env(env)
     channel = SlackChannel(runtime, client=web_client(settings), signing_secret=settings.signing_secret,
                            request_verification=not settings.socket_mode)
+    channel.flow.deliver_durably()
     try:
         if settings.socket_mode:
             await _serve_socket_mode(channel, settings, stop)

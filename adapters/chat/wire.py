@@ -98,6 +98,10 @@ class ChatRuntime(Protocol):
 
     def claim(self, key: str) -> bool: ...
 
+    def deliver_with(self, platform: str, deliver: Callable[[Job], Awaitable[None]]) -> None: ...
+
+    def delivers(self, platform: str) -> bool: ...
+
 
 class ChatWire(Protocol):
     """The platform calls the flow makes; a channel implements each as one or two API requests."""

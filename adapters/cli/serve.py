@@ -65,9 +65,22 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CommandError(str(exc), code=2) from None
     runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)
     try:
+        _launch_engine(runtime, env)
         return asyncio.run(serve_channels(runtime, env=env))
     finally:
         runtime.close()
+
+
+def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
+    """Jobs run as durable workflows (edge.runtime.durable), launched before the event loop so that
+    they run on the engine's own loop thread."""
+    from oz0.adapters.cli.errors import CommandError
+    from oz0.edge.runtime.durable import EngineError
+
+    try:
+        runtime.launch_engine(env=env)
+    except EngineError as exc:
+        raise CommandError(str(exc), code=2) from None
 
 
 async def serve_channels(runtime: Any, *, env: Mapping[str, str],

@@ -71,6 +71,7 @@ class Limits:
     timeout_s: float = 60.0
     max_output_bytes: int = 1_048_576
     max_attempts: int = 3
+    concurrency: int | None = None  # jobs of this agent running at once, across every replica
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 import orjson
 
@@ -51,7 +51,7 @@ MAX_BACKOFF_S = 30.0
 MAX_REASON_CHARS = 2000
 CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
 _PROCESS_TOKEN = uuid.uuid4().hex[:12]
-_HOST = socket.gethostname()
+_HOST = (os.environ.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()  # the replica id (edge.runtime.durable)
 
 MAX_INPUT_CHARS = 262_144
 
@@ -94,9 +94,44 @@ class Runtime:
         self.backoff_s = backoff_s
         self._plugins: dict[int, Plugin] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
+        self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
+        self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
 
     def close(self) -> None:
+        if self.engine is not None:
+            self.engine.shutdown()
+            self.engine = None
         self.store.close()
+
+    # the job engine -----------------------------------------------------------------------------
+
+    def launch_engine(self, *, env: Mapping[str, str] | None = None) -> None:
+        """Run every job from now on as a durable DBOS workflow (edge.runtime.durable): `oz0 serve` does,
+        before its event loop starts. Without it a job runs in this process, journaled, as before."""
+        from oz0.edge.runtime.durable import Engine  # imports dbos: about a second, so only here
+
+        engine = Engine(self, env=dict(env) if env is not None else None)
+        engine.launch()
+        self.engine = engine
+
+    @property
+    def engine_launched(self) -> bool:
+        """Whether jobs run as durable workflows (for /readyz)."""
+        return self.engine is not None and self.engine.launched
+
+    def deliver_with(self, platform: str, deliver: Callable[[Job], Awaitable[None]]) -> None:
+        """A channel posts finished jobs of its platform (`reply_to["platform"]`) with `deliver(job)`.
+        With the engine launched, the job's workflow calls it as a checkpointed step, on whichever
+        replica runs the job, so a job recovered from a dead replica is still answered, once."""
+        self._deliverers[platform] = deliver
+
+    def deliverer(self, platform: str) -> Callable[[Job], Awaitable[None]] | None:
+        """The delivery a channel registered for `platform` in this process, if any."""
+        return self._deliverers.get(platform)
+
+    def delivers(self, platform: str) -> bool:
+        """Whether the engine posts this platform's cards (so the channel must not post them itself)."""
+        return self.engine_launched and platform in self._deliverers
 
     @property
     def plugins_dir(self) -> Path:
@@ -203,9 +238,19 @@ class Runtime:
 
     async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Job:
         """Run a queued job to its end. Never raises for agent failures; a job already claimed by
-        someone else (or finished) is returned as it stands."""
+        someone else (or finished) is returned as it stands. With the engine launched, the job runs as
+        its durable workflow (on any replica) and this waits for its end."""
+        if self.engine is not None:
+            return await self.engine.execute(job_id, on_progress=on_progress)
+        return await self.execute_here(job_id, on_progress=on_progress)
+
+    async def execute_here(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None,
+                           resume: bool = False) -> Job:
+        """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
+        replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
         started = _now()
-        if not self.store.update_job(job_id, only_if_status=("queued",), status="running", started=started,
+        claimable = ("queued", "running") if resume else ("queued",)
+        if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
                                      runner=_runner()):
             job = self.job(job_id)
             if job is None:
@@ -247,8 +292,9 @@ class Runtime:
             return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason,
                              output=failure.partial_output)
         except asyncio.CancelledError:
-            self._end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
-                      reason="the bot stopped while the job was running")
+            if not resume:
+                self._end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
+                          reason="the bot stopped while the job was running")
             raise
         return self._end(job_id, "succeeded", attempts=attempts, output=output)
 
@@ -330,6 +376,12 @@ class Runtime:
         assert job is not None
         return job
 
+    def end_interrupted(self, job_id: str, *, reason: str) -> Job:
+        """End a job that cannot go on as interrupted, with a reason its asker can act on."""
+        job = self.job(job_id)
+        return self._end(job_id, "interrupted", attempts=job.attempts if job else 0, kind="Interrupted",
+                         reason=reason)
+
     def recover_interrupted(self) -> list[Job]:
         """Jobs a crashed process left queued or running become 'interrupted' with a reason; returned
         (with their reply_to) so channels can say so in their threads. A job whose runner is still
@@ -337,7 +389,7 @@ class Runtime:
         recovered = []
         now = _now()
         for row in self.store.jobs(limit=10_000, statuses=ACTIVE_STATUSES):
-            if not self._orphaned(row, now):
+            if not self._orphaned(row, now) or (self.engine is not None and self.engine.resumes(row)):
                 continue
             reason = ("the bot stopped before this job ended (it was "
                       f"{'running' if row['status'] == 'running' else 'waiting to run'}); ask again to rerun it")

@@ -1,0 +1,140 @@
+"""Replicas: 200 concurrent signed `/ask` over two `oz0 serve` replicas sharing one Postgres, and what
+the durable job engine costs per job.
+
+1. Two real replicas (subprocesses) over a real Postgres started here (tests/postgres_server.py), the
+   loopback Slack stand-in as the Web API; 200 signed slash commands fired at once, alternating between
+   the replicas. Prints the ack latency (target: p99 <= 100 ms) and checks every card was posted once.
+2. A no-op agent run to its end in one process, journal alone (no engine) vs journal + engine (each job
+   a DBOS workflow on its agent's queue), on SQLite and on Postgres: per-job time one at a time, and for
+   200 at once; printed as ratios against the journal alone, measured in the same run.
+
+    PYTHONPATH=... .venv/bin/python bench/replicas.py [--count 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests")]
+
+import aiohttp  # noqa: E402
+
+from postgres_server import PostgresServer  # noqa: E402
+from replica_harness import Replica, install_replica_plugin  # noqa: E402
+from slack_harness import free_port  # noqa: E402
+from slack_standin import SlackStandIn, signed_headers, slash_command_body  # noqa: E402
+
+ACK_P99_TARGET_MS = 100.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+async def ask(http: aiohttp.ClientSession, url: str, slack: SlackStandIn, text: str, trigger: str) -> tuple[int, float]:
+    body = slash_command_body(text, response_url=slack.response_url(trigger), trigger_id=trigger)
+    started = time.perf_counter()
+    async with http.post(url, data=body.encode(), headers=signed_headers(body)) as resp:
+        await resp.read()
+        return resp.status, (time.perf_counter() - started) * 1000
+
+
+async def replicas_ack(tmp: Path, server: PostgresServer, count: int) -> None:
+    url = server.database()
+    async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+        made = []
+        for name in ("bench-a", "bench-b"):
+            home = tmp / f"home-{name}"
+            install_replica_plugin(home, database_url=url)
+            made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+                                     runs_file=tmp / "runs.txt", database_url=url))
+        try:
+            await asyncio.gather(*(asyncio.to_thread(r.start) for r in made))
+            for i, r in enumerate(made):  # warm each replica's connections and the agent's queue
+                await ask(http, r.events_url, slack, "noop warm", f"warm-{i}")
+            await slack.wait_for("response", len(made), timeout=60)
+            started = time.perf_counter()
+            results = await asyncio.gather(*(ask(http, made[i % 2].events_url, slack, f"noop ask {i}", f"b-{i}")
+                                             for i in range(count)))
+            await slack.wait_for("response", len(made) + count, timeout=300)
+            answered = time.perf_counter() - started
+            await asyncio.sleep(1.0)
+        finally:
+            for r in made:
+                r.stop()
+    acks = [ms for _, ms in results]
+    per_trigger: dict[str, int] = {}
+    for call in slack.of("response"):
+        trigger = call.path.rsplit("/", 1)[1]
+        per_trigger[trigger] = per_trigger.get(trigger, 0) + 1
+    once = sum(1 for i in range(count) if per_trigger.get(f"b-{i}") == 1)
+    p99 = percentile(acks, 99)
+    print(f"{count} concurrent signed /ask over 2 replicas, one Postgres (loopback)")
+    print(f"  ack latency  p50 {statistics.median(acks):6.1f} ms   p99 {p99:6.1f} ms   max {max(acks):6.1f} ms"
+          f"   (target p99 <= {ACK_P99_TARGET_MS:.0f} ms: {'met' if p99 <= ACK_P99_TARGET_MS else 'MISSED'})")
+    print(f"  HTTP statuses {sorted({s for s, _ in results})}; cards posted exactly once: {once}/{count}"
+          f"; all answered after {answered:.2f} s")
+
+
+def engine_cost(tmp: Path, server: PostgresServer, count: int) -> None:
+    from oz0.edge.runtime.runner import Runtime
+
+    print(f"engine cost per job, no-op agent (journal alone = 1.00)")
+    for backend in ("SQLite", "Postgres"):
+        url = server.database() if backend == "Postgres" else None
+        home = tmp / f"cost-{backend}"
+        install_replica_plugin(home, database_url=url)
+        runtime = Runtime(home, database_url=url)
+        try:
+            alone = _timings(runtime, count)
+            runtime.launch_engine(env={"OZ0_REPLICA_ID": f"bench-{backend}"})
+            engine = _timings(runtime, count)
+        finally:
+            runtime.close()
+        print(f"  {backend:8s} one at a time: {alone[0]:6.2f} ms alone, {engine[0]:6.2f} ms with the engine"
+              f"  ratio {engine[0] / alone[0]:5.1f}x")
+        print(f"  {backend:8s} {count} at once:   {alone[1]:6.2f} ms alone, {engine[1]:6.2f} ms with the engine"
+              f"  ratio {engine[1] / alone[1]:5.1f}x   (wall time per job)")
+
+
+def _timings(runtime, count: int) -> tuple[float, float]:
+    async def one_by_one() -> float:
+        await runtime.run("noop", "warm")
+        started = time.perf_counter()
+        for i in range(20):
+            job = await runtime.run("noop", f"seq {i}")
+            assert job.status == "succeeded", job
+        return (time.perf_counter() - started) / 20 * 1000
+
+    async def at_once() -> float:
+        started = time.perf_counter()
+        jobs = await asyncio.gather(*(runtime.run("noop", f"par {i}") for i in range(count)))
+        assert all(j.status == "succeeded" for j in jobs)
+        return (time.perf_counter() - started) / count * 1000
+
+    return asyncio.run(one_by_one()), asyncio.run(at_once())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200)
+    args = parser.parse_args()
+    server = PostgresServer.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(replicas_ack(Path(tmp), server, args.count))
+            engine_cost(Path(tmp), server, args.count)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

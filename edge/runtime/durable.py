@@ -1,0 +1,380 @@
+"""Jobs as durable DBOS workflows: restarts lose nothing, and replicas over one Postgres share the work.
+
+Why an engine and not the journal alone: a job journaled by one process used to belong to that
+process; if it died, the job was only reported interrupted at the next start. Here every job is a
+DBOS workflow whose id is the job's dedupe key (a Slack delivery id, an API idempotency key, else the
+job id), so a redelivery on any replica joins the one run. The workflow has two checkpointed steps:
+`run` (the agent, under the runtime's limits and retries) and `deliver` (the card posted by the channel
+that registered for the job's platform), so a step finished before a crash is never done again.
+
+- System database: a SQLite file beside the journal (one process), or the journal's own Postgres.
+- Executor id: the replica id (OZ0_REPLICA_ID, else the host name); the application version is set
+  explicitly, because DBOS recovers a dead executor's workflows only for the same id and version.
+- Lease (Postgres): each replica holds a session advisory lock on its replica id while it lives. A
+  replica that finds another's lock free for OZ0_LEASE_S seconds (default 30) takes it and hands that
+  replica's pending workflows back to the queues with DBOS's own recovery; any live replica runs them.
+  On SQLite, DBOS recovers the process's own pending workflows when it launches.
+- Concurrency: one DBOS queue per agent, with `limits.concurrency` as its global limit (across
+  replicas) and OZ0_WORKER_CONCURRENCY (default 16) as the limit per replica.
+- A step that cannot be resumed (a live MCP call: the session died with the process) is not rerun:
+  the job ends as interrupted and the deliver step says so in its thread, once.
+
+This module imports dbos (about a second); only `Runtime.launch_engine` imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import socket
+import threading
+import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.runtime.runner import Runtime
+
+__all__ = [
+    "DEFAULT_LEASE_S",
+    "DEFAULT_WORKER_CONCURRENCY",
+    "Engine",
+    "EngineError",
+    "NOT_RESUMABLE_KINDS",
+    "app_version",
+    "replica_id",
+    "workflow_id",
+]
+
+log = logging.getLogger("oz0.engine")
+
+DEFAULT_LEASE_S = 30.0
+DEFAULT_WORKER_CONCURRENCY = 16
+QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
+CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
+RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
+NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
+_ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
+
+
+class EngineError(RuntimeError):
+    """The engine cannot start as configured: names the setting and what to change."""
+
+
+def replica_id(env: dict[str, str] | None = None) -> str:
+    """This replica's stable executor id: OZ0_REPLICA_ID, else the host name (a StatefulSet pod's name)."""
+    env = os.environ if env is None else env
+    return (env.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
+
+
+def app_version() -> str:
+    """The application version DBOS records with each workflow: the package version and the workflow's
+    shape. Replicas of one release recover each other's workflows; a release that changes the
+    workflow's steps must change _WORKFLOW_SHAPE."""
+    try:
+        package = version("oz0-edge")
+    except PackageNotFoundError:
+        package = "dev"
+    return f"oz0-{package}-{_WORKFLOW_SHAPE}"
+
+
+_WORKFLOW_SHAPE = "run+deliver-1"
+
+
+def workflow_id(job: "Job | Mapping[str, Any]") -> str:
+    """A job's workflow id: its dedupe key (so a redelivery joins the same run), else its id."""
+    if isinstance(job, Mapping):
+        return job.get("dedupe_key") or f"job:{job['id']}"
+    return job.dedupe_key or f"job:{job.id}"
+
+
+def _lock_key(replica: str) -> int:
+    return int.from_bytes(hashlib.sha256(b"oz0-replica:" + replica.encode()).digest()[:8], "big", signed=True)
+
+
+def _positive(env: dict[str, str], name: str, default: float) -> float:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EngineError(f"{name} must be a number of seconds or jobs, not {raw!r}") from None
+    if value <= 0:
+        raise EngineError(f"{name} must be above 0, not {raw!r}")
+    return value
+
+
+@DBOS.workflow(name="oz0.job")
+async def _job_workflow(job_id: str) -> str:
+    engine = _current()
+    status = await DBOS.run_step_async({"name": "oz0.run"}, engine.run_step, job_id)
+    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    engine.finished(job_id)
+    return status
+
+
+def _current() -> "Engine":
+    if _ENGINE is None:
+        raise EngineError("a job workflow ran with no engine launched in this process")
+    return _ENGINE
+
+
+class Engine:
+    """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
+
+    def __init__(self, runtime: "Runtime", *, env: dict[str, str] | None = None) -> None:
+        env = dict(os.environ if env is None else env)
+        self.runtime = runtime
+        self.replica = replica_id(env)
+        self.lease_s = _positive(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
+        self.worker_concurrency = int(_positive(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
+        url = runtime.store.url
+        self.postgres = url.startswith("postgresql")
+        self.system_url = url if self.postgres else _beside_journal(url, runtime.home)
+        self._queues: dict[str, int | None] = {}
+        self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+        self._progress: dict[str, Callable[[str], Any]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._lease_conn: Any = None
+        self._watcher: threading.Thread | None = None
+        self.launched = False
+
+    # lifecycle ---------------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Take this replica's lease (Postgres), launch DBOS (which resumes this replica's own pending
+        workflows) and register a queue per installed agent. Call before the event loop starts, so
+        workflows run on DBOS's own loop thread, beside the channels' loops."""
+        global _ENGINE
+        if _ENGINE is not None:
+            raise EngineError("the job engine is already launched in this process (one Runtime per process)")
+        if self.postgres:
+            self._take_own_lease()
+        config: DBOSConfig = {
+            "name": "oz0", "system_database_url": self.system_url, "executor_id": self.replica,
+            "application_version": app_version(), "serializer": DBOSPortableJSONSerializer(),
+            "log_level": "WARNING", "run_migrations": True,
+        }
+        _ENGINE = self
+        try:
+            DBOS(config=config)
+            DBOS.launch()
+            for spec in self.runtime.agents():
+                self._register_queue(spec.name, spec.limits.concurrency)
+            self._carried = {w.workflow_id for w in DBOS.list_workflows(
+                status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}
+        except BaseException:
+            _ENGINE = None
+            self._release_lease()
+            raise
+        self.launched = True
+        log.info("job engine launched: replica %s, %s, lease %.0f s", self.replica,
+                 "Postgres" if self.postgres else "SQLite", self.lease_s)
+        if self.postgres:
+            self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
+            self._watcher.start()
+
+    def shutdown(self) -> None:
+        """Stop DBOS; jobs still running stay pending and resume at the next start (or on a peer)."""
+        global _ENGINE
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+        if self.launched:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            self.launched = False
+        self._release_lease()
+        if _ENGINE is self:
+            _ENGINE = None
+
+    # running a job -----------------------------------------------------------------------------
+
+    async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> "Job":
+        """Start (or join) the job's workflow and wait for its end, on whichever replica runs it."""
+        job = self.runtime.job(job_id)
+        if job is None:
+            raise KeyError(f"no job {job_id!r}")
+        if job.finished:
+            return job
+        queue = await self._queue_for(job.agent)
+        wid = workflow_id(job)
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._waiters.setdefault(job.id, []).append((loop, done))
+            if on_progress is not None:
+                self._progress[job.id] = on_progress
+        try:
+            with SetWorkflowID(wid):
+                handle = await DBOS.enqueue_workflow_async(queue, _job_workflow, job.id)
+            polled = asyncio.ensure_future(handle.get_result(polling_interval_sec=RESULT_POLL_S))
+            try:
+                await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                polled.cancel()
+        finally:
+            with self._lock:
+                waiters = self._waiters.get(job.id, [])
+                if (loop, done) in waiters:
+                    waiters.remove((loop, done))
+                if not waiters:
+                    self._waiters.pop(job.id, None)
+                    self._progress.pop(job.id, None)
+        ended = self.runtime.job(job_id)
+        assert ended is not None
+        return ended
+
+    async def run_step(self, job_id: str) -> str:
+        """The `run` step: the agent under the runtime's limits. A job found running was cut short by a
+        stopped replica: rerun it, unless its kind cannot resume (then it ends interrupted)."""
+        job = self.runtime.job(job_id)
+        if job is None:
+            return "missing"
+        if job.finished:
+            return job.status
+        if job.status == "running":
+            kind = self._kind(job.agent)
+            if kind in NOT_RESUMABLE_KINDS:
+                ended = self.runtime.end_interrupted(
+                    job_id, reason=f"the replica running this job stopped during a live {kind} call, which "
+                                   "cannot be resumed; ask again to rerun it")
+                return ended.status
+            log.info("resuming job %s (%s), cut short on another run", job_id, job.agent)
+        ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
+        return ended.status
+
+    async def deliver_step(self, job_id: str) -> bool:
+        """The `deliver` step: the card posted by the channel registered for the job's platform. Its
+        checkpoint is the record of what was posted, keyed by the job: a redelivered or recovered job
+        never posts again once this step has ended."""
+        job = self.runtime.job(job_id)
+        platform = (job.reply_to or {}).get("platform") if job is not None else None
+        if job is None or platform is None:
+            return False
+        deliver = self.runtime.deliverer(platform)
+        deadline = time.monotonic() + CHANNEL_WAIT_S
+        while deliver is None and time.monotonic() < deadline and not self._stop.is_set():
+            await asyncio.sleep(0.1)  # a job resumed at launch ends before its channel has connected
+            deliver = self.runtime.deliverer(platform)
+        if deliver is None:
+            log.warning("job %s ended, but no %s channel connected on replica %s within %.0f s to post its card",
+                        job_id, platform, self.replica, CHANNEL_WAIT_S)
+            return False
+        await deliver(job)
+        return True
+
+    def resumes(self, row: Mapping[str, Any]) -> bool:
+        """Whether the engine will carry this journaled job on (its workflow is queued or pending), so a
+        restart must not report it interrupted."""
+        return workflow_id(row) in self._carried
+
+    def finished(self, job_id: str) -> None:
+        with self._lock:
+            waiters = list(self._waiters.get(job_id, []))
+        for loop, done in waiters:
+            loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
+
+    def _kind(self, agent: str) -> str | None:
+        try:
+            return self.runtime.agent(agent).kind
+        except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
+            return None
+
+    async def _queue_for(self, agent: str) -> str:
+        try:
+            concurrency = self.runtime.agent(agent).limits.concurrency
+        except Exception:  # an unknown agent still runs (and fails) as a workflow, on the shared queue
+            agent, concurrency = "", None
+        name = _queue_name(agent)
+        if self._queues.get(name, -1) != concurrency:
+            await asyncio.to_thread(self._register_queue, agent, concurrency)
+        return name
+
+    def _register_queue(self, agent: str, concurrency: int | None) -> None:
+        worker = self.worker_concurrency if concurrency is None else min(self.worker_concurrency, concurrency)
+        DBOS.register_queue(_queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
+                            polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
+        self._queues[_queue_name(agent)] = concurrency
+
+    # leases (Postgres) -------------------------------------------------------------------------
+
+    def _take_own_lease(self) -> None:
+        """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
+        recover this replica's jobs, and refuse a duplicate replica id."""
+        import sqlalchemy as sa
+
+        self._lease_conn = self.runtime.store.engine.connect()
+        deadline = time.monotonic() + 2 * self.lease_s
+        while True:
+            got = self._lease_conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"),
+                                           {"k": _lock_key(self.replica)}).scalar()
+            self._lease_conn.commit()
+            if got:
+                return
+            if time.monotonic() > deadline:
+                self._release_lease()
+                raise EngineError(f"replica id {self.replica!r} is held by another live process; give each "
+                                  "replica its own OZ0_REPLICA_ID (the host name by default)")
+            time.sleep(0.5)
+
+    def _release_lease(self) -> None:
+        if self._lease_conn is not None:
+            try:
+                self._lease_conn.close()  # the session ends, and its locks with it
+            finally:
+                self._lease_conn = None
+
+    def _watch_peers(self) -> None:
+        """Every few seconds: a replica with pending workflows whose lock has been free for a lease is
+        dead; take its lock and give its workflows back to the queues (DBOS's own recovery)."""
+        import sqlalchemy as sa
+
+        free_since: dict[str, float] = {}
+        period = max(0.2, min(self.lease_s / 4, 5.0))
+        with self.runtime.store.engine.connect() as conn:
+            while not self._stop.wait(period):
+                try:
+                    peers = {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False,
+                                                                        load_output=False)}
+                    peers.discard(self.replica)
+                    for peer in sorted(p for p in peers if p):
+                        key = {"k": _lock_key(peer)}
+                        if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
+                            free_since.pop(peer, None)
+                            conn.commit()
+                            continue
+                        try:
+                            since = free_since.setdefault(peer, time.monotonic())
+                            if time.monotonic() - since >= self.lease_s:
+                                handles = DBOS._recover_pending_workflows([peer])
+                                free_since.pop(peer, None)
+                                log.warning("replica %s stopped (its lease expired): %d job(s) handed to the "
+                                            "live replicas", peer, len(handles))
+                        finally:
+                            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), key)
+                            conn.commit()
+                except Exception:
+                    log.exception("could not check the other replicas' leases; trying again")
+
+
+def _beside_journal(url: str, home: Any) -> str:
+    """The SQLite system database: a file beside the SQLite journal (under OZ0_HOME by default)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    journal = make_url(url).database
+    folder = Path(journal).parent if journal and journal != ":memory:" else Path(home)
+    return f"sqlite:///{folder / 'oz0-engine.db'}"
+
+
+def _queue_name(agent: str) -> str:
+    return f"oz0-agent-{agent}" if agent else "oz0-jobs"
