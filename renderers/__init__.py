@@ -1,11 +1,13 @@
-"""Renderers: pure functions from a neutral card to one platform's payload.
+"""Renderers: pure functions from a neutral card to one platform's `Rendered(payload, uploads, cuts)`.
 
-Registration is this explicit table; adding a platform means one new module and one new line here.
+Pure means plain data in and out: no platform SDK (discord.py, slack_sdk), HTTP client or database is
+imported to render (a test checks the import graph). Registration is this explicit table; adding a
+platform means one new module and one new line here.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from oz0.edge.cards.model import Card
 from oz0.renderers import discord_message, html_console, plain_text, slack_blocks
@@ -13,7 +15,7 @@ from oz0.renderers.rendered import Rendered
 
 __all__ = ["RENDERERS", "Rendered", "render"]
 
-RENDERERS: dict[str, Callable[[Card], Any]] = {
+RENDERERS: dict[str, Callable[[Card], Rendered]] = {
     "text": plain_text.render,
     "slack": slack_blocks.render,
     "discord": discord_message.render,
@@ -27,18 +29,4 @@ def render(card: Card, platform: str) -> Rendered:
         renderer = RENDERERS[platform]
     except KeyError:
         raise ValueError(f"unknown renderer {platform!r}; known: {', '.join(RENDERERS)}") from None
-    return _as_rendered(card, renderer(card))
-
-
-def _as_rendered(card: Card, out: Any) -> Rendered:
-    """TRANSITIONAL: wraps a renderer's legacy output (a payload carrying `oz0_attachments`) as Rendered,
-    until every renderer returns Rendered itself."""
-    if isinstance(out, Rendered):
-        return out
-    if not isinstance(out, dict):
-        return Rendered(out)
-    from oz0.renderers.attachments import attachment_for
-
-    payload = {k: v for k, v in out.items() if not k.startswith("oz0_")}
-    uploads = (attachment_for(card),) if out.get("oz0_attachments") else ()
-    return Rendered(payload, uploads)
+    return renderer(card)

@@ -18,10 +18,11 @@ _TARGETS = ("text", "card")
 
 
 def render_payload(card: Card, target: str) -> str:
-    """The card drawn for `target` as the text printed: JSON for card and platform payloads."""
+    """The card drawn for `target` as the text printed: JSON for card and platform payloads (the body
+    the channel is sent, as it is sent; the files uploaded beside it are not printed)."""
     if target == "card":
         return json.dumps(card.to_dict(), indent=2, ensure_ascii=False, default=_default)
-    payload = RENDERERS[target](card)
+    payload = RENDERERS[target](card).payload
     return payload if isinstance(payload, str) else json.dumps(payload, indent=2, ensure_ascii=False)
 
 
