@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping
 
 import discord
@@ -44,7 +44,7 @@ from oz0 import renderers
 from oz0.adapters.chat.flow import NO_AGENTS_TEXT, ChannelTasks, failure_card, no_agents_card
 from oz0.adapters.chat.flow import report_interrupted as report_each
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.cards.model import Card
+from oz0.edge.cards.model import Action, Card
 from oz0.edge.contracts.summary import example_input, input_summary
 from oz0.renderers.attachments import attachment_for
 
@@ -65,7 +65,6 @@ __all__ = [
     "failure_card",
     "report_interrupted",
     "serve",
-    "share_button",
     "to_discord_payload",
     "to_edge_request",
     "upload_names",
@@ -77,12 +76,12 @@ INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 COMPONENTS_V2 = 1 << 15          # message flag IS_COMPONENTS_V2
 EPHEMERAL = 1 << 6               # message flag EPHEMERAL
-MAX_COMPONENTS = 40              # Components V2: at most 40 components in a message, nested included
 MAX_CHOICES = 25                 # autocomplete answers and select options: at most 25
 MAX_FILES = 10                   # files per message
 MAX_INPUT_CHARS = 4000           # a modal text input holds at most 4,000 characters
 STOP_GRACE_S = 5.0               # how long running jobs may finish when the channel stops
-SHARE_PREFIX = "oz0:share:"
+SHARE_ACTION = "oz0_share"
+SHARE_PREFIX = f"{SHARE_ACTION}:"  # the renderer's custom_id is f"{action.id}:{action.value}"
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
 AGENT_FIELD = "oz0:ask:agent"
 INPUT_FIELD = "oz0:ask:input"
@@ -259,48 +258,19 @@ def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     return out
 
 
-def share_button(job_id: str, *, shared: bool = False) -> dict[str, Any]:
-    """The one piece of markup the adapter adds: an action row with the "Share in channel" button."""
-    button = discord.ui.Button(label="Shared in channel" if shared else "Share in channel",
-                               style=discord.ButtonStyle.secondary if shared else discord.ButtonStyle.primary,
-                               custom_id=f"{SHARE_PREFIX}{job_id}", disabled=shared)
-    return {"type": 1, "components": [button.to_component_dict()]}
-
-
-def _count_components(components: Iterable[Mapping[str, Any]]) -> int:
-    total = 0
-    for comp in components:
-        total += 1
-        total += _count_components(comp.get("components") or ())
-        for key in ("accessory", "component"):
-            if isinstance(comp.get(key), dict):
-                total += _count_components([comp[key]])
-    return total
-
-
 def to_discord_payload(card: Card, *, share_job: str | None = None,
                        shared: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the message body for Discord, the files the renderer asked to attach).
 
-    The Discord renderer's body with every `oz0_` key removed, mentions parsing nothing, and with
-    `share_job` the "Share in channel" button (disabled when `shared`) appended.
+    With `share_job`, the card carries the "Share in channel" action (disabled when `shared`), which
+    the renderer draws as a button.
     """
-    rendered = renderers.RENDERERS["discord"](card)  # TRANSITIONAL: the legacy dict, until the ask flow takes Rendered
-    body = {k: v for k, v in rendered.items() if not k.startswith("oz0_")}
-    attachments = list(rendered.get("oz0_attachments") or [])
-    body["allowed_mentions"] = dict(NO_MENTIONS)
     if share_job is not None:
-        row = share_button(share_job, shared=shared)
-        components = list(body.get("components") or [])
-        if int(body.get("flags") or 0) & COMPONENTS_V2:
-            if _count_components(components) + _count_components([row]) > MAX_COMPONENTS:
-                log.warning("card for job %s uses %d components; no room for the share button (limit %d)",
-                            share_job, _count_components(components), MAX_COMPONENTS)
-            else:
-                body["components"] = components + [row]
-        else:
-            body["components"] = components + [row]
-    return body, attachments
+        card = replace(card, actions=(Action(SHARE_ACTION, "Shared in channel" if shared else "Share in channel",
+                                             value=share_job, style="default" if shared else "primary",
+                                             disabled=shared),))
+    rendered = renderers.RENDERERS["discord"](card)
+    return dict(rendered.payload), [u.to_dict() for u in rendered.uploads]  # TRANSITIONAL descriptors
 
 
 def agents_card(agents: Iterable[Any]) -> Card:

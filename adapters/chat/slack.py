@@ -35,8 +35,6 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.models.blocks import (
-    ActionsBlock,
-    ButtonElement,
     ContextBlock,
     PlainTextObject,
     SectionBlock,
@@ -47,7 +45,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from oz0.adapters.chat.flow import ChannelTasks, failure_card, no_agents_card
 from oz0.adapters.chat.flow import report_interrupted as report_each
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.cards.model import Card
+from oz0.edge.cards.model import Action, Card
 from oz0.edge.contracts.summary import example_input, input_summary
 from oz0.renderers import slack_blocks
 from oz0.renderers.attachments import attachment_for
@@ -237,7 +235,10 @@ def to_slack_payload(card: Card, *, channel: str | None = None, thread_ts: str |
     Keys starting with "oz0_" (e.g. `oz0_attachments`) are left in for the caller to act on; use
     `split_private` before sending.
     """
-    payload = dict(slack_blocks.render(card))
+    rendered = slack_blocks.render(card)
+    payload = dict(rendered.payload)
+    if rendered.uploads:  # TRANSITIONAL: until this adapter takes Rendered (uploads) itself
+        payload["oz0_attachments"] = [u.to_dict() for u in rendered.uploads]
     if channel is not None:
         payload["channel"] = channel
     if thread_ts is not None:
@@ -257,12 +258,6 @@ def working_payload(agent: str) -> dict[str, Any]:
     text = f"Working on {agent}..."
     return {"text": text,
             "blocks": [SectionBlock(text=PlainTextObject(text=f"\u23f3 {text}")).to_dict()]}
-
-
-def share_block(job_id: str) -> dict[str, Any]:
-    return ActionsBlock(block_id=SHARE_ACTION, elements=[
-        ButtonElement(text="Share in channel", action_id=SHARE_ACTION, value=job_id, style="primary"),
-    ]).to_dict()
 
 
 def note_block(text: str) -> dict[str, Any]:
@@ -525,6 +520,8 @@ class SlackChannel:
     async def deliver(self, card: Card, reply: ReplyTarget, *, job: Any = None, job_id: str,
                       shareable: bool = True) -> None:
         """Put the card where the ask was made: replace the private "working..." view, or the thread message."""
+        if reply.ephemeral and shareable and job is not None:
+            card = replace(card, actions=(Action(SHARE_ACTION, "Share in channel", value=job_id, style="primary"),))
         payload = to_slack_payload(card, channel=reply.channel,
                                    thread_ts=None if reply.ephemeral else reply.thread_ts)
         public, private = split_private(payload)
@@ -535,8 +532,6 @@ class SlackChannel:
             if attachments:
                 where = "sent to you as a direct message" if upload_to else "could not be uploaded (see the log)"
                 notes.append(note_block(_files_note(attachments, where)))
-            if shareable and job is not None:
-                notes.append(share_block(job_id))
             body = _with_blocks(public, notes)
             body.pop("channel", None)
             await self._respond(reply, {**body, "response_type": "ephemeral", "replace_original": True})
