@@ -307,7 +307,7 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
     rule = _RULES.get(card.form)
     body = [b for b in (rule(card, room) if rule else _body_text(card.degrade(), room)) if b.strip()]
     cut = bool(room.cut) or bool(cuts)
-    tail = ["\n".join("-# " + c for c in room.cut)] if cut else []
+    tail = ["\n".join("-# " + c for c in room.cut)] if room.cut else []
     uploads = uploads_for(card, cut=cut)
     if uploads:
         a = uploads[0]

@@ -196,6 +196,7 @@ def check_discord(rendered: Rendered, *, shortened: bool = False) -> None:
     assert view.content_length() <= 4_000
     total = 0
     for text in _display_texts(payload["components"]):
+        assert text.strip(), "an empty Text Display"
         check_discord_text(text)
         total += _utf16(text)
     assert total <= 4_000, f"{total} UTF-16 units of text"
