@@ -14,7 +14,7 @@ work on the machine does not blur the figures; `--clock wall` for elapsed time):
   `json`), `contract.validate(result)` (the runtime's output check, with a
   Contract held once, as the runtime holds it), `choose_card(result, contract, checked=True)` (the
   runtime does not check the same answer twice), and the Slack and Discord renderers from
-  `renderers.RENDERERS`;
+  `renderers.RENDERERS` (each returns a `Rendered`: payload, uploads and cuts);
 - naive:    `json.loads(data)`, `jsonschema.validate(result, schema)` on every call (the
   python-jsonschema one-liner: it checks the schema and builds a validator each time), then the same
   `choose_card` and renderers.
@@ -54,7 +54,7 @@ import orjson  # noqa: E402
 
 from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card  # noqa: E402
 from oz0.edge.contracts.schema import Contract, compile_count, load_contract  # noqa: E402
-from oz0.renderers import RENDERERS  # noqa: E402
+from oz0.renderers import RENDERERS, Rendered  # noqa: E402
 
 __all__ = ["FORMS", "SIZES", "Case", "build", "main"]
 
@@ -240,7 +240,7 @@ def build(form: str, size: str) -> Case:
 
 # Measuring ---------------------------------------------------------------------------------------
 
-def pipeline(data: bytes, contract: Contract) -> list[Any]:
+def pipeline(data: bytes, contract: Contract) -> list[Rendered]:
     """What the edge does to every result: parse, check, choose the card, draw it for each platform.
 
     As in the runtime, an answer that met its contract is not checked again by `choose_card`.
@@ -251,7 +251,7 @@ def pipeline(data: bytes, contract: Contract) -> list[Any]:
     return [RENDERERS[p](card) for p in PLATFORMS]
 
 
-def naive(data: bytes, schema: dict[str, Any], contract: Contract) -> list[Any]:
+def naive(data: bytes, schema: dict[str, Any], contract: Contract) -> list[Rendered]:
     """The same with the one-liner that builds a validator on every call (it raises unless the result conforms)."""
     result = json.loads(data)
     jsonschema.validate(result, schema)

@@ -1,9 +1,8 @@
-"""What the adapters upload beside a card: the same convention for every chat renderer.
+"""What the adapters upload beside a card: the same rule for every renderer.
 
-A Slack or Discord payload may carry `oz0_attachments`, a list of descriptors
-`{"filename", "content_type", "size"}`. Adapters pop every key starting with `oz0_` before posting,
-and upload one file per descriptor, its bytes from `attachment_for(card)`. The file is always the
-full result, so a reader gets everything the agent answered, not just what the card could hold:
+A renderer returns the files to upload in `Rendered.uploads` (`uploads_for`), and adapters upload them
+as they are. The file is always the full result, so a reader gets everything the agent answered, not
+just what the card could hold:
 - a card that was not drawn (over 64 KiB, or it broke its contract) carries the full result as
   `Card.attachment`, and that is what is uploaded;
 - a drawn card that a renderer had to cut to fit a platform limit (rows, lines, characters) uploads
@@ -18,15 +17,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from typing import Any
-
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card
 
-__all__ = ["ATTACHMENTS_KEY", "attachment_for", "descriptors", "safe_filename", "shortened", "size_text"]
-
-ATTACHMENTS_KEY = "oz0_attachments"
+__all__ = ["attachment_for", "safe_filename", "shortened", "size_text", "uploads_for"]
 
 
 def attachment_for(card: Card) -> Attachment:
@@ -50,11 +45,11 @@ def _card_json(card: Card) -> bytes:
         return json.dumps(data, ensure_ascii=False, indent=2, default=str).encode("utf-8", "replace")
 
 
-def descriptors(card: Card, *, cut: bool) -> list[dict[str, Any]]:
-    """The `oz0_attachments` list: the card's own attachment, or the full result when a renderer cut it."""
+def uploads_for(card: Card, *, cut: bool) -> tuple[Attachment, ...]:
+    """What to upload beside the card: its own attachment, or the full result when a renderer cut it."""
     if card.attachment is not None or cut:
-        return [attachment_for(card).to_dict()]
-    return []
+        return (attachment_for(card),)
+    return ()
 
 
 def safe_filename(name: str) -> str:

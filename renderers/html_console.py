@@ -11,6 +11,9 @@ Class names (`oz0-card`, `oz0-card--failure`, `oz0-table`, …) are the console 
 The console has no platform limit, but a page should stay usable: at most `MAX_ROWS` table rows and
 `MAX_TEXT` characters of text are drawn; anything cut is said, and `data-oz0-attachment` on the
 attachment note names the file the console offers for download (the full result).
+
+`render` returns `Rendered(fragment, uploads, cuts)`. A card's actions are not drawn: they are the
+chat channels' buttons ("Share in channel"), and the console has no channel to act in.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any, Callable
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import attachment_for, size_text
+from oz0.renderers.attachments import size_text, uploads_for
+from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, clip, html_escape, one_line
 
 __all__ = ["MAX_ROWS", "MAX_TEXT", "render"]
@@ -28,7 +32,6 @@ MAX_ROWS = 1_000
 MAX_LINES = 2_000
 MAX_TEXT = 200_000
 CELL_MAX = 2_000
-PARSE_MAX = 100_000
 
 _e = html_escape
 
@@ -157,14 +160,16 @@ def _body_text(card: Card, cut: list[str]) -> str:
     text = card.text
     if not text.strip():
         return ""
-    if len(text) > MAX_TEXT:
-        cut.append(f"… {len(text) - MAX_TEXT:,} more characters of text, full result attached")
+    over = max(0, len(text) - MAX_TEXT)
+    if over:
+        cut.append(f"… {over:,} more characters of text, full result attached")
         text = text[:MAX_TEXT]
     if card.text_format == "json":
         return f'<pre class="oz0-json"><code>{_e(text)}</code></pre>'
     if card.text_format == "plain":
         return f'<pre class="oz0-plain">{_e(text)}</pre>'
-    blocks, unparsed = md.parse_prefix(text, PARSE_MAX)
+    blocks, unparsed = md.document(card.text)
+    unparsed -= over
     if unparsed:
         cut.append(f"… {unparsed:,} more characters of text, full result attached")
     return f'<div class="oz0-markdown">{_blocks(blocks)}</div>'
@@ -207,8 +212,9 @@ def _not_drawn(card: Card) -> str:
             + (f'<ul class="oz0-violations">{items}</ul>' if items else "") + "</div>")
 
 
-def render(card: Card) -> str:
-    """The card as an HTML fragment: one `<section>`, everything escaped, classes only."""
+def render(card: Card) -> Rendered:
+    """The card as an HTML fragment (one `<section>`, everything escaped, classes only), the file the
+    console offers beside it and what was cut."""
     kind = ("failure" if card.status is not None and not card.status.success else
             "not-drawn" if not card.drawn else "success" if card.status is not None else "plain")
     cut: list[str] = []
@@ -225,10 +231,10 @@ def render(card: Card) -> str:
         parts.append('<ul class="oz0-notes">' + "".join(f"<li>{_e(one_line(n))}</li>" for n in card.notes)
                      + "</ul>")
     parts += [f'<p class="oz0-cut">{_e(c)}</p>' for c in cut]
-    if card.attachment is not None or cut:
-        a = attachment_for(card)
+    uploads = uploads_for(card, cut=bool(cut))
+    for a in uploads:
         parts.append(f'<p class="oz0-attachment" data-oz0-attachment="{_e(a.filename)}" '
                      f'data-oz0-content-type="{_e(a.content_type)}" data-oz0-size="{a.size}">'
                      f"Full result attached: {_e(a.filename)} ({_e(a.content_type)}, {size_text(a.size)})</p>")
     parts.append("</section>")
-    return "".join(p for p in parts if p)
+    return Rendered("".join(p for p in parts if p), uploads, tuple(cut))

@@ -47,7 +47,9 @@ __all__ = [
     "Strike",
     "Strong",
     "Table",
+    "PARSE_MAX",
     "Text",
+    "document",
     "parse",
     "parse_prefix",
     "plain",
@@ -55,6 +57,7 @@ __all__ = [
 
 MAX_NESTING = 20
 MAX_INLINE_DEPTH = 8
+PARSE_MAX = 100_000
 
 
 # Inline spans -------------------------------------------------------------------------------------
@@ -152,7 +155,8 @@ _MD = (MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING})
 def parse(markdown: str) -> tuple[Block, ...]:
     """The markdown as neutral blocks; see the module docstring for what they guarantee.
 
-    Cached: the tree is immutable, and a renderer reads the same text for its body and its fallback.
+    Cached (bounded, keyed by the text): the tree is immutable, and every renderer of a card asks for
+    the same text (`document`), for its body and its fallback alike.
     """
     source = clean(markdown)
     tokens = _MD.parse(source)
@@ -162,6 +166,16 @@ def parse(markdown: str) -> tuple[Block, ...]:
                 CodeBlock(source))
     blocks, _ = _blocks(tokens, 0, None)
     return tuple(blocks)
+
+
+def document(markdown: str) -> tuple[tuple[Block, ...], int]:
+    """A card's markdown as the one tree every renderer maps: its first `PARSE_MAX` characters or so
+    as blocks, and how many characters were left unparsed.
+
+    Every renderer asks for the same prefix, so `parse`'s cache (keyed by the text) parses a card's
+    text once however many renderers draw it, and a renderer that shows less takes fewer blocks.
+    """
+    return parse_prefix(markdown, PARSE_MAX)
 
 
 def parse_prefix(markdown: str, limit: int) -> tuple[tuple[Block, ...], int]:

@@ -3,6 +3,9 @@
 Drawn with rich into a string (no colour codes, so the output is the same in a pipe and in a test);
 every string from the result goes through `safety`, and into rich as `Text`, never as markup, so
 a `[bold]` or an escape sequence in data stays literal or is removed.
+
+`render` returns `Rendered(text, uploads, cuts)`. A card's actions are not drawn: they are the chat
+channels' buttons ("Share in channel"), and a terminal has nothing to click.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ from rich.text import Text
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import attachment_for
+from oz0.renderers.attachments import uploads_for
+from oz0.renderers.monospace import aligned
+from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, one_line
 
 __all__ = ["render"]
 
 WIDTH = 100
 MAX_ROWS = 200
-MAX_TEXT = 100_000
 
 
 def _t(value: Any) -> Text:
@@ -46,7 +50,7 @@ def _status(card: Card) -> list[RenderableType]:
     return out
 
 
-def _table(card: Card) -> list[RenderableType]:
+def _table(card: Card, cuts: list[str]) -> list[RenderableType]:
     table = Table(show_lines=False, expand=False)
     for col in card.columns:
         table.add_column(Text(one_line(col)), overflow="fold")
@@ -54,13 +58,14 @@ def _table(card: Card) -> list[RenderableType]:
         table.add_row(*(_t(c) for c in row))
     out: list[RenderableType] = [table]
     if len(card.rows) > MAX_ROWS:
-        out.append(Text(f"… {len(card.rows) - MAX_ROWS} more rows"))
+        cuts.append(f"… {len(card.rows) - MAX_ROWS} more rows")
+        out.append(Text(cuts[-1]))
     if not card.rows:
         out.append(Text("(no rows)"))
     return out
 
 
-def _key_values(card: Card) -> list[RenderableType]:
+def _key_values(card: Card, cuts: list[str]) -> list[RenderableType]:
     table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
     table.add_column(style=None, no_wrap=True)
     table.add_column(overflow="fold")
@@ -69,8 +74,8 @@ def _key_values(card: Card) -> list[RenderableType]:
     return [table] if card.keys else []
 
 
-def _diff(card: Card) -> list[RenderableType]:
-    out = _key_values(card)
+def _diff(card: Card, cuts: list[str]) -> list[RenderableType]:
+    out = _key_values(card, cuts)
     diff = card.diff
     if diff is None:
         return out
@@ -91,15 +96,16 @@ def _diff(card: Card) -> list[RenderableType]:
     return out
 
 
-def _text(card: Card) -> list[RenderableType]:
+def _text(card: Card, cuts: list[str]) -> list[RenderableType]:
     if not card.text:
         return []
     if card.text_format != "markdown":
         return [Text(clean(card.text))]
-    blocks, unparsed = md.parse_prefix(card.text, MAX_TEXT)
+    blocks, unparsed = md.document(card.text)
     out: list[RenderableType] = [Text("\n\n".join(_md_block(b, 0) for b in blocks))]
     if unparsed:
-        out.append(Text(f"… {unparsed:,} more characters of text"))
+        cuts.append(f"… {unparsed:,} more characters of text")
+        out.append(Text(cuts[-1]))
     return out
 
 
@@ -124,15 +130,12 @@ def _md_block(block: md.Block, depth: int) -> str:
         inner = "\n\n".join(_md_block(b, depth) for b in block.children)
         return "\n".join("│ " + line for line in inner.split("\n"))
     if isinstance(block, md.Table):
-        rows = [[one_line(md.plain(c)) for c in block.header]] + [[one_line(md.plain(c)) for c in r]
-                                                                    for r in block.rows]
-        count = max(len(r) for r in rows)
-        widths = [max(len(r[i]) if i < len(r) else 0 for r in rows) for i in range(count)]
-        return "\n".join("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows)
+        return aligned([[one_line(md.plain(c)) for c in block.header]]
+                       + [[one_line(md.plain(c)) for c in r] for r in block.rows])
     return "─" * 10
 
 
-RULES: dict[str, Callable[[Card], list[RenderableType]]] = {
+RULES: dict[str, Callable[[Card, list[str]], list[RenderableType]]] = {
     "table": _table,
     "key_values": _key_values,
     "diff": _diff,
@@ -140,9 +143,11 @@ RULES: dict[str, Callable[[Card], list[RenderableType]]] = {
 }
 
 
-def render(card: Card) -> str:
-    """The card as terminal text."""
+def render(card: Card) -> Rendered:
+    """The card as terminal text, the file that carries the full result when it was cut or not drawn,
+    and what was cut."""
     parts: list[RenderableType] = []
+    cuts: list[str] = []
     if card.title:
         parts.append(Text(one_line(card.title), style="bold"))
     parts += _status(card)
@@ -151,11 +156,12 @@ def render(card: Card) -> str:
         for v in card.violations:
             parts.append(Text("  " + one_line(v.describe())))
     rule = RULES.get(card.form)
-    parts += rule(card) if rule else _text(card.degrade())
+    parts += rule(card, cuts) if rule else _text(card.degrade(), cuts)
+    uploads = uploads_for(card, cut=bool(cuts))
     if card.attachment is not None:
-        a = attachment_for(card)
+        a = uploads[0]
         parts.append(Text(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
     buffer = io.StringIO()
     Console(file=buffer, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
             emoji=False, highlight=False, markup=False).print(Group(*parts))
-    return buffer.getvalue()
+    return Rendered(buffer.getvalue(), uploads, tuple(cuts))

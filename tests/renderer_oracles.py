@@ -19,6 +19,9 @@ import discord
 from discord import ui
 from slack_sdk.models.blocks import Block
 
+from oz0.edge.cards.model import Attachment
+from oz0.renderers import Rendered
+
 # Characters no payload may carry (ZWSP is allowed only where Discord escaping puts it).
 FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200c-\u200f\u202a-\u202e"
                        "\u2060-\u2064\u2066-\u206f\ufeff\ud800-\udfff]")
@@ -47,10 +50,20 @@ def _safe_scheme(url: str) -> bool:
     return urlsplit(url).scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
 
 
-def _attachments(payload: dict[str, Any]) -> None:
-    for a in payload.get("oz0_attachments", []):
-        assert set(a) == {"filename", "content_type", "size"}, a
-        assert isinstance(a["size"], int) and a["size"] >= 0
+def _rendered(rendered: Rendered) -> Any:
+    """The payload, after checking what every renderer returns: no private key, uploads as Attachments
+    under names safe in an `attachment://` URL, cuts as sentences."""
+    assert isinstance(rendered, Rendered), type(rendered)
+    assert isinstance(rendered.uploads, tuple) and isinstance(rendered.cuts, tuple)
+    for a in rendered.uploads:
+        assert isinstance(a, Attachment) and isinstance(a.data, bytes)
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", a.filename), a.filename
+    assert all(isinstance(c, str) and c.strip() for c in rendered.cuts), rendered.cuts
+    if isinstance(rendered.payload, dict):
+        assert not [k for k in rendered.payload if k.startswith("oz0_")], "a private key in the payload"
+    if rendered.cuts:
+        assert rendered.uploads, "a cut card uploads the full result"
+    return rendered.payload
 
 
 def _drawn_within_budget(payload: dict[str, Any], platform: str) -> None:
@@ -59,7 +72,8 @@ def _drawn_within_budget(payload: dict[str, Any], platform: str) -> None:
         "the renderer broke a limit despite its budgets and sent the shortened card instead"
 
 
-def check_slack(payload: dict[str, Any], *, shortened: bool = False) -> None:
+def check_slack(rendered: Rendered, *, shortened: bool = False) -> None:
+    payload = _rendered(rendered)
     assert payload["unfurl_links"] is False and payload["unfurl_media"] is False
     text = payload["text"]
     assert isinstance(text, str) and text.strip() and _utf16(text) <= 40_000
@@ -67,7 +81,7 @@ def check_slack(payload: dict[str, Any], *, shortened: bool = False) -> None:
     assert not re.search(r"&(?!amp;|lt;|gt;)", text)
     blocks = payload["blocks"]
     assert 1 <= len(blocks) <= 50, f"{len(blocks)} blocks"
-    assert set(payload) <= {"text", "blocks", "unfurl_links", "unfurl_media", "oz0_attachments"}
+    assert set(payload) == {"text", "blocks", "unfurl_links", "unfurl_media"}
     tables = [b for b in blocks if b["type"] == "table"]
     assert len(tables) <= 1, "one table a message"
     for table in tables:
@@ -83,6 +97,7 @@ def check_slack(payload: dict[str, Any], *, shortened: bool = False) -> None:
         model = Block.parse(block)
         assert model is not None, f"unknown block {block['type']}"
         model.validate_json()
+        assert model.to_dict() == block, "the block as slack_sdk writes it"
         if block["type"] in ("section", "context"):
             for obj in ([block.get("text")] if block.get("text") else []) + block.get("fields", []) + \
                     block.get("elements", []):
@@ -93,7 +108,6 @@ def check_slack(payload: dict[str, Any], *, shortened: bool = False) -> None:
     for s in _strings(payload):
         assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
     json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    _attachments(payload)
     if not shortened:
         _drawn_within_budget(payload, "Slack")
 
@@ -167,30 +181,29 @@ def check_discord_text(content: str) -> None:
     assert not FORBIDDEN.search(content), repr(content[:80])
 
 
-def check_discord(payload: dict[str, Any], *, shortened: bool = False) -> None:
+def check_discord(rendered: Rendered, *, shortened: bool = False) -> None:
+    payload = _rendered(rendered)
     assert payload["allowed_mentions"] == {"parse": []}
     assert payload["flags"] & (1 << 15), "Components V2 flag"
     assert payload["flags"] & (1 << 2), "link previews suppressed"
     assert "content" not in payload and "embeds" not in payload, "V2 messages carry neither"
-    assert set(payload) <= {"flags", "components", "allowed_mentions", "oz0_attachments"}
+    assert set(payload) == {"flags", "components", "allowed_mentions"}
     view = ui.LayoutView(timeout=None)
     for component in payload["components"]:
         view.add_item(_item(component))
     assert view.total_children_count <= 40
+    assert view.to_components() == payload["components"], "the components as discord.py writes them"
     assert view.content_length() <= 4_000
     total = 0
     for text in _display_texts(payload["components"]):
+        assert text.strip(), "an empty Text Display"
         check_discord_text(text)
         total += _utf16(text)
     assert total <= 4_000, f"{total} UTF-16 units of text"
     for s in _strings(payload):
         assert not FORBIDDEN.search(s)
-    _attachments(payload)
     files = [c["file"]["url"] for c in _walk(payload["components"]) if c.get("type") == 13]
-    names = [a["filename"] for a in payload.get("oz0_attachments", [])]
-    assert len(files) == len(names)
-    for url in files:
-        assert re.fullmatch(r"attachment://[A-Za-z0-9._-]+", url), url
+    assert files == [f"attachment://{a.filename}" for a in rendered.uploads], "a File component for each upload"
     if not shortened:
         _drawn_within_budget(payload, "Discord")
 
@@ -221,6 +234,14 @@ def _item(data: dict[str, Any]) -> ui.Item[Any]:
         return ui.Separator()
     if kind == 13:
         return ui.File(data["file"]["url"])
+    if kind == 1:
+        return ui.ActionRow(*(_item(c) for c in data["components"]))
+    if kind == 2:
+        styles = {1: discord.ButtonStyle.primary, 2: discord.ButtonStyle.secondary, 4: discord.ButtonStyle.danger}
+        button = ui.Button(label=data["label"], style=styles[data["style"]], custom_id=data["custom_id"],
+                           disabled=data["disabled"])
+        assert button.to_component_dict() == data, (button.to_component_dict(), data)
+        return button
     raise AssertionError(f"unexpected component type {kind}")
 
 
@@ -270,7 +291,8 @@ class _Collector(HTMLParser):
         self.other.append("pi")
 
 
-def check_html(fragment: str) -> None:
+def check_html(rendered: Rendered) -> None:
+    fragment = _rendered(rendered)
     assert fragment.startswith("<section ") and fragment.endswith("</section>")
     parser = _Collector()
     parser.feed(fragment)

@@ -145,14 +145,14 @@ def test_command_qzx_producer_json_in_stderr_progress_result_out(cmd_runtime):
     lines: list[str] = []
     job = run(cmd_runtime, "files", '{"path": "/srv"}', on_progress=lines.append)
     assert job.status == "succeeded" and lines == ["looking at /srv"]
-    text = RENDERERS["text"](cmd_runtime.card(job))
+    text = RENDERERS["text"](cmd_runtime.card(job)).payload
     assert "✔ success: Listed 2 files." in text and "a.txt" in text and "b.txt" in text
 
 
 def test_command_qzx_failure_is_a_failed_job_of_the_declared_kind(cmd_runtime):
     job = run(cmd_runtime, "files", '{"path": "/missing"}')
     assert (job.status, job.failure_kind, job.failure_reason) == ("failed", "NotFound", "no such path")
-    text = RENDERERS["text"](cmd_runtime.card(job))
+    text = RENDERERS["text"](cmd_runtime.card(job)).payload
     assert "✘ failure: Nothing at /missing." in text and "not_found" in text
 
 
@@ -299,7 +299,7 @@ def test_model_always_wrong_fails_after_exactly_three_requests_quoting_the_last_
     assert job.failure_reason.startswith("the model's answer did not match the output schema after 3 tries; "
                                          "the last reason: $.risk:")
     assert "extreme" in job.failure_reason
-    text = RENDERERS["text"](rt.card(job))
+    text = RENDERERS["text"](rt.card(job)).payload
     assert "✘ failure: the model's answer did not match the output schema after 3 tries" in text
 
 
@@ -352,7 +352,7 @@ def test_http_agent_failures_never_quote_a_credential(tmp_path, monkeypatch):
     assert "no thanks, Bearer [redacted]" in echo.failure_reason
     assert "[redacted]" in broken.failure_reason
     for job in (echo, broken):
-        assert "tok-" not in job.failure_reason and "tok-" not in RENDERERS["text"](rt.card(job))
+        assert "tok-" not in job.failure_reason and "tok-" not in RENDERERS["text"](rt.card(job)).payload
 
 
 def test_python_sync_agent_runs_off_the_event_loop(tmp_path):

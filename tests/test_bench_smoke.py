@@ -59,7 +59,7 @@ def test_pipeline_and_naive_draw_the_same_payloads_without_compiling_again() -> 
     theirs = bench.naive(case.data, case.schema, contract)
     assert compile_count() == before
     assert ours == theirs
-    slack, discord = ours
+    slack, discord = (r.payload for r in ours)
     assert slack["blocks"] and discord["components"]
 
 

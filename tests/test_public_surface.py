@@ -61,8 +61,13 @@ def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     import zipfile
     from pathlib import Path
 
+    import shutil
+
     root = Path(edge.__file__).resolve().parents[1]
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+    source = tmp_path / "source"  # built from a copy: setuptools leaves build/ beside the sources it builds
+    shutil.copytree(root, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                                 ".pytest_cache", ".hypothesis"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = tmp_path.glob("oz0_edge-*.whl")

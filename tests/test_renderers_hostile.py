@@ -14,18 +14,20 @@ from hypothesis import strategies as st
 
 from hostile import CARDS, DISCORD, FENCES, HTML, INVISIBLE, SLACK, URLS, CELLS, big_cards, naughty_strings
 from renderer_oracles import CHECKS, FORBIDDEN
-from oz0.renderers import RENDERERS
+from oz0.renderers import RENDERERS, Rendered
 
 TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE
 BLNS_FORMS = ("table", "key_values", "text_markdown_everywhere", "not_drawn", "diff_lines")
 BIG = big_cards()
 
 
-def _check(platform: str, payload: object) -> None:
+def _check(platform: str, rendered: Rendered) -> None:
     check = CHECKS.get(platform)
     if check is not None:
-        check(payload)  # type: ignore[arg-type]
+        check(rendered)
         return
+    assert isinstance(rendered, Rendered)
+    payload = rendered.payload
     text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
     assert not FORBIDDEN.search(text.replace("\n", "").replace("\t", ""))
 

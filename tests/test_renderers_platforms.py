@@ -13,7 +13,7 @@ from oz0.edge import choose_card, load_contract, load_json_file
 from oz0.edge.cards.model import Card, Status
 from hostile import big_cards
 from renderer_oracles import CHECKS, discord_outside_code
-from oz0.renderers import RENDERERS, discord_message, html_console, markdown_blocks, slack_blocks
+from oz0.renderers import RENDERERS, Rendered, discord_message, html_console, markdown_blocks, slack_blocks
 from oz0.renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}
@@ -51,45 +51,48 @@ def test_oz0_render_prints_the_payload(platform: str) -> None:
                           "--to", platform], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     payload = run.stdout.rstrip("\n") if platform == "html" else json.loads(run.stdout)
-    CHECKS[platform](payload)
+    CHECKS[platform](Rendered(payload))
     assert "billing" in _texts(payload)
 
 
 # Slack ---------------------------------------------------------------------------------------------
 
 def test_slack_table_is_a_native_table_with_header_row() -> None:
-    payload = slack_blocks.render(_card("deploys"))
+    rendered = slack_blocks.render(_card("deploys"))
+    payload = rendered.payload
     table = [b for b in payload["blocks"] if b["type"] == "table"][0]
     assert [c["text"] for c in table["rows"][0]] == list(_card("deploys").columns)
     assert len(table["rows"]) == 1 + len(_card("deploys").rows)
     assert payload["blocks"][0] == {"type": "header", "text": {"type": "plain_text", "text": "deploys", "emoji": False}}
-    assert "oz0_attachments" not in payload
+    assert rendered.uploads == () and rendered.cuts == ()
 
 
 def test_slack_failure_card_says_failed_with_code_and_command() -> None:
-    payload = slack_blocks.render(_card("qzx-failure"))
+    payload = slack_blocks.render(_card("qzx-failure")).payload
     text = _texts(payload["blocks"])
     assert "❌" in text and "Failed" in text and "path_not_found" in text and "readFile" in text
     assert payload["text"].startswith("qzx-failure\nFailed: ")
 
 
 def test_slack_cut_table_says_so_and_attaches() -> None:
-    payload = slack_blocks.render(BIG["rows_10000"])
+    rendered = slack_blocks.render(BIG["rows_10000"])
+    payload = rendered.payload
     table = [b for b in payload["blocks"] if b["type"] == "table"][0]
     shown = len(table["rows"]) - 1
     assert shown <= 99
     assert f"… {10_000 - shown:,} more rows" in _texts(payload["blocks"])
     assert "full result attached" in _texts(payload["blocks"])
-    assert payload["oz0_attachments"][0]["filename"] == "result.json"
-    assert payload["oz0_attachments"][0]["size"] > 100_000
+    [upload] = rendered.uploads
+    assert upload.filename == "result.json" and upload.size > 100_000
+    assert rendered.cuts[0] == f"… {10_000 - shown:,} more rows (Slack shows at most 100 table rows), full result attached"
 
 
 def test_a_cut_card_uploads_the_full_result_not_the_card() -> None:
     result = {"deploys": [{"service": f"svc{i}", "n": i, "tags": {"zone": "a"}} for i in range(300)]}
     card = choose_card(result, None)
     for platform in ("slack", "discord"):
-        [descriptor] = RENDERERS[platform](card)["oz0_attachments"]
-        assert descriptor == attachment_for(card).to_dict()
+        [upload] = RENDERERS[platform](card).uploads
+        assert upload == attachment_for(card)
     assert json.loads(attachment_for(card).data) == result
     assert attachment_for(card).data is card.full_result  # the bytes the size rule measured, not made again
 
@@ -100,10 +103,9 @@ def test_a_hand_built_cut_card_uploads_its_own_json() -> None:
 
 
 def test_slack_not_drawn_attaches_the_result() -> None:
-    payload = slack_blocks.render(_card("large"))
-    assert "Not drawn as a card" in _texts(payload["blocks"])
-    assert payload["oz0_attachments"] == [{"filename": "result.json", "content_type": "application/json",
-                                           "size": _card("large").attachment.size}]
+    rendered = slack_blocks.render(_card("large"))
+    assert "Not drawn as a card" in _texts(rendered.payload["blocks"])
+    assert rendered.uploads == (_card("large").attachment,)
 
 
 @pytest.mark.parametrize("platform,budget,limit", [("slack", "_TAIL_CHARS", "over our 12,000"),
@@ -118,19 +120,20 @@ def test_a_card_over_a_limit_despite_the_budgets_is_sent_short_with_the_full_res
     text = "\n\n".join(f"paragraph {i} " + "word " * 40 for i in range(400))
     card = Card(form="text", title="notes", text=text, text_format="plain",
                 status=Status(success=True, message="written"))
-    payload = RENDERERS[platform](card)
-    CHECKS[platform](payload, shortened=True)
+    rendered = RENDERERS[platform](card)
+    CHECKS[platform](rendered, shortened=True)
+    payload = rendered.payload
     shown = _texts(payload)
     assert f"did not fit in a {platform.capitalize()} message" in shown and limit in shown
     assert "written" in shown and "paragraph 1 " not in shown
-    assert payload["oz0_attachments"] == [attachment_for(card).to_dict()]
+    assert rendered.uploads == (attachment_for(card),)
     assert json.loads(attachment_for(card).data)["text"] == text
     assert "over a limit despite its budgets" in caplog.text
 
 
 def test_slack_mentions_stay_text() -> None:
     card = Card(form="table", title="<!channel>", columns=("who",), rows=(("<!here> <@U123>",),))
-    payload = slack_blocks.render(card)
+    payload = slack_blocks.render(card).payload
     assert payload["blocks"][0]["text"] == {"type": "plain_text", "text": "<!channel>", "emoji": False}
     assert "&lt;!channel&gt;" in payload["text"] and "<!" not in payload["text"]
     table = [b for b in payload["blocks"] if b["type"] == "table"][0]
@@ -139,7 +142,7 @@ def test_slack_mentions_stay_text() -> None:
 
 def test_slack_markdown_is_rich_text_with_visible_safe_links() -> None:
     card = Card(form="text", text="**bold** [site](https://example.com) [bad](javascript:alert(1)) ![x](https://t.example/p.png)")
-    section = slack_blocks.render(card)["blocks"][0]["elements"][0]
+    section = slack_blocks.render(card).payload["blocks"][0]["elements"][0]
     assert section["elements"][0] == {"type": "text", "text": "bold", "style": {"bold": True}}
     links = [e for e in section["elements"] if e["type"] == "link"]
     assert [link["url"] for link in links] == ["https://example.com", "https://t.example/p.png"]
@@ -148,7 +151,7 @@ def test_slack_markdown_is_rich_text_with_visible_safe_links() -> None:
 
 
 def test_slack_block_budget_holds_for_long_markdown() -> None:
-    payload = slack_blocks.render(BIG["long_markdown"])
+    payload = slack_blocks.render(BIG["long_markdown"]).payload
     assert slack_blocks.blocks_size(payload["blocks"]) <= slack_blocks.MAX_BLOCKS_CHARS
     assert "more characters of text, full result attached" in _texts(payload["blocks"])
 
@@ -156,7 +159,7 @@ def test_slack_block_budget_holds_for_long_markdown() -> None:
 # Discord -------------------------------------------------------------------------------------------
 
 def test_discord_message_shape() -> None:
-    payload = discord_message.render(_card("deploys"))
+    payload = discord_message.render(_card("deploys")).payload
     assert payload["flags"] == (1 << 15) | (1 << 2)
     assert payload["allowed_mentions"] == {"parse": []}
     container = payload["components"][0]
@@ -167,21 +170,21 @@ def test_discord_message_shape() -> None:
 
 
 def test_discord_failure_is_red_and_success_green() -> None:
-    assert discord_message.render(_card("qzx-failure"))["components"][0]["accent_color"] == 0xC62828
-    assert discord_message.render(_card("qzx-success"))["components"][0]["accent_color"] == 0x2E7D32
-    assert "❌ **Failed**" in _discord_texts(discord_message.render(_card("qzx-failure")))[1]
+    assert discord_message.render(_card("qzx-failure")).payload["components"][0]["accent_color"] == 0xC62828
+    assert discord_message.render(_card("qzx-success")).payload["components"][0]["accent_color"] == 0x2E7D32
+    assert "❌ **Failed**" in _discord_texts(discord_message.render(_card("qzx-failure")).payload)[1]
 
 
 def test_discord_not_drawn_shows_the_file() -> None:
-    payload = discord_message.render(_card("broken"))
-    files = [c for c in payload["components"][0]["components"] if c["type"] == 13]
+    rendered = discord_message.render(_card("broken"))
+    files = [c for c in rendered.payload["components"][0]["components"] if c["type"] == 13]
     assert files == [{"type": 13, "file": {"url": "attachment://result.json"}, "spoiler": False}]
-    assert payload["oz0_attachments"][0]["filename"] == "result.json"
+    assert [u.filename for u in rendered.uploads] == ["result.json"]
 
 
 def test_discord_neutralises_mentions_and_masked_links() -> None:
     card = Card(form="key_values", keys=("who",), values=("@everyone <@123> <#9> </cmd:1> <t:1:R> [x](https://evil.example)",))
-    text = _discord_texts(discord_message.render(card))[0]
+    text = _discord_texts(discord_message.render(card).payload)[0]
     assert "@\u200beveryone" in text
     outside = discord_outside_code(text)
     for live in ("<@", "<#", "</", "<t:", "]("):
@@ -190,7 +193,7 @@ def test_discord_neutralises_mentions_and_masked_links() -> None:
 
 def test_discord_code_fence_in_data_cannot_close_ours() -> None:
     card = Card(form="diff", diff=markdown_free_diff("```\n@here"))
-    text = _discord_texts(discord_message.render(card))[0]
+    text = _discord_texts(discord_message.render(card).payload)[0]
     assert text.count("```") == 2
 
 
@@ -200,7 +203,7 @@ def markdown_free_diff(line: str):
 
 
 def test_discord_cut_table_says_so() -> None:
-    payload = discord_message.render(BIG["rows_10000"])
+    payload = discord_message.render(BIG["rows_10000"]).payload
     notes = " ".join(_discord_texts(payload))
     assert "more rows, full result attached" in notes
     assert discord_message.text_length(payload["components"]) <= discord_message.MAX_TEXT
@@ -208,7 +211,7 @@ def test_discord_cut_table_says_so() -> None:
 
 def test_discord_table_is_as_wide_as_the_rows_it_shows_and_shows_all_that_fit() -> None:
     rows = tuple((i, "y" * 40, "x" * (30 if i == 150 else 3)) for i in range(300))  # row 150 is never shown
-    payload = discord_message.render(Card(form="table", columns=("id", "text", "v"), rows=rows))
+    payload = discord_message.render(Card(form="table", columns=("id", "text", "v"), rows=rows)).payload
     [table] = [t for t in _discord_texts(payload) if t.startswith("```")]
     lines = table.split("\n")[1:-1]
     assert lines[1] == "──  " + "─" * 32 + "  ───"  # not widened by a row that is not shown
@@ -224,7 +227,7 @@ def test_discord_table_is_as_wide_as_the_rows_it_shows_and_shows_all_that_fit() 
 def test_html_escapes_and_uses_classes() -> None:
     card = Card(form="key_values", title="<script>alert(1)</script>", status=Status(False, "boom"),
                 keys=("a",), values=('"><img src=x onerror=alert(1)>',))
-    html = html_console.render(card)
+    html = html_console.render(card).payload
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
     assert 'class="oz0-card oz0-card--key_values oz0-card--failure"' in html
@@ -237,19 +240,20 @@ def test_html_escapes_every_field_of_a_hand_built_card() -> None:
     evil = '<img src=x onerror="alert(1)">'
     card = Card(form="diff", diff=DiffBody(kind="keys", before="a", after="b",
                                            changes=(KeyChange("k", evil, before=1, after=2),)))  # type: ignore[arg-type]
-    html = RENDERERS["html"](card)
-    CHECKS["html"](html)
+    rendered = RENDERERS["html"](card)
+    CHECKS["html"](rendered)
+    html = rendered.payload
     assert "&lt;img" in html and "<img" not in html
 
 
 def test_html_markdown_links_show_the_real_url() -> None:
-    html = html_console.render(Card(form="text", text="[docs](https://example.com/d) <b>raw</b>"))
+    html = html_console.render(Card(form="text", text="[docs](https://example.com/d) <b>raw</b>")).payload
     assert '<a href="https://example.com/d" rel="nofollow noopener noreferrer">https://example.com/d</a>' in html
     assert "&lt;b&gt;raw&lt;/b&gt;" in html
 
 
 def test_html_table_and_cut() -> None:
-    html = html_console.render(BIG["rows_10000"])
+    html = html_console.render(BIG["rows_10000"]).payload
     assert html.count("<tr>") == html_console.MAX_ROWS + 1
     assert "… 9,000 more rows" in html and 'data-oz0-attachment="result.json"' in html
 
@@ -269,5 +273,5 @@ def test_markdown_unsafe_links_are_not_links() -> None:
 
 
 def test_plain_text_renders_markdown_readably() -> None:
-    out = RENDERERS["text"](Card(form="text", text="# Title\n\n- **a** [l](https://x.example)\n\n```\ncode\n```"))
+    out = RENDERERS["text"](Card(form="text", text="# Title\n\n- **a** [l](https://x.example)\n\n```\ncode\n```")).payload
     assert "Title\n=====" in out and "• a l (https://x.example)" in out and "    code" in out

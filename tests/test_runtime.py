@@ -191,7 +191,7 @@ def test_a_crash_is_a_typed_failure_with_its_reason_and_no_traceback(runtime):
     job = run(runtime, "crash", "x")
     assert (job.status, job.failure_kind) == ("failed", "Crashed")
     assert job.failure_reason == "the agent raised ValueError: the widget is bent"
-    text = RENDERERS["text"](runtime.card(job))
+    text = RENDERERS["text"](runtime.card(job)).payload
     assert "Traceback" not in text and "✘ failure: the agent raised ValueError: the widget is bent" in text
     assert "error: crashed" in text
 
@@ -243,7 +243,7 @@ def test_output_is_checked_against_the_contract(runtime):
 def test_a_qzx_failure_answer_ends_the_job_with_the_declared_kind(runtime):
     job = run(runtime, "quota", "x")
     assert (job.status, job.failure_kind, job.failure_reason) == ("failed", "QuotaExceeded", "quota exhausted")
-    text = RENDERERS["text"](runtime.card(job))
+    text = RENDERERS["text"](runtime.card(job)).payload
     assert "✘ failure: Quota used up for today." in text and "quota_exceeded" in text
 
 

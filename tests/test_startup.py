@@ -3,11 +3,6 @@
 Every command runs in a new interpreter that notes which module imported which; a forbidden library
 is reported with the chain of imports that brought it in. The figures
 themselves are bench/startup.py's, never asserted here.
-
-Note for the merge with the pure renderers (issue 14, item 3): in this branch renderers/slack_blocks.py
-imports slack_sdk and renderers/discord_message.py imports discord.py, so `render --to slack` and
-`render --to discord` are the strict xfails at the end; once the renderers are pure they pass, and the
-xfail markers must go.
 """
 
 from __future__ import annotations
@@ -157,12 +152,10 @@ def test_an_unknown_command_is_a_usage_error_listing_the_commands(tmp_path: Path
     assert "invalid choice: 'rendr'" in proc.stderr and "'render'" in proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="renderers/slack_blocks.py imports slack_sdk until the renderers are pure")
 def test_render_to_slack_loads_no_platform_library(tmp_path: Path) -> None:
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "slack"],
                        (*CHANNELS_DATABASES_SERVERS, "slack_sdk"), tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="renderers/discord_message.py imports discord.py until the renderers are pure")
 def test_render_to_discord_loads_no_platform_library(tmp_path: Path) -> None:
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "discord"], CHANNELS_DATABASES_SERVERS, tmp_path)

@@ -7,14 +7,14 @@ import io
 import json
 import logging
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import discord
 from discord.http import Route
 
 from oz0.adapters.chat.wire import Ask, ShareClick, Syntax, WireRefused
-from oz0.edge.cards.model import Attachment, Card
+from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import Asker
 from oz0.renderers.rendered import Rendered
 
@@ -24,8 +24,6 @@ log = logging.getLogger("oz0.discord")
 
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
-COMPONENTS_V2 = 1 << 15          # message flag IS_COMPONENTS_V2
-MAX_COMPONENTS = 40              # TRANSITIONAL (the renderer's, see with_actions): components in a message
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
 
 
@@ -149,30 +147,7 @@ class DiscordWire:
                  for i, (u, f) in enumerate(zip(uploads, files))]
         return await self.client.http.request(route, form=form, files=uploads)
 
-    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
-        """TRANSITIONAL (removed when discord_message draws Card.actions): the card's buttons as an
-        action row, when the message has room for it under Discord's 40 components."""
-        if not card.actions:
-            return rendered
-        row = {"type": 1, "components": [discord.ui.Button(
-            label=a.label, custom_id=f"{a.id}:{a.value}", disabled=a.disabled,
-            style=discord.ButtonStyle.primary if a.style == "primary" else discord.ButtonStyle.danger
-            if a.style == "danger" else discord.ButtonStyle.secondary).to_component_dict() for a in card.actions]}
-        components = list(rendered.payload.get("components") or [])
-        if int(rendered.payload.get("flags") or 0) & COMPONENTS_V2 and _count(components) + _count([row]) > MAX_COMPONENTS:
-            log.warning("a card uses %d components; no room for its buttons (limit %d)", _count(components),
-                        MAX_COMPONENTS)
-            return rendered
-        return replace(rendered, payload={**rendered.payload, "components": components + [row]})
 
-
-def _count(components: Iterable[Mapping[str, Any]]) -> int:
-    """TRANSITIONAL (with `with_actions`): components in a message, nested ones included."""
-    total = 0
-    for comp in components:
-        total += 1 + _count(comp.get("components") or ())
-        total += sum(_count([comp[k]]) for k in ("accessory", "component") if isinstance(comp.get(k), dict))
-    return total
 
 
 def _original(reply: ReplyTarget) -> Route:

@@ -86,7 +86,7 @@ class AskFlow:
 
     def draw(self, card: Card) -> Rendered:
         """The card for this platform, as the renderer drew it."""
-        return self.wire.with_actions(card, render(card, self.wire.platform))  # TRANSITIONAL: with_actions
+        return render(card, self.wire.platform)
 
     # -- who may run what --
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.models.blocks import ActionsBlock, ButtonElement, PlainTextObject, SectionBlock
+from slack_sdk.models.blocks import PlainTextObject, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from oz0.adapters.chat.wire import Ask, ShareClick, Syntax, WireRefused
-from oz0.edge.cards.model import Attachment, Card
+from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.rendered import Rendered
 
@@ -22,7 +22,6 @@ __all__ = ["COMMAND", "ReplyTarget", "SlackWire", "working_payload"]
 log = logging.getLogger("oz0.slack")
 
 COMMAND = "/ask"
-MAX_BLOCKS = 50           # TRANSITIONAL (the renderer's, see SlackWire.with_actions): blocks in a message
 GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 
 
@@ -220,13 +219,3 @@ class SlackWire:
     def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
         return ReplyTarget.from_dict(data)
 
-    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
-        """TRANSITIONAL (removed when slack_blocks draws Card.actions): the card's buttons as an
-        actions block, room made under Slack's 50 blocks."""
-        if not card.actions:
-            return rendered
-        row = ActionsBlock(block_id=card.actions[0].id, elements=[
-            ButtonElement(text=a.label, action_id=a.id, value=a.value,
-                          style=a.style if a.style != "default" else None) for a in card.actions]).to_dict()
-        blocks = list(rendered.payload.get("blocks") or [])[:MAX_BLOCKS - 1]
-        return replace(rendered, payload={**rendered.payload, "blocks": blocks + [row]})

@@ -172,7 +172,4 @@ class ChatWire(Protocol):
         """A journaled reply target (`Reply.to_dict()`) read back."""
         ...
 
-    def with_actions(self, card: Card, rendered: Rendered) -> Rendered:
-        """TRANSITIONAL: the card's actions drawn as buttons, until the renderers draw Card.actions."""
-        ...
 

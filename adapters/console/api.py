@@ -266,7 +266,7 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                            ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
             responses[code] = {"description": text, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}
-    doc["paths"][f"/agents"] = {"get": {
+    doc["paths"]["/agents"] = {"get": {
         "operationId": "agents.list", "summary": "The installed agents and their contracts",
         "responses": {"200": {"description": "The agents", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}

@@ -391,33 +391,27 @@ class _Pages:
 
 
 def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
-    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON, and
-    whether the full result is offered as a file (the card was cut, or not drawn)."""
+    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON with the
+    files each uploads beside it, and whether the full result is offered as a file (the card was cut,
+    or not drawn)."""
     from oz0.renderers import discord_message, html_console, slack_blocks
 
-    fragment = html_console.render(card)
+    drawn = html_console.render(card)
     # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
-    card_html = Markup(fragment)
+    card_html = Markup(drawn.payload)
     payloads = []
     for key, label, renderer in (("slack", "Slack", slack_blocks.render),
                                  ("discord", "Discord", discord_message.render)):
         try:
-            payload: Any = renderer(card)
+            rendered = renderer(card)
         except Exception as exc:
             log.exception("the %s renderer failed", key)
             payloads.append({"key": key, "label": label, "uploads": [],
                              "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
             continue
-        uploads: list[dict[str, Any]] = []
-        if isinstance(payload, dict):
-            payload = dict(payload)
-            for name in [k for k in payload if k.startswith("oz0_")]:
-                extra = payload.pop(name)
-                if name == "oz0_attachments" and isinstance(extra, list):
-                    uploads = [u for u in extra if isinstance(u, dict)]
-        payloads.append({"key": key, "label": label, "uploads": uploads,
-                         "json": json.dumps(payload, ensure_ascii=False, indent=2, default=str)})
-    return card_html, payloads, card.attachment is not None or "data-oz0-attachment" in fragment
+        payloads.append({"key": key, "label": label, "uploads": [u.to_dict() for u in rendered.uploads],
+                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str)})
+    return card_html, payloads, bool(drawn.uploads)
 
 
 def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:

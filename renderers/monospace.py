@@ -1,0 +1,220 @@
+"""Monospace tables: cells padded to their column's width, for a code block or a terminal.
+
+Two things live here, shared by the renderers that draw a table as lines of text:
+- `aligned`: a small table (a markdown table in a result) padded to the widest cell of each column,
+  measured in terminal columns (`rich.cells.cell_len`, so 日本語 takes two a character), for Slack's
+  and Discord's code blocks and the terminal's markdown;
+- `fit_table`: a card's table fitted into a text budget (Discord's 4,000 characters): as many rows as
+  fit once every line is padded to the widths of the rows shown, and no row turned into text that
+  cannot be shown. Its column widths come from the rows it shows, so a long row that is cut never
+  widens the table.
+Both take one-line texts (no control characters); what escaping a platform needs is the caller's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate, islice, repeat
+from operator import sub
+from typing import Any, Iterable, Iterator, Sequence
+
+from rich.cells import cell_len
+
+from oz0.edge.cards.model import cell_texts
+from oz0.renderers.safety import clip_each, fence_safe_each, one_line_each, utf16_len, utf16_lens
+
+__all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_columns"]
+
+_CHUNK_ROWS = 24
+
+
+def cell_widths(texts: Sequence[str]) -> list[int]:
+    """Monospace widths of one-line texts (no control characters): ASCII is one column a character."""
+    if all(map(str.isascii, texts)):
+        return list(map(len, texts))
+    return [len(t) if t.isascii() else cell_len(t) for t in texts]
+
+
+def aligned(rows: Sequence[Sequence[str]], *, rule: bool = False) -> str:
+    """`rows` as lines, each cell padded to its column's width and two spaces between cells (line ends
+    stripped); with `rule`, a line of `─` under the first row (the header)."""
+    count = max((len(r) for r in rows), default=0)
+    widths = [max((cell_len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
+    lines = ["  ".join(c + " " * (widths[i] - cell_len(c)) for i, c in enumerate(r)).rstrip() for r in rows]
+    if rule and rows:
+        lines.insert(1, "  ".join("─" * w for w in widths))
+    return "\n".join(lines)
+
+
+def fit(pieces: Iterable[str], chars: int, *, sep: str = "\n") -> tuple[str, int, int]:
+    """As many pieces as fit in `chars` UTF-16 units (each counted with its separator), joined; returns
+    the text, how many were taken and the units used. `pieces` may be lazy: what does not fit is never made."""
+    out: list[str] = []
+    used = 0
+    step = utf16_len(sep)
+    for piece in pieces:
+        size = utf16_len(piece) + step
+        if used + size > chars:
+            break
+        out.append(piece)
+        used += size
+    return sep.join(out), len(out), used
+
+
+def table_columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
+    """The first `width` cells of the rows, column by column (a short row padded with None)."""
+    if not rows:
+        return [()] * width
+    if min(map(len, rows)) >= width:
+        return list(zip(*rows))[:width]
+    return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
+
+
+@dataclass(frozen=True)
+class FittedTable:
+    """A table fitted into a budget: `text` is the header, its rule and `shown` rows (empty when not even
+    the header fits); `used` the UTF-16 units it took; `clipped` whether a shown cell was shortened."""
+
+    text: str
+    shown: int
+    used: int
+    clipped: bool
+
+
+def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, *, cell_width: int,
+              probe_rows: int) -> FittedTable:
+    """`header` (one-line texts, one a column) and as many of `rows` (values) as fit in `chars` units.
+
+    Cells are cut to `cell_width` columns and made fence-safe (the table goes in a code block). At most
+    `probe_rows` rows are considered, made a chunk at a time and only while they may still fit.
+    """
+    small = _small_table(header, rows, chars, cell_width=cell_width) if len(rows) <= _CHUNK_ROWS else None
+    if small is not None:
+        return small
+    shown_cols = len(header)
+    columns = [[h] for h in header]  # one-line texts, column by column: the header, then the candidate rows
+    header_widths = cell_widths(fence_safe_each(clip_each(header, cell_width)))
+    need = 0
+    candidates = 0
+    for start in range(0, min(len(rows), probe_rows), _CHUNK_ROWS):
+        chunk = rows[start:min(start + _CHUNK_ROWS, probe_rows)]
+        made = [one_line_each(cell_texts(col)) for col in table_columns(chunk, shown_cols)]
+        between = 2 * (shown_cols - 1) + 1 if all(made[-1]) else 1
+        took = 0
+        floors = map(_floor_lens, made, header_widths[:-1] + [0], repeat(cell_width))  # the last is not padded
+        for floor in map(sum, zip(*floors)):
+            need += floor + between
+            if need > chars:
+                break
+            took += 1
+        for column, col in zip(columns, made):
+            column += col[:took]
+        candidates += took
+        if took < len(chunk):
+            break
+    cells = [fence_safe_each(clip_each(col, cell_width)) for col in columns]
+    widths = [cell_widths(col) for col in cells]
+    extra = [None if w == lens else list(map(sub, w, lens)) for w, lens in zip(widths, (list(map(len, c)) for c in cells))]
+    widest = [list(accumulate(w, max)) for w in widths]
+    most = _most_rows(cells, widths, widest, candidates, chars)
+    shown = candidates if most is None else most
+    left = chars
+    while True:  # widths from `shown` rows; a row that no longer fits makes the next widths narrower
+        width = [w[shown] for w in widest]
+        lines = _table_lines(cells, extra, width, shown)
+        head, _, head_used = fit(list(islice(lines, 2)), chars)
+        body, fitted, body_used = fit(lines, chars - head_used)
+        left = chars - head_used - body_used
+        if fitted >= shown or [w[fitted] for w in widest] == width:
+            shown = fitted
+            break
+        shown = fitted
+    shown = shown if body else 0
+    clipped = any(max(cell_widths(col[:shown + 1]), default=0) > cell_width for col in columns)
+    return FittedTable(head + ("\n" + body if body else ""), shown, chars - left, clipped)
+
+
+def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, *,
+                 cell_width: int) -> FittedTable | None:
+    """A table of a few rows drawn whole, when the whole of it fits (None otherwise): the same lines as
+    the general fitter draws then, without its column-by-column bookkeeping."""
+    width = len(header)
+    texts = [list(header)] + [one_line_each(cell_texts(list(row[:width]) + [None] * (width - len(row))))
+                              for row in rows]
+    cells = [fence_safe_each(clip_each(r, cell_width)) for r in texts]
+    text = aligned(cells, rule=True)
+    used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
+    if used > chars:
+        return None
+    clipped = any(max(cell_widths(r), default=0) > cell_width for r in texts)
+    return FittedTable(text, len(rows), used, clipped)
+
+
+def _most_rows(cells: list[list[str]], widths: list[list[int]], widest: list[list[int]], candidates: int,
+               room: int) -> int | None:
+    """The most rows that fit in `room` with the header and its rule, every line padded to those rows' widths.
+
+    Counted, not drawn: a line is its cells' UTF-16 units, the padding of every cell before its last
+    non-empty one (the column's width less the cell's; the line's end is stripped), and two spaces
+    between cells. None when even the header and its rule do not fit.
+    """
+    columns = len(cells)
+    units = [utf16_lens(col) for col in cells]
+    ends: list[int] | None = None
+    if all(islice(cells[-1], candidates + 1)):  # every line ends in its last column: counted column by column
+        spare = [list(map(sub, u, w)) for u, w in zip(units[:-1], widths[:-1])]
+        fixed = [n + 2 * (columns - 1) for n in map(sum, zip(*spare, units[-1]))]
+    else:
+        ends, fixed = [], []
+        for row, row_units, row_widths in zip(zip(*cells), zip(*units), zip(*widths)):
+            end = max((j for j, c in enumerate(row) if c), default=-1)
+            ends.append(end)
+            fixed.append(sum(row_units[j] - row_widths[j] + 2 for j in range(end)) + (row_units[end] if end >= 0 else 0))
+    before = list(accumulate(fixed, initial=0))
+
+    def size(rows: int) -> int:
+        width = [w[rows] for w in widest]
+        rule = sum(width) + 2 * (columns - 1) + 1
+        if ends is None:
+            padding = sum(width[:-1])
+        else:
+            starts = list(accumulate(width, initial=0))
+            padding = sum(starts[e] for e in ends[:rows + 1] if e >= 0)
+            return rule + before[rows + 1] + padding + rows + 1
+        return rule + before[rows + 1] + (rows + 1) * (padding + 1)
+
+    if size(0) > room:
+        return None
+    low, high = 0, candidates
+    while low < high:
+        mid = (low + high + 1) // 2
+        if size(mid) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _floor_lens(texts: Sequence[str], header_width: int, cell_width: int) -> list[int]:
+    """The least each text's cell can take in a line: its length cut to `cell_width`, and in a column of
+    ASCII (one unit and at most one column a character), no less than the header's width either."""
+    lens = list(map(len, texts))
+    if max(lens, default=0) > cell_width:
+        lens = [min(n, cell_width) for n in lens]
+    return list(map(max, lens, repeat(header_width))) if all(map(str.isascii, texts)) else lens
+
+
+def _table_lines(cells: list[list[str]], extra: list[list[int] | None], widths: list[int],
+                 rows: int) -> Iterator[str]:
+    """The header, its rule, then the first `rows` rows (made as they are asked for), cells padded to `widths`.
+
+    `extra` is, per column, how many more monospace columns than characters each cell takes (None: none).
+    """
+    pads = [repeat(0) if e is None else e for e in extra]
+    for index, (row, more) in enumerate(zip(zip(*cells), zip(*pads))):
+        if index > rows:
+            return
+        line = "  ".join(map(str.ljust, row, map(sub, widths, more) if any(more) else widths)).rstrip()
+        yield line
+        if index == 0:
+            yield "  ".join("─" * w for w in widths)

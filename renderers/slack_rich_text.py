@@ -1,0 +1,298 @@
+"""Slack: the shared markdown tree as rich text, and how much of Slack's block budget a body uses.
+
+Formatting comes only from the tree (`renderers.markdown_blocks`): paragraphs and headings become
+rich text sections with bold/italic/strike/code styles, lists and quotes their rich text elements,
+code and markdown tables preformatted text. Links are `link` elements for http, https and mailto only,
+with the URL itself visible. No text here is parsed by Slack, so `<!channel>` stays text.
+
+Elements are plain dicts with their keys in the order slack_sdk's `RichTextBlock(...).to_dict()`
+writes them (sorted, but a style's flags in the order given), so the payload is the one slack_sdk would make; the tests' oracle parses and
+validates every block with slack_sdk.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from operator import itemgetter
+from typing import Any, Callable
+
+from oz0.renderers import markdown_blocks as md
+from oz0.renderers.monospace import aligned
+from oz0.renderers.safety import one_line, utf16_len
+
+__all__ = ["LIST_INDENT_MAX", "TEXT_OBJECT_COST", "Room", "blocks_size", "element_size", "fit_rich_text", "preformatted",
+           "rich_text", "rt_blocks", "rt_text", "section"]
+
+TEXT_OBJECT_COST = 4
+LIST_INDENT_MAX = 6
+
+
+def blocks_size(blocks: list[dict[str, Any]]) -> int:
+    """What we count against Slack's aggregate limit: every text and URL, plus 4 per text object."""
+    total = 0
+    stack: list[Any] = list(blocks)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "table" and isinstance(node.get("rows"), list):
+                size = _raw_cells_size(node["rows"])
+                if size is not None:
+                    total += size
+                    node = {k: v for k, v in node.items() if k != "rows"}
+            for key, value in node.items():
+                if isinstance(value, str):
+                    if key == "text" or key == "url":
+                        total += utf16_len(value) + TEXT_OBJECT_COST
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return total
+
+
+def _raw_cells_size(rows: list[Any]) -> int | None:
+    """The size of a table's rows when every cell is a plain `raw_text` (ours always are), at C speed."""
+    try:
+        cells = list(chain.from_iterable(rows))
+        if not cells:
+            return 0
+        if set(map(len, cells)) != {2} or set(map(itemgetter("type"), cells)) != {"raw_text"}:
+            return None
+        texts = list(map(itemgetter("text"), cells))
+    except (TypeError, KeyError):
+        return None
+    if set(map(type, texts)) != {str}:
+        return None
+    return utf16_len("".join(texts)) + TEXT_OBJECT_COST * len(texts)
+
+
+def element_size(element: dict[str, Any]) -> int:
+    """`blocks_size([element])` for the rich text elements made here (texts, links and their containers),
+    without walking every key: the hot path of a long markdown text."""
+    kind = element["type"]
+    if kind == "text":
+        return utf16_len(element["text"]) + TEXT_OBJECT_COST
+    if kind == "link":
+        return utf16_len(element["text"]) + utf16_len(element["url"]) + 2 * TEXT_OBJECT_COST
+    return sum(map(element_size, element["elements"]))
+
+
+class Room:
+    """The blocks and characters a body may still use, and what it had to leave out."""
+
+    def __init__(self, chars: int, blocks: int) -> None:
+        self.chars = chars
+        self.blocks = blocks
+        self.cut: list[str] = []
+
+    def fits(self, block: dict[str, Any]) -> bool:
+        return self.blocks >= 1 and blocks_size([block]) <= self.chars
+
+    def take(self, block: dict[str, Any], *, size: int | None = None) -> dict[str, Any]:
+        """`block`, counted against the room (`size` when the caller already measured it)."""
+        self.blocks -= 1
+        self.chars -= blocks_size([block]) if size is None else size
+        return block
+
+
+# Elements, keys sorted as slack_sdk writes them ---------------------------------------------------
+
+def rt_text(text: str, style: dict[str, bool] | None = None) -> dict[str, Any]:
+    """A text element; its style dict keeps the order the styles were applied (as slack_sdk keeps it)."""
+    if style:
+        return {"style": dict(style), "text": text, "type": "text"}
+    return {"text": text, "type": "text"}
+
+
+def section(elements: list[dict[str, Any]]) -> dict[str, Any]:
+    elements = [e for e in elements if e.get("type") != "text" or e["text"]]
+    return {"elements": elements or [rt_text(" ")], "type": "rich_text_section"}
+
+
+def preformatted(text: str) -> dict[str, Any]:
+    return {"elements": [rt_text(text or " ")], "type": "rich_text_preformatted"}
+
+
+def rich_text(elements: list[dict[str, Any]]) -> dict[str, Any]:
+    """A `rich_text` block (what `RichTextBlock(elements=...).to_dict()` makes of these elements)."""
+    return {"elements": elements, "type": "rich_text"}
+
+
+def _rt_spans(spans: tuple[md.Span, ...], style: dict[str, bool]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for span in spans:
+        if isinstance(span, md.Text):
+            if span.text:
+                out.append(rt_text(span.text, style))
+        elif isinstance(span, md.Code):
+            if span.text:
+                out.append(rt_text(span.text, {**style, "code": True}))
+        elif isinstance(span, md.LineBreak):
+            out.append(rt_text("\n"))
+        elif isinstance(span, md.Link):
+            label = md.plain(span.children)
+            if label not in ("", span.url):
+                out += _rt_spans(span.children, style)
+                out.append(rt_text(" ("))
+            out.append({"text": span.url, "type": "link", "url": span.url})
+            if label not in ("", span.url):
+                out.append(rt_text(")"))
+        else:
+            flag = {md.Strong: "bold", md.Emph: "italic", md.Strike: "strike"}[type(span)]
+            out += _rt_spans(span.children, {**style, flag: True})
+    return out
+
+
+def rt_blocks(blocks: tuple[md.Block, ...], depth: int = 0) -> list[dict[str, Any]]:
+    """Markdown blocks as rich text elements (sections, lists, quotes, preformatted)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        out += _RICH_RULES[type(block)](block, depth)
+    return out
+
+
+def _rt_paragraph(block: md.Paragraph, depth: int) -> list[dict[str, Any]]:
+    return [section(_rt_spans(block.spans, {}) + [rt_text("\n")])]
+
+
+def _rt_heading(block: md.Heading, depth: int) -> list[dict[str, Any]]:
+    return [section(_rt_spans(block.spans, {"bold": True}) + [rt_text("\n")])]
+
+
+def _rt_code(block: md.CodeBlock, depth: int) -> list[dict[str, Any]]:
+    return [preformatted(block.text)]
+
+
+def _rt_list(block: md.ListBlock, depth: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    first = block.start
+
+    def flush(next_number: int) -> None:
+        nonlocal pending, first
+        if pending:
+            item: dict[str, Any] = {"elements": pending, "indent": min(depth, LIST_INDENT_MAX)}
+            if block.ordered and first > 1:
+                item["offset"] = first - 1
+            item["style"] = "ordered" if block.ordered else "bullet"
+            item["type"] = "rich_text_list"
+            out.append(item)
+        pending, first = [], next_number
+
+    for number, item in enumerate(block.items, start=block.start):
+        lead = [b for b in item if isinstance(b, (md.Paragraph, md.Heading))][:1]
+        pending.append(section(_rt_spans(lead[0].spans, {}) if lead else []))
+        rest = [b for b in item if not lead or b is not lead[0]]
+        if rest:
+            flush(number + 1)
+            out += rt_blocks(tuple(rest), depth + 1)
+    flush(0)
+    return out
+
+
+def _rt_quote(block: md.Quote, depth: int) -> list[dict[str, Any]]:
+    elements: list[dict[str, Any]] = []
+    for child in block.children:
+        for el in rt_blocks((child,), depth):
+            text = "".join(e.get("text", "") for e in el.get("elements", []) if isinstance(e, dict)) \
+                if el["type"] != "rich_text_section" else None
+            if text is None:
+                elements += el["elements"]
+            else:
+                elements.append(rt_text(text.strip("\n") + "\n"))
+    return [{"elements": elements or [rt_text(" ")], "type": "rich_text_quote"}]
+
+
+def _rt_rule(block: md.Rule, depth: int) -> list[dict[str, Any]]:
+    return [section([rt_text("──────────\n")])]
+
+
+def _rt_table(block: md.Table, depth: int) -> list[dict[str, Any]]:
+    return [preformatted(aligned([[one_line(md.plain(c)) for c in block.header]]
+                                 + [[one_line(md.plain(c)) for c in row] for row in block.rows]))]
+
+
+_RICH_RULES: dict[type, Callable[[Any, int], list[dict[str, Any]]]] = {
+    md.Paragraph: _rt_paragraph,
+    md.Heading: _rt_heading,
+    md.CodeBlock: _rt_code,
+    md.ListBlock: _rt_list,
+    md.Quote: _rt_quote,
+    md.Rule: _rt_rule,
+    md.Table: _rt_table,
+}
+
+
+# Fitting ------------------------------------------------------------------------------------------
+
+def _clip_element(element: dict[str, Any], room: int) -> tuple[dict[str, Any], bool]:
+    """A rich text element whose texts fit in `room`: later text elements dropped, the last one clipped."""
+    out_elements: list[dict[str, Any]] = []
+    used = 0
+    clipped = False
+    for child in element.get("elements", []):
+        size = element_size(child)
+        if used + size <= room:
+            out_elements.append(child)
+            used += size
+            continue
+        clipped = True
+        left = room - used - TEXT_OBJECT_COST - 1
+        if child.get("type") == "text" and left > 20:
+            out_elements.append({**child, "text": _clip16(child["text"], left)})
+        elif "elements" in child and left > 20:
+            sub, _ = _clip_element(child, left)
+            if sub["elements"]:
+                out_elements.append(sub)
+        break
+    return {**element, "elements": out_elements}, clipped
+
+
+def _clip16(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-16 units, ending with "…" when cut."""
+    if utf16_len(text) <= limit:
+        return text
+    out, used = [], 1
+    for ch in text:
+        used += 2 if ord(ch) > 0xFFFF else 1
+        if used > limit:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def fit_rich_text(elements: list[dict[str, Any]], room: Room, *, what: str,
+                  unparsed: int = 0) -> list[dict[str, Any]]:
+    """Rich text elements in one `rich_text` block, as many as fit the room; the rest cut and said."""
+    current: list[dict[str, Any]] = []
+    used = 0
+    for index, element in enumerate(elements):
+        size = element_size(element)
+        if used + size <= room.chars:
+            current.append(element)
+            used += size
+            continue
+        clipped, _ = _clip_element(element, room.chars - used)
+        if clipped.get("elements"):
+            current.append(clipped)
+            used += element_size(clipped)
+        rest = sum(len(t) for t in _texts(elements[index:])) - sum(len(t) for t in _texts([clipped]))
+        unparsed += rest
+        break
+    if unparsed:
+        room.cut.append(f"… {unparsed:,} more characters of {what}, full result attached")
+    if not current or room.blocks < 1:
+        return []
+    return [room.take(rich_text(current), size=used)]
+
+
+def _texts(elements: list[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    stack: list[Any] = list(elements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("text"), str):
+                found.append(node["text"])
+            stack += node.get("elements", [])
+    return found

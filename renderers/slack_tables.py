@@ -1,0 +1,129 @@
+"""Slack: tables (and key-values, as a two-column table) as the native `table` block, context blocks
+and section fields, within the limits Slack sets on each.
+
+A table is one a message, at most 100 rows of 20 cells, no empty cell (`—` stands in), every cell a
+`raw_text` that Slack never parses. Cells are made a chunk of rows at a time, column by column, and
+only until the room is full: rows that are not shown are never turned into text.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any, Sequence
+
+from oz0.edge.cards.model import cell_text, cell_texts
+from oz0.renderers.monospace import table_columns
+from oz0.renderers.safety import clip, clip_each, one_line, one_line_each, utf16_lens
+from oz0.renderers.slack_rich_text import TEXT_OBJECT_COST, Room, blocks_size
+
+__all__ = ["CELL_MAX", "CONTEXT_ELEMENTS_MAX", "FIELDS_MAX", "FIELD_MAX", "MAX_BLOCKS_CHARS",
+           "SECTION_TEXT_MAX", "TABLE_MAX_COLUMNS", "TABLE_MAX_ROWS", "context", "section_fields", "table_block"]
+
+MAX_BLOCKS_CHARS = 12_000
+SECTION_TEXT_MAX = 3_000
+FIELD_MAX = 2_000
+FIELDS_MAX = 10
+CONTEXT_ELEMENTS_MAX = 10
+TABLE_MAX_ROWS = 100
+TABLE_MAX_COLUMNS = 20
+CELL_MAX = 300
+_EMPTY_CELL = "—"
+_CHUNK_ROWS = 24  # the first rows made; then as many as the room is likely to hold
+
+
+def _cell(value: Any) -> dict[str, Any]:
+    text = one_line(cell_text(value)) if not isinstance(value, str) else one_line(value)
+    return {"text": clip(text, CELL_MAX) or _EMPTY_CELL, "type": "raw_text"}
+
+
+def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room: Room, *,
+                noun: str = "rows") -> list[dict[str, Any]]:
+    """One native table: header row (if any), then as many rows as the limits and the room allow,
+    preceded by a context block saying what was cut."""
+    width = len(header) if header is not None else max((len(r) for r in rows), default=0)
+    shown_columns = min(width, TABLE_MAX_COLUMNS)
+    notes: list[str] = []
+    if width > TABLE_MAX_COLUMNS:
+        notes.append(f"… {width - TABLE_MAX_COLUMNS} more columns (Slack shows at most {TABLE_MAX_COLUMNS}), "
+                     "full result attached")
+    table_rows: list[list[dict[str, Any]]] = []
+    clipped_any = False
+    if header is not None:
+        table_rows.append([_cell(c) for c in header[:shown_columns]])
+    budget = room.chars - 400
+    used = blocks_size([{"rows": table_rows}]) + 40
+    shown = 0
+    room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
+    row_cost = TEXT_OBJECT_COST * shown_columns
+    start, chunk_rows = used, _CHUNK_ROWS
+    while shown < room_rows:
+        chunk = rows[shown:min(room_rows, shown + chunk_rows)]
+        texts = [one_line_each(cell_texts(col)) for col in table_columns(chunk, shown_columns)]
+        cells_text = [_cell_texts(col) for col in texts]
+        took = 0
+        for size in map(sum, zip(*map(utf16_lens, cells_text))):
+            if used + size + row_cost > budget:
+                break
+            used += size + row_cost
+            took += 1
+        clipped_any = clipped_any or any(max(map(len, col[:took]), default=0) > CELL_MAX for col in texts)
+        table_rows += [[{"text": t, "type": "raw_text"} for t in row] for row in islice(zip(*cells_text), took)]
+        shown += took
+        if took < len(chunk):
+            break
+        # next, about as many rows as the rest of the budget holds at the size of the rows so far
+        chunk_rows = max(_CHUNK_ROWS, int((budget - used) * shown / max(1, used - start) * 1.25) + 1)
+    if shown < len(rows):
+        limit = (f"Slack shows at most {TABLE_MAX_ROWS} table rows" if len(table_rows) >= TABLE_MAX_ROWS
+                 else f"Slack takes about {MAX_BLOCKS_CHARS:,} characters a message")
+        notes.insert(0, f"… {len(rows) - shown:,} more {noun} ({limit}), full result attached")
+    if clipped_any:
+        notes.append(f"Values longer than {CELL_MAX} characters are shortened, full result attached")
+    out: list[dict[str, Any]] = []
+    if notes:
+        room.cut += notes
+        out.append(room.take(context(notes)))
+    if not table_rows:
+        return out
+    settings = [{"align": _align(col), "is_wrapped": True}
+                for col in table_columns(rows[:TABLE_MAX_ROWS], shown_columns)]
+    table = {"column_settings": settings, "rows": table_rows, "type": "table"}
+    out.append(room.take(table, size=used - 40))
+    return out
+
+
+def _cell_texts(texts: list[str]) -> list[str]:
+    """A column's one-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell)."""
+    texts = clip_each(texts, CELL_MAX)
+    return texts if all(texts) else [t or _EMPTY_CELL for t in texts]
+
+
+def _align(values: Sequence[Any]) -> str:
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    numeric = kinds and all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
+    return "right" if numeric else "left"
+
+
+def context(texts: list[str]) -> dict[str, Any]:
+    """A context block of plain texts (never parsed), at most 10 elements (the 10th says how many more)."""
+    texts = [clip(one_line(t), SECTION_TEXT_MAX) for t in texts if one_line(t)]
+    if len(texts) > CONTEXT_ELEMENTS_MAX:
+        extra = len(texts) - CONTEXT_ELEMENTS_MAX + 1
+        texts = texts[: CONTEXT_ELEMENTS_MAX - 1] + [f"… {extra} more, full result attached"]
+    return {"elements": [{"emoji": False, "text": t, "type": "plain_text"} for t in texts or ["—"]], "type": "context"}
+
+
+def section_fields(pairs: list[tuple[str, Any]], room: Room) -> list[dict[str, Any]]:
+    """Key-value pairs as section fields, 10 a section, 2,000 characters a field, while the room lasts."""
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(pairs), FIELDS_MAX):
+        fields = [{"emoji": False, "text": clip(f"{one_line(k)}: {one_line(cell_text(v))}", FIELD_MAX),
+                   "type": "plain_text"} for k, v in pairs[start:start + FIELDS_MAX]]
+        block = {"fields": fields, "type": "section"}
+        if not room.fits(block) or room.blocks <= 2:
+            room.cut.append(f"… {len(pairs) - start} more fields, full result attached")
+            out.append(room.take(context([room.cut[-1]])))
+            break
+        out.append(room.take(block))
+    return out
