@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
+from oz0.adapters.cli import db as cli_db
 from oz0.adapters.cli import mcp as cli_mcp
 from oz0.adapters.cli import plugin as cli_plugin
 from oz0.adapters.cli import qzx as cli_qzx
@@ -29,6 +30,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "run": cli_run.register_run,
     "jobs": cli_run.register_jobs,
     "audit": cli_run.register_audit,
+    "db": cli_db.register,
 }
 
 

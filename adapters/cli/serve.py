@@ -64,7 +64,10 @@ def run_serve(args: argparse.Namespace) -> int:
         Guard(settings.host, settings.token)
     except ConsoleConfigError as exc:
         raise CommandError(str(exc), code=2) from None
-    runtime = Runtime(args.home or env.get("OZ0_HOME") or None)
+    runtime = Runtime(args.home or env.get("OZ0_HOME") or None)  # opening the store runs the migrations
+    schema = runtime.store.schema
+    log.info("database schema at revision %s%s", schema.after,
+             f" (upgraded from {schema.before or 'an empty database'})" if schema.changed else "")
     try:
         return asyncio.run(serve_channels(runtime, env=env))
     finally:
