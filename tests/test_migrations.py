@@ -33,7 +33,10 @@ def schema_drift(url: str) -> list:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), metadata)
+            context = MigrationContext.configure(conn, opts={
+                "compare_type": True,  # only oz0's tables: an engine may keep its own in the same database
+                "include_name": lambda name, kind, parent: kind != "table" or name in metadata.tables})
+            return compare_metadata(context, metadata)
     finally:
         engine.dispose()
 
@@ -147,12 +150,19 @@ def test_replicas_upgrading_one_sqlite_file_at_once_all_succeed(tmp_path):
 
 # Postgres ------------------------------------------------------------------------------------
 
-from test_runtime_postgres import postgres_url  # noqa: E402,F401  (the module's real Postgres server)
+try:  # the real Postgres server of test_runtime_postgres, until a shared fixture in conftest.py provides it
+    from test_runtime_postgres import postgres_url  # noqa: E402,F401
+except ImportError:
+    pass
 
 
-def fresh_database(server_url: str, name: str) -> str:
+def fresh_database(server_url: str) -> str:
+    """Another empty database on the server of `server_url` (any database on it)."""
+    import uuid
+
     import psycopg
 
+    name = f"oz0_{uuid.uuid4().hex[:12]}"
     base = server_url.replace("postgresql://", "")
     userhost, _, _ = base.partition("/")
     user, _, hostport = userhost.partition("@")
@@ -163,7 +173,7 @@ def fresh_database(server_url: str, name: str) -> str:
 
 
 def test_postgres_a_pre_migration_database_is_stamped_and_keeps_its_rows(postgres_url):
-    url = fresh_database(postgres_url, "oz0_old")
+    url = fresh_database(postgres_url)
     make_pre_migration_database(url.replace("postgresql://", "postgresql+psycopg://"))
     done = oz0("db", "upgrade", env={"OZ0_DATABASE_URL": url})
     assert done.returncode == 0, done.stderr
@@ -177,7 +187,7 @@ def test_postgres_a_pre_migration_database_is_stamped_and_keeps_its_rows(postgre
 
 
 def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
-    url = fresh_database(postgres_url, "oz0_race")
+    url = fresh_database(postgres_url)
     env = {**os.environ, "OZ0_DATABASE_URL": url, "OZ0_HOME": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-m", "oz0.adapters.cli", "db", "upgrade"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]

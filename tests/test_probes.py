@@ -24,8 +24,19 @@ TOKEN = "probe-token-0123456789"
 @pytest.fixture
 def runtime(tmp_path):
     rt = installed_runtime(tmp_path / "home")
-    yield rt
+    yield EngineState(rt)
     rt.close()
+
+
+class EngineState:
+    """`runtime` as the console sees it, with the job engine launched or not (what `oz0 serve` decides)."""
+
+    def __init__(self, runtime, *, launched: bool = True) -> None:
+        self._runtime = runtime
+        self.engine_launched = launched
+
+    def __getattr__(self, name: str):
+        return getattr(self._runtime, name)
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
