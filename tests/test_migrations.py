@@ -41,14 +41,18 @@ def schema_drift(url: str) -> list:
         engine.dispose()
 
 
+ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended")  # revision 0002
+
+
 def make_pre_migration_database(url: str) -> None:
     """A database as oz0 made it before migrations (`metadata.create_all`), with a job, a plugin and an audit row."""
     from oz0.edge.runtime import store as tables
 
     engine = create_engine(url)
-    assert migrate.HEAD == migrate.BASELINE, "freeze the baseline tables here once a revision changes them"
     metadata.create_all(engine)
     with engine.begin() as conn:
+        for index in ADDED_AFTER_BASELINE:  # today's tables less what later revisions added: 0.2.0's create_all
+            conn.execute(text(f"DROP INDEX {index}"))
         conn.execute(insert(tables.jobs).values(
             id="a" * 32, agent="echo", requester="ana", channel="cli", input="hello", status="succeeded",
             output="hello back", created=1.0, started=1.5, ended=2.0, attempts=1, dedupe_key="evt-old"))
@@ -92,7 +96,7 @@ def test_a_database_made_by_create_all_before_migrations_is_stamped_and_keeps_it
     make_pre_migration_database(f"sqlite:///{home / 'oz0.db'}")
     done = oz0("db", "upgrade", env={"OZ0_HOME": str(home), "OZ0_DATABASE_URL": ""})
     assert done.returncode == 0, done.stderr
-    assert "tables made before migrations, stamped at the baseline, now at revision 0001" in done.stdout
+    assert f"tables made before migrations, stamped at the baseline, now at revision {migrate.HEAD}" in done.stdout
     runtime = Runtime(home)
     job = runtime.job("a" * 32)
     assert (job.agent, job.status, job.output, job.requester) == ("echo", "succeeded", "hello back", "ana")
@@ -109,9 +113,9 @@ def test_oz0_db_upgrade_says_what_it_did_and_is_idempotent(tmp_path):
     first = oz0("db", "upgrade", env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == (f"sqlite:///{tmp_path / 'home' / 'oz0.db'}: schema upgraded from an empty "
-                                    "database to revision 0001")
+                                    f"database to revision {migrate.HEAD}")
     again = oz0("db", "upgrade", env=env)
-    assert (again.returncode, again.stdout.strip().split(": ", 1)[1]) == (0, "schema already at the newest revision, 0001")
+    assert (again.returncode, again.stdout.strip().split(": ", 1)[1]) == (0, f"schema already at the newest revision, {migrate.HEAD}")
 
 
 def test_a_database_newer_than_this_oz0_is_left_alone_and_db_upgrade_says_so(tmp_path, caplog):
@@ -128,7 +132,7 @@ def test_a_database_newer_than_this_oz0_is_left_alone_and_db_upgrade_says_so(tmp
     assert "schema revision 9999, which this oz0 does not know" in caplog.text
     done = oz0("db", "upgrade", env={"OZ0_HOME": str(tmp_path / "home"), "OZ0_DATABASE_URL": ""})
     assert done.returncode == 1
-    assert "is at schema revision 9999, newer than this oz0 knows (its newest is 0001)" in done.stderr
+    assert f"is at schema revision 9999, newer than this oz0 knows (its newest is {migrate.HEAD})" in done.stderr
 
 
 def test_a_bad_database_url_is_one_line_naming_it(tmp_path):
@@ -144,8 +148,8 @@ def test_replicas_upgrading_one_sqlite_file_at_once_all_succeed(tmp_path):
     results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
     assert [code for code, _, _ in results] == [0, 0, 0, 0], [err for _, _, err in results]
     said = sorted(out.split(": ", 1)[1].strip() for _, out, _ in results)
-    assert said == ["schema already at the newest revision, 0001"] * 3 + [
-        "schema upgraded from an empty database to revision 0001"]
+    assert said == [f"schema already at the newest revision, {migrate.HEAD}"] * 3 + [
+        f"schema upgraded from an empty database to revision {migrate.HEAD}"]
 
 
 # Postgres ------------------------------------------------------------------------------------
@@ -177,7 +181,7 @@ def test_postgres_a_pre_migration_database_is_stamped_and_keeps_its_rows(postgre
     make_pre_migration_database(url.replace("postgresql://", "postgresql+psycopg://"))
     done = oz0("db", "upgrade", env={"OZ0_DATABASE_URL": url})
     assert done.returncode == 0, done.stderr
-    assert "stamped at the baseline, now at revision 0001" in done.stdout
+    assert f"stamped at the baseline, now at revision {migrate.HEAD}" in done.stdout
     assert "oz0@127.0.0.1" in done.stdout
     runtime = Runtime(database_url=url)
     assert runtime.job("a" * 32).output == "hello back"

@@ -17,6 +17,7 @@ from console_plugin import ConsoleThread, installed_runtime
 from oz0.adapters import readiness
 from oz0.adapters.cli.serve import serve_channels
 from oz0.edge.runtime.metrics import DURATION_BUCKETS_S, MAX_ERROR_SERIES, count_channel_error
+from oz0.edge.runtime.migrate import HEAD
 
 TOKEN = "probe-token-0123456789"
 
@@ -231,7 +232,7 @@ def test_oz0_serve_answers_its_probes_and_logs_the_schema_revision(tmp_path):
     installed_runtime(tmp_path / "home").close()
     proc, url, lines = start(tmp_path / "home")
     try:
-        assert any("database schema at revision 0001" in line for line in lines)
+        assert any(f"database schema at revision {HEAD}" in line for line in lines)
         assert httpx.get(f"{url}/healthz", timeout=10).json() == {"ok": True}
         ready = httpx.get(f"{url}/readyz", timeout=10)
         assert ready.status_code == 200 and ready.json()["checks"]["channels"]["states"] == {"console": "running"}
@@ -241,3 +242,46 @@ def test_oz0_serve_answers_its_probes_and_logs_the_schema_revision(tmp_path):
     finally:
         proc.kill()
         proc.stderr.close()
+
+
+def finished_row(job_id: str, *, agent: str, ended: float, took: float) -> dict:
+    return {"id": job_id, "agent": agent, "requester": "test", "channel": "cli", "input": "x", "status": "succeeded",
+            "created": ended - took, "started": ended - took, "ended": ended, "attempts": 1}
+
+
+def test_durations_are_tallied_once_each_including_a_late_commit_from_a_replica_whose_clock_lags(runtime):
+    from oz0.edge.runtime.metrics import JournalCollector
+
+    collector = JournalCollector(runtime.store)
+
+    def histogram() -> dict:
+        (family,) = [m for m in collector.collect() if m.name == "oz0_job_duration_seconds"]
+        return {(s.name, s.labels.get("le")): s.value for s in family.samples if s.labels["agent"] == "late"}
+
+    now = 1_800_000_000.0
+    runtime.store.insert_job(finished_row("a" * 32, agent="late", ended=now, took=0.2))
+    runtime.store.insert_job(finished_row("b" * 32, agent="late", ended=now + 1, took=3.0))
+    first = histogram()
+    assert first[("oz0_job_duration_seconds_count", None)] == 2
+    assert histogram() == first  # a second scrape counts nothing twice
+    runtime.store.insert_job(finished_row("c" * 32, agent="late", ended=now - 10, took=0.07))  # committed late
+    after = histogram()
+    assert after[("oz0_job_duration_seconds_count", None)] == 3
+    assert after[("oz0_job_duration_seconds_bucket", "0.1")] == 1  # 0.07 s joins its bucket
+    assert after[("oz0_job_duration_seconds_bucket", "0.25")] == 2
+    assert after[("oz0_job_duration_seconds_bucket", "5.0")] == 3
+    assert after[("oz0_job_duration_seconds_sum", None)] == pytest.approx(3.27)
+
+
+def test_a_long_journal_is_caught_up_over_several_scrapes_without_counting_twice(runtime, monkeypatch):
+    from oz0.edge.runtime import metrics
+
+    monkeypatch.setattr(metrics, "MAX_ROWS_PER_SCRAPE", 3)
+    for i in range(10):  # pairs of jobs ending at the same instant
+        runtime.store.insert_job(finished_row(f"{i:032x}", agent="bulk", ended=1_800_000_000.0 + i // 2, took=1.0))
+    collector = metrics.JournalCollector(runtime.store)
+    seen = []
+    for _ in range(8):
+        (family,) = [m for m in collector.collect() if m.name == "oz0_job_duration_seconds"]
+        seen.append(next(s.value for s in family.samples if s.name.endswith("_count") and s.labels["agent"] == "bulk"))
+    assert seen[0] == 3 and seen == sorted(seen) and seen[-1] == 10

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -108,6 +109,8 @@ jobs = Table(
     Column("dedupe_key", String(300), nullable=True, unique=True),
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
+    Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
+    Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
 
 audit = Table(
