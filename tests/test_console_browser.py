@@ -180,3 +180,17 @@ def test_no_inline_script_or_style_runs_even_if_markup_got_through(page, console
     assert page.dialogs == []
     assert hits == []
     assert page.evaluate("getComputedStyle(document.getElementById('x')).color") != "rgb(255, 0, 0)"
+
+
+def test_diff_lines_are_single_spaced(page, console):
+    """Each diff line sits right under the one before: no empty line between them (a block span and
+    the newline after it used to make two lines of each), and the lines still copy as lines."""
+    run_from_form(page, console, "ex-config-change", lambda p: p.fill("#f-text", "show"))
+    spans = page.locator("#card pre.oz0-diff code > span")
+    assert spans.count() > 5
+    boxes = [spans.nth(i).bounding_box() for i in range(spans.count())]
+    for above, below in zip(boxes, boxes[1:]):
+        assert abs(below["y"] - (above["y"] + above["height"])) < 1.5, (above, below)
+    text = page.inner_text("#card pre.oz0-diff")
+    assert "\n\n" not in text
+    assert text.splitlines()[:3] == ["--- old", "+++ new", "@@ -1,8 +1,8 @@"]
