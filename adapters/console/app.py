@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from oz0.adapters.console import api as console_api
+from oz0.adapters.console import plugins_api
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -70,6 +71,7 @@ class ConsoleSettings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
+    admin_token: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
@@ -81,7 +83,7 @@ class ConsoleSettings:
             raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={raw_port!r} is not a port number (0 to 65535)") from None
         if not 0 <= port <= 65535:
             raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={port} is not a port number (0 to 65535)")
-        return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None)
+        return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
 def configured(env: Mapping[str, str]) -> bool:
@@ -92,7 +94,7 @@ def configured(env: Mapping[str, str]) -> bool:
 def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
-    guard = guard or Guard(settings.host, settings.token)
+    guard = guard or Guard(settings.host, settings.token, settings.admin_token)
     pages = _Pages(runtime, guard)
     routes = [
         Route("/", pages.agents, methods=["GET"]),
@@ -106,6 +108,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/logout", pages.logout, methods=["POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         *console_api.routes(runtime),
+        *plugins_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [
