@@ -31,7 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from oz0.adapters.console import api as console_api
-from oz0.adapters.console import plugins_api
+from oz0.adapters.console import plugin_pages, plugins_api
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -103,6 +103,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/jobs", pages.jobs, methods=["GET"]),
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
+        *plugin_pages.routes(runtime, pages.page, pages.error),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),
