@@ -1,8 +1,9 @@
 """The local web console: agents, a run form per agent, job history, and the runtime API beside them.
 
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
-fragment, and the same card's Slack and Discord payloads are one click away, so a plugin author sees
-exactly what the channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
+fragment, drawn beside previews of how Slack and Discord show it (adapters/console/preview.py, from the
+very payloads), and those payloads are one click away, so a plugin author sees exactly what the
+channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
 CSRF, Content-Security-Policy) in adapters/console_security.py.
 
 As a channel of `oz0 serve` this module exposes `configured(env)` (always true: the console is the
@@ -410,12 +411,24 @@ def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
             rendered = renderer(card)
         except Exception as exc:
             log.exception("the %s renderer failed", key)
-            payloads.append({"key": key, "label": label, "uploads": [],
+            payloads.append({"key": key, "label": label, "uploads": [], "preview": None,
                              "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
             continue
         payloads.append({"key": key, "label": label, "uploads": [u.to_dict() for u in rendered.uploads],
-                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str)})
+                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str),
+                         "preview": _preview(key, label, rendered)})
     return card_html, payloads, bool(drawn.uploads)
+
+
+def _preview(key: str, label: str, rendered: Any) -> Markup | None:
+    """How the payload looks on the platform (adapters/console/preview.py); None, logged, if it cannot be drawn."""
+    from oz0.adapters.console.preview import preview
+
+    try:
+        return preview(key, rendered)
+    except Exception:
+        log.exception("the %s preview failed", label)
+        return None
 
 
 def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
