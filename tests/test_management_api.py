@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -172,7 +173,10 @@ def test_behind_a_console_token_the_admin_token_also_reads(home):
         assert http.get("/v1/plugins", headers=admin()).status_code == 200
 
 
-def test_bad_uploads_are_refused_naming_what_is_wrong(http, tmp_path):
+def test_bad_uploads_are_refused_naming_what_is_wrong_and_leave_no_temporary_folder(http, tmp_path, monkeypatch):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     bad = io.BytesIO()
     with tarfile.open(fileobj=bad, mode="w:gz") as tar:
         info = tarfile.TarInfo("../../escape")
@@ -193,6 +197,10 @@ def test_bad_uploads_are_refused_naming_what_is_wrong(http, tmp_path):
     assert r.status_code == 400 and "no file field `plugin`" in r.json()["error"]
     r = upload(http, "/v1/plugins", tgz(broken), headers=admin(), params={"allow_breaking": "maybe"})
     assert r.status_code == 400 and "allow_breaking='maybe'" in r.json()["error"]
+    good = write_plugin(tmp_path / "team-0.1.1", version="0.1.1", agents={"helper": {}})
+    assert upload(http, "/v1/plugins/diff", tgz(good)).status_code == 200
+    assert upload(http, "/v1/plugins", tgz(good), headers=admin()).status_code == 201
+    assert list(scratch.iterdir()) == []
 
 
 def test_the_openapi_document_lists_the_management_operations(http):

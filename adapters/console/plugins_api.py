@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from starlette.concurrency import run_in_threadpool
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -186,7 +187,8 @@ class _PluginsApi:
         plugin = upload.plugin
         previous = self.runtime.store.current_version(plugin.name)
         try:
-            result = install_plugin(self.runtime, plugin, allow_breaking=allow in ("true", "1"), actor="api-admin")
+            result = await run_in_threadpool(install_plugin, self.runtime, plugin,
+                                             allow_breaking=allow in ("true", "1"), actor="api-admin")
         except UpgradeRefused as exc:
             return _refused(exc, command, plugin, previous)
         except PluginError as exc:
@@ -206,7 +208,8 @@ class _PluginsApi:
                             status_code=201, headers={"location": f"{API_PREFIX}/plugins/{v.plugin}"})
 
     async def _upload(self, request: Request, command: str) -> _Upload | Response:
-        """The uploaded archive unpacked, linted and loaded in a temporary folder, or the failure to answer."""
+        """The uploaded archive unpacked, linted and loaded in a temporary folder (the caller removes it),
+        or the failure to answer (the folder already removed)."""
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
         from oz0.edge.plugins.manifest import PluginError, load_plugin
@@ -215,12 +218,13 @@ class _PluginsApi:
         if isinstance(data, Response):
             return data
         folder = Path(tempfile.mkdtemp(prefix="oz0-upload-"))
+        kept = False
         try:
             try:
-                root = unpack_plugin(data, folder / "plugin")
+                root = await run_in_threadpool(unpack_plugin, data, folder / "plugin")
             except ArchiveError as exc:
                 return failure(f"the archive is refused: {exc}", "bad_archive", status_code=400, command=command)
-            report = lint_plugin(root)
+            report = await run_in_threadpool(lint_plugin, root)
             findings = [f.to_dict() for f in report.findings]
             if not report.ok:
                 return failure(f"not a valid plugin: {report.errors[0].describe()}", "lint_errors", status_code=422,
@@ -230,10 +234,11 @@ class _PluginsApi:
             except PluginError as exc:
                 return failure(f"not a valid plugin: {exc}", "invalid_plugin", status_code=422, command=command,
                                details={"file": exc.file, "location": exc.location})
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        return _Upload(plugin, [f for f in findings if f["severity"] == "warning"], folder)
+            kept = True
+            return _Upload(plugin, [f for f in findings if f["severity"] == "warning"], folder)
+        finally:
+            if not kept:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _archive_bytes(request: Request, command: str) -> bytes | Response:
