@@ -89,6 +89,7 @@ def test_an_install_with_the_admin_token_is_seen_by_another_replica_at_once(http
     try:
         with ConsoleThread(other) as replica, httpx.Client(base_url=replica.url, timeout=30) as second:
             assert second.get("/v1/plugins").json()["plugins"][0]["version"] == "0.1.0"
+            assert other.agent("helper").description == ""  # 0.1.0 loaded (and kept) by this replica
             new = write_plugin(tmp_path / "team-0.2.0", version="0.2.0",
                                agents={"helper": {"description": "now 0.2"}, "extra": {}})
             r = upload(http, "/v1/plugins", tgz(new), headers=admin())
