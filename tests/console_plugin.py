@@ -181,13 +181,14 @@ def installed_runtime(home: Path, **kwargs: Any) -> Runtime:
 class ConsoleThread:
     """The real console (uvicorn on a free loopback port) in a background thread with its own loop."""
 
-    def __init__(self, runtime: Runtime, *, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, host: str = "127.0.0.1", token: str | None = None,
+                 admin_token: str | None = None) -> None:
         import asyncio
         import threading
 
         from oz0.adapters.console.app import ConsoleServer, ConsoleSettings
 
-        self.settings = ConsoleSettings(host=host, port=0, token=token)
+        self.settings = ConsoleSettings(host=host, port=0, token=token, admin_token=admin_token)
         self.runtime = runtime
         self.loop = asyncio.new_event_loop()
         self.server = ConsoleServer(runtime, self.settings)

@@ -7,12 +7,13 @@ download is never used. Screenshots of every card form land in the test's tempor
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from console_plugin import EXAMPLE_CARDS, HOSTILE, ConsoleThread, installed_runtime
+from console_plugin import EXAMPLE_CARDS, HOSTILE, ROWS_OUT, ConsoleThread, installed_runtime
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -180,3 +181,122 @@ def test_no_inline_script_or_style_runs_even_if_markup_got_through(page, console
     assert page.dialogs == []
     assert hits == []
     assert page.evaluate("getComputedStyle(document.getElementById('x')).color") != "rgb(255, 0, 0)"
+
+
+def test_diff_lines_are_single_spaced(page, console):
+    """Each diff line sits right under the one before: no empty line between them (a block span and
+    the newline after it used to make two lines of each), and the lines still copy as lines."""
+    run_from_form(page, console, "ex-config-change", lambda p: p.fill("#f-text", "show"))
+    spans = page.locator("#card pre.oz0-diff code > span")
+    assert spans.count() > 5
+    boxes = [spans.nth(i).bounding_box() for i in range(spans.count())]
+    for above, below in zip(boxes, boxes[1:]):
+        assert abs(below["y"] - (above["y"] + above["height"])) < 1.5, (above, below)
+    text = page.inner_text("#card pre.oz0-diff")
+    assert "\n\n" not in text
+    assert text.splitlines()[:3] == ["--- old", "+++ new", "@@ -1,8 +1,8 @@"]
+
+
+WORD = re.compile(r"[^\W_]+")
+FENCE = re.compile(r"^\s*```.*$", re.M)
+LIST_MARK = re.compile(r"^\s*\d+[.)]\s", re.M)
+
+
+def slack_words(payload: dict) -> list[str]:
+    """Every word of the texts in the Slack blocks (not the notification fallback `text`)."""
+    words: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "text" and isinstance(value, str):
+                    words.extend(WORD.findall(value))
+                elif key != "column_settings":
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(payload["blocks"])
+    return words
+
+
+def discord_words(payload: dict) -> list[str]:
+    """Every word of the Discord components' texts: markdown content (a fence's info line and an
+    ordered list's numbers are markup), button labels and file names."""
+    words: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == 10:
+                words.extend(WORD.findall(LIST_MARK.sub(" ", FENCE.sub(" ", node["content"]))))
+            if node.get("type") == 2:
+                words.extend(WORD.findall(node.get("label", "")))
+            if node.get("type") == 13:
+                words.extend(WORD.findall(node["file"]["url"].removeprefix("attachment://")))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(payload["components"])
+    return words
+
+
+MANY_PLUGIN = {
+    "plugin.yaml": "name: previews\nversion: 1.0.0\n",
+    "agent.py": "def many(text):\n    return [{'name': f'n{i}', 'value': 'v' * 20} for i in range(300)]\n",
+    "agents/many.yaml": "kind: python\nentry: agent:many\ninput: text\noutput_schema: rows.json\n",
+    "rows.json": json.dumps(ROWS_OUT),
+}
+
+
+def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(page, console, tmp_path):
+    from collections import Counter
+
+    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.renderers import render
+
+    folder = tmp_path / "previews"
+    for name, text in MANY_PLUGIN.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    install_plugin(console.runtime, load_plugin(folder), actor="test")
+    runs = [("deploys", lambda p: (p.select_option("#f-environment", label="production"), p.fill("#f-service", "api"))),
+            *((f"ex-{n}", lambda p: p.fill("#f-text", "show")) for n in EXAMPLE_CARDS),
+            ("grumpy", lambda p: p.fill("#f-text", "x")), ("hostile", lambda p: p.fill("#f-text", "go")),
+            ("many", lambda p: p.fill("#f-text", "go"))]
+    for agent, fill in runs:
+        run_from_form(page, console, agent, fill)
+        card = console.runtime.card(console.runtime.job(page.url.rsplit("/", 1)[1]))
+        for key, words in (("slack", slack_words), ("discord", discord_words)):
+            payload = json.loads(page.text_content(f"#payload-{key} pre"))
+            preview = page.locator(f"#preview-{key} .pv-message")
+            seen = WORD.findall(preview.inner_text())
+            assert Counter(seen) == Counter(words(payload)), (agent, key)
+            assert len(seen) > 1, (agent, key)
+            rendered = render(card, key)
+            assert rendered.payload == payload
+            cuts = page.locator(f"#preview-{key} .pv-cuts li").all_inner_texts()
+            assert cuts == list(rendered.cuts), (agent, key)
+            uploads = page.locator(f"#preview-{key} .pv-uploads .pv-file-name").all_inner_texts()
+            assert uploads == [u.filename for u in rendered.uploads], (agent, key)
+            box = page.locator(f"#preview-{key}")
+            assert box.locator("script, img, a, iframe, style, [style], [onerror], [href]").count() == 0
+        if agent == "many":
+            assert page.locator("#preview-slack .pv-cuts li").first.inner_text().startswith("… 201 more rows")
+            assert page.locator("#preview-discord .pv-container .pv-file-name").all_inner_texts() == ["result.json"]
+        if agent == "grumpy":
+            assert "pv-accent--red" in page.locator("#preview-discord .pv-container").get_attribute("class")
+        if agent == "ex-config-change":
+            assert page.locator("#preview-slack pre.pv-pre").count() == 1
+            assert page.locator("#preview-discord pre code").count() == 1
+            page.locator(".drawn").screenshot(path=str(tmp_path / "previews-diff.png"))
+        if agent == "deploys":
+            headers = page.locator("#preview-slack table.pv-table thead th").all_inner_texts()
+            assert headers == ["service", "status", "version", "environment"]
+            assert page.locator("#preview-slack .pv-slack-header").inner_text() == "deploys"
+    assert page.dialogs == [] and not page.problems
+    assert [u for u in page.requests if not u.startswith(console.url)] == []

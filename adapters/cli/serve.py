@@ -61,7 +61,7 @@ def run_serve(args: argparse.Namespace) -> int:
         env["OZ0_CONSOLE_PORT"] = str(args.port)
     try:
         settings = ConsoleSettings.from_env(env)
-        Guard(settings.host, settings.token)
+        Guard(settings.host, settings.token, settings.admin_token)
     except ConsoleConfigError as exc:
         raise CommandError(str(exc), code=2) from None
     runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)  # opening the store runs the migrations

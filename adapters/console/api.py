@@ -278,6 +278,9 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                 "schema": {"$ref": "#/components/schemas/JobResult"}}}},
             "404": {"description": "No job has this id", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
+    from oz0.adapters.console.plugins_api import operations
+
+    doc["paths"].update(operations())
     if versions:
         doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
     return doc
@@ -306,6 +309,9 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "success": {"type": "boolean"}, "message": {"type": "string"}, "job": {"$ref": "#/components/schemas/Job"},
         "card": {"$ref": "#/components/schemas/Card"}, "output": {}, "error": {"type": "string"},
         "error_code": {"type": "string"}, "details": {"type": "object"}, "meta": _META}},
+    "PluginResult": {"type": "object", "required": ["success", "message", "meta"], "properties": {
+        "success": {"const": True}, "message": {"type": "string"}, "meta": _META},
+        "description": "A management API answer: `plugins`, `plugin`, or the install's or diff's `changes`."},
     "AgentList": {"type": "object", "required": ["success", "message", "agents", "meta"], "properties": {
         "success": {"const": True}, "message": {"type": "string"}, "meta": _META,
         "agents": {"type": "array", "items": {"type": "object", "required": ["name", "plugin"], "properties": {

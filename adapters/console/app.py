@@ -1,8 +1,9 @@
 """The local web console: agents, a run form per agent, job history, and the runtime API beside them.
 
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
-fragment, and the same card's Slack and Discord payloads are one click away, so a plugin author sees
-exactly what the channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
+fragment, drawn beside previews of how Slack and Discord show it (adapters/console/preview.py, from the
+very payloads), and those payloads are one click away, so a plugin author sees exactly what the
+channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
 CSRF, Content-Security-Policy) in adapters/console_security.py.
 
 As a channel of `oz0 serve` this module exposes `configured(env)` (always true: the console is the
@@ -31,6 +32,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from oz0.adapters.console import api as console_api
+from oz0.adapters.console import plugin_pages, plugins_api
 from oz0.adapters.console import probes
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -71,6 +73,7 @@ class ConsoleSettings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = None
+    admin_token: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
@@ -82,7 +85,7 @@ class ConsoleSettings:
             raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={raw_port!r} is not a port number (0 to 65535)") from None
         if not 0 <= port <= 65535:
             raise ConsoleConfigError(f"OZ0_CONSOLE_PORT={port} is not a port number (0 to 65535)")
-        return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None)
+        return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
 def configured(env: Mapping[str, str]) -> bool:
@@ -93,7 +96,7 @@ def configured(env: Mapping[str, str]) -> bool:
 def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
-    guard = guard or Guard(settings.host, settings.token)
+    guard = guard or Guard(settings.host, settings.token, settings.admin_token)
     pages = _Pages(runtime, guard)
     routes = [
         Route("/", pages.agents, methods=["GET"]),
@@ -102,12 +105,14 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/jobs", pages.jobs, methods=["GET"]),
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
+        *plugin_pages.routes(runtime, pages.page, pages.error),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         *console_api.routes(runtime),
         *probes.routes(runtime),
+        *plugins_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [
@@ -408,12 +413,24 @@ def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
             rendered = renderer(card)
         except Exception as exc:
             log.exception("the %s renderer failed", key)
-            payloads.append({"key": key, "label": label, "uploads": [],
+            payloads.append({"key": key, "label": label, "uploads": [], "preview": None,
                              "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
             continue
         payloads.append({"key": key, "label": label, "uploads": [u.to_dict() for u in rendered.uploads],
-                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str)})
+                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str),
+                         "preview": _preview(key, label, rendered)})
     return card_html, payloads, bool(drawn.uploads)
+
+
+def _preview(key: str, label: str, rendered: Any) -> Markup | None:
+    """How the payload looks on the platform (adapters/console/preview.py); None, logged, if it cannot be drawn."""
+    from oz0.adapters.console.preview import preview
+
+    try:
+        return preview(key, rendered)
+    except Exception:
+        log.exception("the %s preview failed", label)
+        return None
 
 
 def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:

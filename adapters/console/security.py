@@ -75,6 +75,7 @@ class Guard:
 
     host: str
     token: str | None = None
+    admin_token: str | None = None
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     session_ttl_s: float = field(default_factory=lambda: SESSION_TTL_S)
     _sessions: dict[str, float] = field(default_factory=dict, repr=False)
@@ -82,6 +83,14 @@ class Guard:
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
             self.token = None
+        if self.admin_token is not None and not self.admin_token.strip():
+            self.admin_token = None
+        if self.admin_token is not None and len(self.admin_token) < MIN_TOKEN_CHARS:
+            raise ConsoleConfigError(
+                f"OZ0_ADMIN_TOKEN is {len(self.admin_token)} characters; use at least {MIN_TOKEN_CHARS}")
+        if self.admin_token is not None and self.admin_token == self.token:
+            raise ConsoleConfigError("OZ0_ADMIN_TOKEN equals OZ0_CONSOLE_TOKEN; give the admin token its own "
+                                     "value, or every console user could install plugins")
         if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
             raise ConsoleConfigError(
                 f"OZ0_CONSOLE_TOKEN is {len(self.token)} characters; use at least {MIN_TOKEN_CHARS} "
@@ -129,14 +138,23 @@ class Guard:
         return True
 
     def authorized(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> bool:
+        """Whether a request may use the console and read the API: the console's token (or a login's
+        cookie) when one is set; the admin token is accepted wherever the console's is."""
         if self.token is None:
             return True
-        auth = headers.get("authorization", "")
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
-            return hmac.compare_digest(value.strip().encode(), self.token.encode())
+        value = _bearer(headers)
+        if value:
+            return (hmac.compare_digest(value.encode(), self.token.encode())
+                    or self.is_admin(headers))
         session = cookies.get(SESSION_COOKIE, "")
         return bool(session) and self._session_ok(session)
+
+    def is_admin(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request carries `Authorization: Bearer <OZ0_ADMIN_TOKEN>` (never true without one set):
+        what installing a plugin over the management API takes."""
+        value = _bearer(headers)
+        return (self.admin_token is not None and bool(value)
+                and hmac.compare_digest(value.encode(), self.admin_token.encode()))
 
     def token_matches(self, typed: str) -> bool:
         return self.token is not None and hmac.compare_digest(typed.strip().encode(), self.token.encode())
@@ -176,6 +194,11 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _bearer(headers: Mapping[str, str]) -> str:
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
 
 
 def _digest(value: str) -> str:

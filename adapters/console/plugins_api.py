@@ -1,0 +1,331 @@
+"""The management API: list plugins, read one, check an upload against the installed version, install it.
+
+The spec puts the upgrade check here, "before anything reaches a node". An upload is a plugin as a
+.tar.gz or .zip (the raw body, or a multipart field `plugin`), unpacked safely (edge.plugins.archive)
+into a temporary folder, linted, upgrade-checked and installed atomically (edge.plugins.install: files
+copied beside their place and renamed, the version made current in one transaction). `POST
+/v1/plugins/diff` runs the same checks and stores nothing.
+
+Auth: reading and the diff need what the rest of the console needs (its token or login when
+OZ0_CONSOLE_TOKEN is set; nothing on loopback without one). Installing needs `Authorization: Bearer
+<OZ0_ADMIN_TOKEN>`; without that variable set, installs over HTTP are refused (use `oz0 plugin install`).
+`allow_breaking=true` is therefore only ever taken with the admin token, and a breaking change it lets
+through is audited as `plugin.contracts.breaking`.
+
+Every replica reads the installed versions from the shared store on each request (nothing is cached
+per process but loaded plugin files, by their immutable version id), so a new version is seen at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from starlette.concurrency import run_in_threadpool
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from oz0.adapters.console.api import API_PREFIX, failure, read_body
+from oz0.edge.qzx.core import result_envelope
+
+__all__ = ["MAX_AUDIT_SCAN", "MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
+           "routes"]
+
+log = logging.getLogger("oz0.console.plugins")
+
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MAX_AUDIT_SCAN = 10_000
+AUDIT_SHOWN = 100
+ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/zip",
+                 "application/x-zip-compressed", "application/octet-stream")
+
+
+def routes(runtime: Any) -> list[Route]:
+    """The management API's routes over `runtime` (the diff's before the `{name}` one)."""
+    api = _PluginsApi(runtime)
+    return [
+        Route(f"{API_PREFIX}/plugins", api.list, methods=["GET"]),
+        Route(f"{API_PREFIX}/plugins", api.install, methods=["POST"]),
+        Route(f"{API_PREFIX}/plugins/diff", api.diff, methods=["POST"]),
+        Route(f"{API_PREFIX}/plugins/{{name}}", api.get, methods=["GET"]),
+    ]
+
+
+def _latest(runtime: Any) -> dict[str, dict[str, Any]]:
+    from oz0.adapters.cli.upgrade import latest_changes
+
+    return latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
+
+
+def _latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    from oz0.adapters.cli.upgrade import latest_json
+
+    return latest_json(entry)
+
+
+def _contract(file: str | None, digest: str | None) -> dict[str, Any] | str:
+    return "text" if file is None else {"file": file, "sha256": digest}
+
+
+def plugin_summary(version: Any, latest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One installed (current) version as the list shows it."""
+    return {"name": version.plugin, "version": version.version, "description": version.description,
+            "content_hash": version.content_hash, "installed_at": version.installed_at,
+            "installed_by": version.installed_by, "agents": [a.name for a in version.agents],
+            "latest_changes": _latest_json(latest)}
+
+
+def plugin_audit(runtime: Any, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
+    """The audit records about plugin `name`, newest first (of the newest MAX_AUDIT_SCAN records)."""
+    found = [r for r in runtime.audit_log(limit=MAX_AUDIT_SCAN) if r.detail.get("plugin") == name]
+    return [{"id": r.id, "at": r.at, "action": r.action, "actor": r.actor, "detail": dict(r.detail)}
+            for r in found[:limit]]
+
+
+def plugin_detail(runtime: Any, name: str) -> dict[str, Any] | None:
+    """Plugin `name`: its versions (current marked), the current one's agents, its latest contract
+    changes and its audit records; None when no plugin has this name."""
+    versions = runtime.store.versions(name)
+    if not versions:
+        return None
+    current = next((v for v in versions if v.current), versions[-1])
+    agents = [{"name": a.name, "kind": a.kind, "description": a.description,
+               "input": _contract(a.input_schema_file, a.input_hash),
+               "output": _contract(a.output_schema_file, a.output_hash),
+               "failures": dict(a.failures)} for a in current.agents]
+    return {"name": name, "version": current.version, "description": current.description,
+            "versions": [{"version": v.version, "content_hash": v.content_hash, "installed_at": v.installed_at,
+                          "installed_by": v.installed_by, "current": v.current} for v in reversed(versions)],
+            "agents": agents, "latest_changes": _latest_json(_latest(runtime).get(name)),
+            "audit": plugin_audit(runtime, name)}
+
+
+class _Upload:
+    """A checked upload in a temporary folder: the loaded plugin and its lint warnings."""
+
+    def __init__(self, plugin: Any, warnings: list[dict[str, str]], folder: Path) -> None:
+        self.plugin = plugin
+        self.warnings = warnings
+        self.folder = folder
+
+
+class _PluginsApi:
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+
+    async def list(self, request: Request) -> Response:
+        latest = _latest(self.runtime)
+        plugins = [plugin_summary(v, latest.get(v.plugin)) for v in self.runtime.installed()]
+        return JSONResponse(result_envelope("plugins.list", True, f"{len(plugins)} plugin(s) installed",
+                                            data={"plugins": plugins}))
+
+    async def get(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        detail = plugin_detail(self.runtime, name)
+        if detail is None:
+            known = ", ".join(v.plugin for v in self.runtime.installed()) or "none installed"
+            return failure(f"no plugin is named {name!r} (known: {known})", "unknown_plugin", status_code=404,
+                           command="plugins.get")
+        return JSONResponse(result_envelope("plugins.get", True, f"{name} {detail['version']}",
+                                            data={"plugin": detail}))
+
+    async def diff(self, request: Request) -> Response:
+        from oz0.edge.contracts.changes import breaking_changes
+        from oz0.edge.contracts.compat import UpgradeRefused, check_upgrade, is_major_bump, required_version_bump
+
+        command = "plugins.diff"
+        upload = await self._upload(request, command)
+        if isinstance(upload, Response):
+            return upload
+        try:
+            plugin = upload.plugin
+            previous = self.runtime.store.current_version(plugin.name)
+            try:
+                changes = check_upgrade(previous, plugin)
+            except UpgradeRefused as exc:
+                return _refused(exc, command, plugin, previous)
+            data: dict[str, Any] = {
+                "plugin": plugin.name, "version": plugin.version,
+                "previous_version": previous.version if previous else None,
+                "breaking": bool(breaking_changes(changes)),
+                "required_version": required_version_bump(previous.version) if previous else None,
+                "major_bump": bool(previous) and is_major_bump(previous.version, plugin.version),
+                "changes": [c.to_dict() for c in changes], "lint_warnings": upload.warnings}
+            was = f" over {previous.version}" if previous else " (not installed yet)"
+            return JSONResponse(result_envelope(
+                command, True, f"{plugin.name} {plugin.version}{was}: {len(changes)} change(s), "
+                               f"{len(breaking_changes(changes))} breaking; it may be installed", data=data))
+        finally:
+            shutil.rmtree(upload.folder, ignore_errors=True)
+
+    async def install(self, request: Request) -> Response:
+        from oz0.edge.contracts.compat import UpgradeRefused
+        from oz0.edge.plugins.install import install_plugin
+        from oz0.edge.plugins.manifest import PluginError
+
+        command = "plugins.install"
+        guard = request.state.guard
+        if guard.admin_token is None:
+            return failure("installing over the management API needs OZ0_ADMIN_TOKEN set on the server "
+                           "(or install with `oz0 plugin install`)", "admin_token_required", status_code=403,
+                           command=command)
+        if not guard.is_admin(request.headers):
+            return failure("installing a plugin needs the admin token: send Authorization: Bearer <OZ0_ADMIN_TOKEN>",
+                           "admin_token_required", status_code=403, command=command)
+        allow = request.query_params.get("allow_breaking", "false").lower()
+        if allow not in ("true", "false", "1", "0"):
+            return failure(f"allow_breaking={allow!r} is not true or false", "invalid_argument", status_code=400,
+                           command=command, details={"parameter": "allow_breaking"})
+        upload = await self._upload(request, command)
+        if isinstance(upload, Response):
+            return upload
+        plugin = upload.plugin
+        previous = self.runtime.store.current_version(plugin.name)
+        try:
+            result = await run_in_threadpool(install_plugin, self.runtime, plugin,
+                                             allow_breaking=allow in ("true", "1"), actor="api-admin")
+        except UpgradeRefused as exc:
+            return _refused(exc, command, plugin, previous)
+        except PluginError as exc:
+            return failure(f"not installed: {exc}", "plugin_conflict", status_code=409, command=command,
+                           details={"file": exc.file, "location": exc.location})
+        finally:
+            shutil.rmtree(upload.folder, ignore_errors=True)
+        v = result.version
+        data = {"plugin": plugin_summary(v), "unchanged": result.unchanged,
+                "previous_version": result.previous.version if result.previous else None,
+                "changes": [c.to_dict() for c in result.changes], "lint_warnings": upload.warnings}
+        if result.unchanged:
+            return JSONResponse(result_envelope(command, True, f"{v.plugin} {v.version} is already installed "
+                                                               "with the same content; nothing changed", data=data))
+        log.info("plugin %s %s installed over the management API", v.plugin, v.version)
+        return JSONResponse(result_envelope(command, True, f"installed {v.plugin} {v.version}", data=data),
+                            status_code=201, headers={"location": f"{API_PREFIX}/plugins/{v.plugin}"})
+
+    async def _upload(self, request: Request, command: str) -> _Upload | Response:
+        """The uploaded archive unpacked, linted and loaded in a temporary folder (the caller removes it),
+        or the failure to answer (the folder already removed)."""
+        from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
+        from oz0.edge.plugins.lint import lint_plugin
+        from oz0.edge.plugins.manifest import PluginError, load_plugin
+
+        data = await _archive_bytes(request, command)
+        if isinstance(data, Response):
+            return data
+        folder = Path(tempfile.mkdtemp(prefix="oz0-upload-"))
+        kept = False
+        try:
+            try:
+                root = await run_in_threadpool(unpack_plugin, data, folder / "plugin")
+            except ArchiveError as exc:
+                return failure(f"the archive is refused: {exc}", "bad_archive", status_code=400, command=command)
+            report = await run_in_threadpool(lint_plugin, root)
+            findings = [f.to_dict() for f in report.findings]
+            if not report.ok:
+                return failure(f"not a valid plugin: {report.errors[0].describe()}", "lint_errors", status_code=422,
+                               command=command, details={"findings": findings})
+            try:
+                plugin = load_plugin(root)
+            except PluginError as exc:
+                return failure(f"not a valid plugin: {exc}", "invalid_plugin", status_code=422, command=command,
+                               details={"file": exc.file, "location": exc.location})
+            kept = True
+            return _Upload(plugin, [f for f in findings if f["severity"] == "warning"], folder)
+        finally:
+            if not kept:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _archive_bytes(request: Request, command: str) -> bytes | Response:
+    """The archive's bytes: the whole body (an archive media type) or the multipart field `plugin`."""
+    size = int(request.headers.get("content-length") or 0)
+    too_large = failure(f"the upload is over {MAX_UPLOAD_BYTES:,} bytes, the limit", "too_large", status_code=413,
+                        command=command, headers={"connection": "close"})
+    if size > MAX_UPLOAD_BYTES:
+        return too_large
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in ARCHIVE_TYPES and media != "multipart/form-data":
+        return failure(f"send the plugin as a .tar.gz or .zip body ({', '.join(ARCHIVE_TYPES)}) or as the "
+                       f"multipart field `plugin`, not {media or 'a body without Content-Type'}",
+                       "unsupported_media_type", status_code=415, command=command)
+    body = await read_body(request, limit=MAX_UPLOAD_BYTES)
+    if body is None:
+        return too_large
+    if media != "multipart/form-data":
+        return body
+
+    async def replay() -> Any:
+        yield body
+
+    try:
+        form = await MultiPartParser(request.headers, replay(), max_files=1, max_fields=10,
+                                     max_part_size=MAX_UPLOAD_BYTES).parse()
+    except MultiPartException as exc:
+        return failure(f"the multipart body cannot be read: {exc.message}", "bad_request", status_code=400,
+                       command=command)
+    field = form.get("plugin")
+    if field is None or isinstance(field, str):
+        return failure("the multipart body has no file field `plugin` (curl -F plugin=@team.tar.gz)",
+                       "bad_request", status_code=400, command=command, details={"field": "plugin"})
+    try:
+        return await field.read()
+    finally:
+        await field.close()
+
+
+def _refused(exc: Any, command: str, plugin: Any, previous: Any) -> JSONResponse:
+    """409: the upgrade check refuses this version; its message and every change."""
+    return failure(str(exc), "breaking_change", status_code=409, command=command, details={
+        "plugin": plugin.name, "version": plugin.version,
+        "previous_version": previous.version if previous else None,
+        "changes": [c.to_dict() for c in exc.changes]})
+
+
+def operations() -> dict[str, Any]:
+    """The management API's paths for the console's OpenAPI document (relative to `/v1`)."""
+    failure_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}
+    ok = {"application/json": {"schema": {"$ref": "#/components/schemas/PluginResult"}}}
+    upload_body = {"required": True, "description": "The plugin as a .tar.gz or .zip archive.", "content": {
+        "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+        "application/zip": {"schema": {"type": "string", "format": "binary"}},
+        "multipart/form-data": {"schema": {"type": "object", "required": ["plugin"], "properties": {
+            "plugin": {"type": "string", "format": "binary"}}}}}}
+
+    def refusals(*extra: tuple[str, str]) -> dict[str, Any]:
+        codes = [("400", "The archive is refused (an unsafe entry, over a limit) or unreadable."),
+                 ("413", f"The upload is over {MAX_UPLOAD_BYTES:,} bytes."),
+                 ("415", "The body is neither an archive nor multipart/form-data."),
+                 ("422", "The plugin does not lint or load; details.findings lists why."),
+                 ("409", "A breaking change without a new major version; details.changes lists them."), *extra]
+        return {code: {"description": text, "content": failure_ref} for code, text in codes}
+
+    return {
+        "/plugins": {
+            "get": {"operationId": "plugins.list", "summary": "The installed plugins: current version, agents, "
+                    "latest contract changes", "responses": {"200": {"description": "The plugins", "content": ok}}},
+            "post": {"operationId": "plugins.install", "summary": "Lint, upgrade-check and install an uploaded plugin",
+                     "description": "Needs `Authorization: Bearer <OZ0_ADMIN_TOKEN>`.",
+                     "parameters": [{"name": "allow_breaking", "in": "query", "required": False,
+                                     "schema": {"type": "boolean", "default": False},
+                                     "description": "Install even when it breaks the installed contracts "
+                                                    "(audited as plugin.contracts.breaking)."}],
+                     "requestBody": upload_body,
+                     "responses": {"201": {"description": "Installed", "content": ok},
+                                   "200": {"description": "The same content was already installed", "content": ok},
+                                   **refusals(("403", "The admin token is missing or wrong."))}},
+        },
+        "/plugins/diff": {"post": {
+            "operationId": "plugins.diff", "summary": "The upgrade check of an uploaded plugin; nothing is stored",
+            "requestBody": upload_body,
+            "responses": {"200": {"description": "It may be installed; its changes", "content": ok}, **refusals()}}},
+        "/plugins/{name}": {"get": {
+            "operationId": "plugins.get", "summary": "One plugin: versions, agents, latest changes, audit",
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "The plugin", "content": ok},
+                          "404": {"description": "No plugin has this name", "content": failure_ref}}}},
+    }
