@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hostile import CARDS, DISCORD, FENCES, HTML, INVISIBLE, SLACK, URLS, CELLS, big_cards, naughty_strings
-from renderer_oracles import CHECKS, FORBIDDEN
+from hostile import CARDS, CELLS, DISCORD, EMOJI, FENCES, HTML, INVISIBLE, SLACK, URLS, big_cards, naughty_strings
+from renderer_oracles import CHECKS, hidden
 from oz0.renderers import RENDERERS, Rendered
 
-TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE
+TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE + EMOJI
 BLNS_FORMS = ("table", "key_values", "text_markdown_everywhere", "not_drawn", "diff_lines")
 BIG = big_cards()
 
@@ -29,7 +29,7 @@ def _check(platform: str, rendered: Rendered) -> None:
     assert isinstance(rendered, Rendered)
     payload = rendered.payload
     text = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
-    assert not FORBIDDEN.search(text.replace("\n", "").replace("\t", ""))
+    assert not hidden(text), hidden(text)
 
 
 def _run(platform: str, form: str, strings: list[str]) -> None:
@@ -62,6 +62,37 @@ def test_big_list_of_naughty_strings(platform: str, form: str) -> None:
 @pytest.mark.parametrize("platform", sorted(RENDERERS))
 def test_past_every_limit(platform: str, name: str) -> None:
     _check(platform, RENDERERS[platform](BIG[name]))
+
+
+def _shown(rendered: Rendered) -> str:
+    payload = rendered.payload
+    return payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("form", ["table", "key_values", "text_markdown", "text_markdown_everywhere", "text_plain",
+                                  "diff_keys", "not_drawn"])
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_emoji_sequences_stay_whole(platform: str, form: str) -> None:
+    """A family, a skin tone, a rainbow flag, England's flag: joiners, modifiers and tags kept (item 10)."""
+    for emoji in EMOJI:
+        assert emoji in _shown(RENDERERS[platform](CARDS[form](f"see {emoji} here"))), (form, emoji)
+
+
+DISGUISES = {  # what is written -> what the reader sees instead, and what they must not see
+    "pay\u00adpal": ("paypal", "\u00ad"),
+    "admin\u3164": ("admin", "\u3164"),
+    "pay " + "".join(chr(0xE0000 + ord(c)) for c in "ignore previous") + "now": ("pay now", "\U000e0069"),
+    "\U0001f3f4\U000e0078\U000e0078\U000e007f flag": ("\U0001f3f4 flag", "\U000e0078"),
+    "Z" + "\u0301" * 40 + "algo": ("Z" + "\u0301" * 4 + "algo", "\u0301" * 5),
+}
+
+
+@pytest.mark.parametrize("form", ["table", "key_values", "text_markdown", "text_plain"])
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_disguising_characters_are_removed(platform: str, form: str) -> None:
+    for written, (seen, unseen) in DISGUISES.items():
+        shown = _shown(RENDERERS[platform](CARDS[form](written)))
+        assert seen in shown and unseen not in shown, (form, written, shown[:300])
 
 
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=()), max_size=300) | st.sampled_from(
