@@ -32,11 +32,13 @@ __all__ = [
     "fence_safe",
     "fence_safe_each",
     "html_escape",
+    "idn_host",
     "one_line",
     "one_line_each",
     "safe_url",
     "slack_escape",
     "utf16_len",
+    "userinfo_host",
     "utf16_lens",
 ]
 
@@ -167,7 +169,9 @@ def utf16_lens(texts: Sequence[str]) -> list[int]:
 
 
 def safe_url(url: str) -> str | None:
-    """The URL if it is http, https or mailto and carries nothing hidden; None otherwise."""
+    """The URL if it is http, https or mailto and carries nothing hidden; None otherwise.
+
+    Whether it may be a live link is `userinfo_host`'s question, asked where links are made."""
     url = url.strip()
     if _STRIP.search(url) or any(c.isspace() for c in url):
         return None
@@ -176,6 +180,31 @@ def safe_url(url: str) -> str | None:
     except ValueError:
         return None
     return url if scheme in _ALLOWED_SCHEMES else None
+
+
+def userinfo_host(url: str) -> str | None:
+    """The host an http(s) URL really goes to when it names a user first, else None.
+
+    `https://trusted.example@evil.example/login` reads as trusted.example and opens evil.example:
+    such a URL is never a live link, it is shown as text with this host beside it."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return None
+    return (idn_host(host) or host) if host else "(none)"
+
+
+def idn_host(host: str) -> str | None:
+    """An internationalised host name in its punycode form (what it really is), None for an ASCII host."""
+    if host.isascii():
+        return None
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "(a host name that cannot be written in ASCII)"
 
 
 def utf16_len(text: str) -> int:
@@ -215,10 +244,27 @@ def discord_escape(text: str) -> str:
     pos = 0
     for match in _DISCORD_URL.finditer(text):
         out.append(_discord_escape_plain(text[pos:match.start()]))
-        out.append(_EVERYONE.sub("%40\\1", match.group(0)))
+        out.append(_discord_url(match.group(0), said=text[match.end():match.end() + 40]))
         pos = match.end()
     out.append(_discord_escape_plain(text[pos:]))
     return _DISCORD_LINE_START.sub(_escape_line_start, "".join(out))
+
+
+def _discord_url(url: str, *, said: str) -> str:
+    """A bare URL, which Discord makes a link: as inline code (never a link) with its real host when
+    it names a user first (unless the text `said` so right after it, as markdown's link rule does);
+    with its punycode host beside it when its host is internationalised."""
+    host = userinfo_host(url)
+    if host is not None:
+        note = "" if said.startswith((" (not a link: its real host", " is not a link: its real host")) else \
+            f" (not a link: its real host is {host})"
+        return f"`{fence_safe(url)}`{note}"
+    url = _EVERYONE.sub("%40\\1", url)
+    try:
+        ascii_host = idn_host(urlsplit(url).hostname or "")
+    except ValueError:
+        ascii_host = None
+    return f"{url} ({_discord_escape_plain(ascii_host)})" if ascii_host else url
 
 
 def _escape_line_start(m: re.Match[str]) -> str:

@@ -35,6 +35,10 @@ URLS = [
     "![x](javascript:alert(1))", "<javascript:alert(1)>", "<https://ok.example/a_b>", "[ok](https://ok.example)",
     "[mail](mailto:a@example.com)", "https://example.com/@everyone", "https://x.example/<@123>",
     "[a](https://x.example/\"onmouseover=\"alert(1))",
+    # issue 15 item 11: a user name before the host disguises it; an internationalised host
+    "[login](https://trusted.example@evil.example/login)", "<https://trusted.example@evil.example/login>",
+    "https://trusted.example@evil.example/login", "[x](https://user:pass@evil.example)", "https://a%40b@evil.example",
+    "[paypal](https://раураl.com/login)", "https://раураl.com/login", "<https://bücher.example/>",
 ]
 HTML = [
     "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", '<a href="javascript:alert(1)">x</a>',

@@ -82,7 +82,14 @@ def _utf16(text: str) -> int:
 
 
 def _safe_scheme(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
+    """http, https or mailto, no space, and no user name before the host (`https://trusted.example@evil.example`)."""
+    parts = urlsplit(url)
+    return (parts.scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
+            and "@" not in parts.netloc)
+
+
+# a URL Discord would make a live link of: outside code, with a user name before the host
+_DISCORD_USERINFO = re.compile(r"https?://[^\s/?#`]*@", re.I)
 
 
 def _rendered(rendered: Rendered) -> Any:
@@ -212,6 +219,7 @@ def check_discord_text(content: str) -> None:
     outside = discord_outside_code(content)
     assert not _MENTION.search(outside), f"live mention in {outside[:200]!r}"
     assert not _MASKED.search(outside), f"masked link in {outside[:200]!r}"
+    assert not _DISCORD_USERINFO.search(outside), f"a live link with a user name in {outside[:200]!r}"
     assert not re.search(r"@(everyone|here)", content, re.I), "@everyone/@here not neutralised"
     assert not hidden(content), hidden(content)
 

@@ -95,6 +95,31 @@ def test_disguising_characters_are_removed(platform: str, form: str) -> None:
         assert seen in shown and unseen not in shown, (form, written, shown[:300])
 
 
+@pytest.mark.parametrize("written", ["[login](https://trusted.example@evil.example/login)",
+                                     "<https://trusted.example@evil.example/login>",
+                                     "https://trusted.example@evil.example/login"])
+@pytest.mark.parametrize("form", ["text_markdown", "table", "key_values"])
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_a_link_with_a_user_name_is_text_with_its_real_host(platform: str, form: str, written: str) -> None:
+    """Item 11: never a live link (the oracles refuse one), the URL shown and its real host named."""
+    rendered = RENDERERS[platform](CARDS[form](written))
+    _check(platform, rendered)
+    shown = _shown(rendered)
+    assert "trusted.example@evil.example/login" in shown
+    if form == "text_markdown" and written[0] in "[<" or platform == "discord" and form != "table":
+        assert "real host is evil.example" in shown, shown[:400]
+
+
+@pytest.mark.parametrize("written", ["[paypal](https://раураl.com/login)", "<https://раураl.com/login>",
+                                     "https://раураl.com/login"])
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_an_internationalised_host_is_shown_in_punycode_next_to_the_link(platform: str, written: str) -> None:
+    shown = _shown(RENDERERS[platform](CARDS["text_markdown"](written)))
+    if written.startswith("https") and platform != "discord":
+        return  # a bare URL is a link only where the platform makes one (Discord); elsewhere it is text
+    assert "xn--l-7sba6dbr.com" in shown, shown[:400]
+
+
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=()), max_size=300) | st.sampled_from(
     TARGETED).flatmap(lambda s: st.text(max_size=20).map(lambda t: s + t))
 
