@@ -121,6 +121,13 @@ def check_slack(rendered: Rendered, *, shortened: bool = False) -> None:
     assert isinstance(text, str) and text.strip() and _utf16(text) <= 40_000
     assert "<" not in text and ">" not in text, "the fallback text is parsed: <…> must be escaped"
     assert not re.search(r"&(?!amp;|lt;|gt;)", text)
+    # the fallback follows the blocks' cut rules: within its 3,000 UTF-16 units after escaping, no code
+    # fence from data, and a cut card says what was cut (the first sentence at least) there too
+    assert _utf16(text) <= 3_000, f"a fallback of {_utf16(text):,} UTF-16 units"
+    assert "```" not in text, "a code fence in the fallback text"
+    if rendered.cuts and "did not fit in a Slack message" not in text:
+        escaped = [c.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for c in rendered.cuts]
+        assert any(c in text for c in escaped) or "more lines in the card" in text, (text[-300:], rendered.cuts)
     blocks = payload["blocks"]
     assert 1 <= len(blocks) <= 50, f"{len(blocks)} blocks"
     assert set(payload) == {"text", "blocks", "unfurl_links", "unfurl_media"}

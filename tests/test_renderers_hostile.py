@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from hostile import CARDS, CELLS, DISCORD, EMOJI, FENCES, HTML, INVISIBLE, SLACK, URLS, big_cards, naughty_strings
 from renderer_oracles import CHECKS, hidden
+from oz0.edge.cards.model import Card
 from oz0.renderers import RENDERERS, Rendered
 
 TARGETED = SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE + EMOJI
@@ -129,3 +130,14 @@ _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=()), ma
 def test_any_string_in_any_form(s: str, form: str) -> None:
     for platform in RENDERERS:
         _check(platform, RENDERERS[platform](CARDS[form](s)))
+
+
+def test_the_slack_fallback_carries_no_fence_and_says_what_was_cut() -> None:
+    """Item 12: the `text` Slack parses as mrkdwn: data's fence spaced out, cut at a line with the cut said."""
+    text = RENDERERS["slack"](CARDS["text_plain"]("```\nfenced\n```")).payload["text"]
+    assert "```" not in text and "` ` `\nfenced\n` ` `" in text
+    rendered = RENDERERS["slack"](BIG["rows_10000"])
+    assert rendered.payload["text"].endswith(rendered.cuts[0])
+    text = RENDERERS["slack"](Card(form="text", text="<b>\n" * 2_000, text_format="plain")).payload["text"]
+    assert text.startswith("&lt;b&gt;\n&lt;b&gt;\n") and len(text) <= 3_000
+    assert text.endswith("more lines in the card") or text.endswith("full result attached"), text[-200:]
