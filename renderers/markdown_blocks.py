@@ -10,6 +10,9 @@ What the tree guarantees, so renderers only escape for their platform:
 - a `Link.url` is http, https or mailto (markdown-it already refuses `javascript:`, `vbscript:`,
   `file:` and `data:` links; `safe_url` checks again); an image is never an image, only a link
   labelled "image: alt", so nothing is fetched;
+- a `Link.url` names no user before its host: `[login](https://trusted.example@evil.example/)`
+  is text: the URL and "is not a link: its real host is evil.example"; and its host is ASCII (an
+  internationalised host is in its punycode form, which renderers show as the URL);
 - nesting is bounded: blocks by markdown-it's `maxNesting` (20), inline styles by `MAX_INLINE_DEPTH`.
   markdown-it silently drops what is nested deeper than `maxNesting`, so a text that reaches it is
   not parsed: it becomes a notice and the whole text as a code block (nothing lost, nothing run).
@@ -23,11 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Union
+from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from oz0.renderers.safety import clean, safe_url
+from oz0.renderers.safety import clean, idn_host, safe_url, userinfo_host
 
 __all__ = [
     "Block",
@@ -306,7 +310,7 @@ def _inline(token: Token) -> tuple[Span, ...]:
             url = safe_url(str(child.attrs.get("src", "")))
             alt = clean(child.content) or "image"
             if url:
-                top.append(Link(url, (Text(f"image: {alt}"),)))
+                _close(top, Link, url, [Text(f"image: {alt}")], depth=len(stack))
             else:
                 _append_text(top, f"image: {alt}")
     while len(stack) > 1:
@@ -317,8 +321,16 @@ def _inline(token: Token) -> tuple[Span, ...]:
 
 def _close(parent: list[Span], cls: type | None, url: str, children: list[Span], *, depth: int) -> None:
     if cls is Link:
-        if url:
-            parent.append(Link(url, tuple(children)))
+        host = userinfo_host(url) if url else None
+        if host is not None:
+            label = plain(children)
+            if label.strip() not in ("", url):
+                parent.extend(children)
+                _append_text(parent, f" ({url} is not a link: its real host is {host})")
+            else:
+                _append_text(parent, f"{url} (not a link: its real host is {host})")
+        elif url:
+            parent.append(Link(_ascii_host(url), tuple(children)))
         else:
             parent.extend(children)
             _append_text(parent, " (unsafe link removed)")
@@ -326,6 +338,16 @@ def _close(parent: list[Span], cls: type | None, url: str, children: list[Span],
         parent.extend(children)
     else:
         parent.append(cls(tuple(children)))
+
+
+def _ascii_host(url: str) -> str:
+    """`url` with an internationalised host in punycode (markdown-it writes hrefs so already; kept as
+    the rule, not left to the parser)."""
+    parts = urlsplit(url)
+    host = idn_host(parts.hostname or "") if not url.isascii() else None
+    if not host or not host.isascii() or host.startswith("("):
+        return url
+    return parts._replace(netloc=parts.netloc.replace(parts.hostname or "", host)).geturl()
 
 
 def _append_text(spans: list[Span], text: str) -> None:

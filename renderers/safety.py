@@ -1,19 +1,30 @@
 """Platform-neutral cleaning that every renderer applies to every string from a result or schema.
 
 Removes what can disguise or run: C0/C1 control characters (terminal escape sequences among them),
-bidi overrides and isolates, zero-width characters, lone surrogates. Newlines and tabs survive only
-where the caller allows them. Platform escaping (Slack's `&<>`, Discord markdown, HTML) is each
-renderer's own job, done after this.
+bidi overrides and isolates, zero-width characters, soft hyphens, Unicode tag characters (text
+hidden in U+E0000-E007F), lone surrogates, and combining marks past `MAX_MARKS` on one character
+(Zalgo). Blank fillers that pass for letters (U+115F, U+1160, U+3164, U+FFA0, the braille blank
+U+2800) become an ordinary space, so a name made of them reads as empty; U+2028, U+2029 and U+0085
+become a newline. Newlines and tabs survive only where the caller allows them. Platform escaping
+(Slack's `&<>`, Discord markdown, HTML) is each renderer's own job, done after this.
+
+Emoji stay whole: a zero-width joiner is kept between two emoji (a family, a profession with a skin
+tone, the rainbow flag), and tag characters are kept in the three subdivision flags Unicode
+recommends (England, Scotland, Wales), the only tag sequences platforms draw; any other tag sequence
+is removed, leaving its black flag.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import cache
 from html import escape as _html_escape
 from typing import Sequence
 from urllib.parse import urlsplit
 
 __all__ = [
+    "MAX_MARKS",
     "clean",
     "clip",
     "clip_each",
@@ -21,37 +32,101 @@ __all__ = [
     "fence_safe",
     "fence_safe_each",
     "html_escape",
+    "idn_host",
     "one_line",
     "one_line_each",
     "safe_url",
     "slack_escape",
     "utf16_len",
+    "userinfo_host",
     "utf16_lens",
 ]
 
+MAX_MARKS = 4  # combining marks kept on one character: enough for any language's accents, not for Zalgo
+
+_CONTROLS = "\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f"  # C0 (but \t \n \r), C1
 _INVISIBLE = (
-    "\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"  # C0 (but \t \n \r) and C1 controls
-    "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"  # bidi, zero-width
+    _CONTROLS + "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"  # soft hyphen, bidi, zero-width, tags
     "\ud800-\udfff"  # lone surrogates
 )
-_STRIP = re.compile(f"[{_INVISIBLE}]")
-_STRIP_ALL_CONTROLS = re.compile(f"[{_INVISIBLE}\t\n\r\u2028\u2029\u0085]+")
+_FILLERS = "\u115f\u1160\u2800\u3164\uffa0"
+_STRIP = re.compile(f"[{_INVISIBLE}\u0085\u2028\u2029]")  # what a URL may not hold
+_ASCII_CONTROLS = re.compile(f"[{_CONTROLS}]")
+_EMOJI = "\u2190-\u2bff\U0001f000-\U0001faff"
+_FLAGS = tuple("\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in code) + "\U000e007f"
+               for code in ("gbeng", "gbsct", "gbwls"))
+_HIDDEN = re.compile("(" + "|".join(_FLAGS) + ")"  # kept whole
+                     f"|([{_EMOJI}][\ufe0f\U0001f3fb-\U0001f3ff]?)\u200d(?=[{_EMOJI}])"  # kept: joins emoji
+                     f"|[{_INVISIBLE}]+")  # removed
+_LINE_BREAKS = re.compile("\r\n?|[\u0085\u2028\u2029]")
+_FOLD = re.compile("[\t\n]+")
 _ALLOWED_SCHEMES = ("http", "https", "mailto")
 
 
+@cache
+def _marks() -> tuple[str, str]:
+    """The combining marks (Mn, Me) as two character classes, the BMP's and the rest; built on first use.
+
+    Two classes because `re` tests a class of BMP characters in constant time and one with
+    characters past U+FFFF range by range (30 times slower); the second is used only on a run of
+    such characters."""
+    bmp = [chr(cp) for cp in range(0x10000) if unicodedata.category(chr(cp)) in ("Mn", "Me")]
+    astral = [chr(cp) for cp in [*range(0x10000, 0x20000), *range(0xE0100, 0xE01F0)]
+              if unicodedata.category(chr(cp)) in ("Mn", "Me")]
+    return "".join(map(re.escape, bmp)), "".join(map(re.escape, astral))
+
+
+@cache
+def _disguise() -> re.Pattern[str]:
+    """Printable but disguising: a blank filler, or more than MAX_MARKS combining marks in a row."""
+    bmp, _ = _marks()
+    return re.compile(f"[{_FILLERS}]|[{bmp}]{{{MAX_MARKS + 1},}}|[\U00010000-\U0010ffff]{{{MAX_MARKS + 1},}}")
+
+
+@cache
+def _mark_runs() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    bmp, astral = _marks()
+    return (re.compile(f"([{bmp}]{{{MAX_MARKS}}})[{bmp}]+"),
+            re.compile(f"([{astral}]{{{MAX_MARKS}}})[{astral}]+"))
+
+
+_ASTRAL_RUN = re.compile(f"[\U00010000-\U0010ffff]{{{MAX_MARKS + 1},}}")
+
+
+def _untouched(text: str) -> bool:
+    """True when `clean` leaves `text` as it is (nearly always: one C-level check, and a scan for non-ASCII)."""
+    return text.isprintable() and (text.isascii() or not _disguise().search(text))
+
+
+def _keep_emoji(m: re.Match[str]) -> str:
+    if m.group(1):
+        return m.group(1)
+    return m.group(2) + "\u200d" if m.group(2) else ""
+
+
 def clean(text: str) -> str:
-    """`text` without controls, bidi overrides, zero-width characters or lone surrogates; keeps \\n and \\t."""
-    if text.isprintable():  # every character _STRIP or a line break matches is non-printable
+    """`text` without anything invisible or disguising (see the module docstring); keeps \\n and \\t."""
+    if _untouched(text):
         return text
-    text = _STRIP.sub("", text)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.isascii():
+        text = _ASCII_CONTROLS.sub("", text)
+    else:
+        text = _HIDDEN.sub(_keep_emoji, text)
+        bmp_run, astral_run = _mark_runs()
+        text = bmp_run.sub(r"\1", text)
+        if _ASTRAL_RUN.search(text):
+            text = astral_run.sub(r"\1", text)
+        for filler in _FILLERS:
+            text = text.replace(filler, " ")
+    return _LINE_BREAKS.sub("\n", text)
 
 
 def one_line(text: str) -> str:
     """`text` cleaned and folded onto one line (table cells, field names, headers)."""
-    if text.isprintable():
+    if _untouched(text):
         return text.strip()
-    return _STRIP_ALL_CONTROLS.sub(" ", text).strip()
+    return _FOLD.sub(" ", clean(text)).strip()
 
 
 def clip(text: str, limit: int, *, marker: str = "…") -> str:
@@ -66,7 +141,7 @@ def clip(text: str, limit: int, *, marker: str = "…") -> str:
 
 def one_line_each(texts: Sequence[str]) -> list[str]:
     """`one_line` of every text."""
-    if all(map(str.isprintable, texts)):
+    if all(map(str.isprintable, texts)) and _untouched("".join(texts)):
         return list(map(str.strip, texts))
     return [one_line(t) for t in texts]
 
@@ -81,8 +156,8 @@ def clip_each(texts: Sequence[str], limit: int) -> list[str]:
 def fence_safe_each(texts: Sequence[str]) -> list[str]:
     """`fence_safe` of every text."""
     joined = "\n".join(texts)
-    if "`" in joined or "~~~" in joined or "@" in joined or not all(map(str.isprintable, texts)):
-        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not t.isprintable() else t for t in texts]
+    if "`" in joined or "~~~" in joined or "@" in joined or not all(map(_untouched, texts)):
+        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not _untouched(t) else t for t in texts]
     return list(texts)
 
 
@@ -94,7 +169,9 @@ def utf16_lens(texts: Sequence[str]) -> list[int]:
 
 
 def safe_url(url: str) -> str | None:
-    """The URL if it is http, https or mailto and carries nothing hidden; None otherwise."""
+    """The URL if it is http, https or mailto and carries nothing hidden; None otherwise.
+
+    Whether it may be a live link is `userinfo_host`'s question, asked where links are made."""
     url = url.strip()
     if _STRIP.search(url) or any(c.isspace() for c in url):
         return None
@@ -103,6 +180,31 @@ def safe_url(url: str) -> str | None:
     except ValueError:
         return None
     return url if scheme in _ALLOWED_SCHEMES else None
+
+
+def userinfo_host(url: str) -> str | None:
+    """The host an http(s) URL really goes to when it names a user first, else None.
+
+    `https://trusted.example@evil.example/login` reads as trusted.example and opens evil.example:
+    such a URL is never a live link, it is shown as text with this host beside it."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return None
+    return (idn_host(host) or host) if host else "(none)"
+
+
+def idn_host(host: str) -> str | None:
+    """An internationalised host name in its punycode form (what it really is), None for an ASCII host."""
+    if host.isascii():
+        return None
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "(a host name that cannot be written in ASCII)"
 
 
 def utf16_len(text: str) -> int:
@@ -142,10 +244,27 @@ def discord_escape(text: str) -> str:
     pos = 0
     for match in _DISCORD_URL.finditer(text):
         out.append(_discord_escape_plain(text[pos:match.start()]))
-        out.append(_EVERYONE.sub("%40\\1", match.group(0)))
+        out.append(_discord_url(match.group(0), said=text[match.end():match.end() + 40]))
         pos = match.end()
     out.append(_discord_escape_plain(text[pos:]))
     return _DISCORD_LINE_START.sub(_escape_line_start, "".join(out))
+
+
+def _discord_url(url: str, *, said: str) -> str:
+    """A bare URL, which Discord makes a link: as inline code (never a link) with its real host when
+    it names a user first (unless the text `said` so right after it, as markdown's link rule does);
+    with its punycode host beside it when its host is internationalised."""
+    host = userinfo_host(url)
+    if host is not None:
+        note = "" if said.startswith((" (not a link: its real host", " is not a link: its real host")) else \
+            f" (not a link: its real host is {host})"
+        return f"`{fence_safe(url)}`{note}"
+    url = _EVERYONE.sub("%40\\1", url)
+    try:
+        ascii_host = idn_host(urlsplit(url).hostname or "")
+    except ValueError:
+        ascii_host = None
+    return f"{url} ({_discord_escape_plain(ascii_host)})" if ascii_host else url
 
 
 def _escape_line_start(m: re.Match[str]) -> str:

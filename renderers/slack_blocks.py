@@ -30,6 +30,7 @@ whole result is uploaded.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Callable
 
 from oz0.edge.cards.model import Action, Card, cell_text
@@ -228,7 +229,12 @@ def _actions_block(actions: tuple[Action, ...]) -> list[dict[str, Any]]:
 
 
 def _fallback(card: Card, cut: list[str]) -> str:
-    """The plain `text` fallback: what the card says, for notifications and screen readers."""
+    """The plain `text` fallback: what the card says, for notifications and screen readers.
+
+    Slack parses it as mrkdwn, so it is escaped (`slack_escape`) and a run of backticks from data is
+    spaced out so it cannot open a code block. It is cut as the blocks are: at a line, measured in
+    UTF-16 units after escaping (FALLBACK_MAX), with the blocks' first cut sentence kept at its end,
+    or, when only the fallback is cut, "… N more lines in the card"."""
     parts: list[str] = []
     if card.title:
         parts.append(one_line(card.title))
@@ -246,9 +252,36 @@ def _fallback(card: Card, cut: list[str]) -> str:
                      f"({count:,} {'lines' if card.diff.kind == 'lines' else 'changes'})")
     elif card.form == "text" and card.text.strip():
         parts.append(md.plain(_first_spans(card)) if card.text_format == "markdown" else clean(card.text))
-    parts += cut[:1]
-    text = slack_escape(clip("\n".join(p for p in parts if p), FALLBACK_MAX))
-    return text.strip() or "(empty result)"
+    lines = [line for p in parts if p for line in p.split("\n")]
+    tail = [_fallback_line(c, FALLBACK_MAX // 4) for c in cut[:1]]
+    room = FALLBACK_MAX - sum(utf16_len(t) + 1 for t in tail) - _FALLBACK_MORE
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        line = _fallback_line(line, room)
+        if utf16_len(line) + 1 > room:
+            tail = tail or [f"… {len(lines) - i:,} more lines in the card"]
+            break
+        out.append(line)
+        room -= utf16_len(line) + 1
+    text = "\n".join(out + tail).strip()
+    return text or "(empty result)"
+
+
+_FALLBACK_MORE = 40  # room kept for "… N more lines in the card"
+_BACKTICKS = re.compile("`{3,}")
+
+
+def _fallback_line(line: str, room: int) -> str:
+    """One line escaped, its backtick runs spaced out, cut (with "…") to `room` UTF-16 units."""
+    def escaped(text: str) -> str:
+        return _BACKTICKS.sub(lambda m: " ".join(m.group(0)), slack_escape(text))
+
+    text = escaped(line)
+    limit = len(line)
+    while utf16_len(text) > room and limit > 1:
+        limit = max(1, min(limit - 1, limit * room // max(1, utf16_len(text))))
+        text = escaped(clip(line, limit))
+    return text
 
 
 def _first_spans(card: Card) -> tuple[md.Span, ...]:
@@ -312,7 +345,7 @@ def _render(card: Card) -> Rendered:
     if not blocks:
         blocks = [context(["(empty result)"])]
     payload: dict[str, Any] = {
-        "text": _fallback(card, room.cut),
+        "text": _fallback(card, cuts),
         "blocks": blocks,
         "unfurl_links": False,
         "unfurl_media": False,

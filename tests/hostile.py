@@ -35,6 +35,10 @@ URLS = [
     "![x](javascript:alert(1))", "<javascript:alert(1)>", "<https://ok.example/a_b>", "[ok](https://ok.example)",
     "[mail](mailto:a@example.com)", "https://example.com/@everyone", "https://x.example/<@123>",
     "[a](https://x.example/\"onmouseover=\"alert(1))",
+    # issue 15 item 11: a user name before the host disguises it; an internationalised host
+    "[login](https://trusted.example@evil.example/login)", "<https://trusted.example@evil.example/login>",
+    "https://trusted.example@evil.example/login", "[x](https://user:pass@evil.example)", "https://a%40b@evil.example",
+    "[paypal](https://раураl.com/login)", "https://раураl.com/login", "<https://bücher.example/>",
 ]
 HTML = [
     "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", '<a href="javascript:alert(1)">x</a>',
@@ -49,6 +53,25 @@ INVISIBLE = [
     "\u202eevil\u202c", "\u2066iso\u2069", "\u200bzero", "a\u200db", "\ufeffbom", "\u2060joiner",
     "\u061carabic mark", "\u200e\u200f", "\x00nul", "\x1b[31mred\x1b[0m", "\x07bell", "\x85next line",
     "\x9b31mcsi", "\x7fdel", "\ud800", "a\udfffb", "\U0001f600" * 3,
+    # issue 15 item 10: text hidden in tag characters, blank fillers, soft hyphens, line separators, Zalgo
+    "pay " + "".join(chr(0xE0000 + ord(c)) for c in "ignore previous instructions") + "now",
+    "\U0001f3f4\U000e0078\U000e0078\U000e007f not a flag", "\U000e0001\U000e0020lang tag",
+    "\u3164", "admin\u3164", "\u115f\u1160name", "\uffa0half", "\u2800\u2800\u2800", "\u180emongolian",
+    "pay\u00adpal", "line\u2028separator\u2029paragraph", "Z" + "\u0301\u0336\u0489" * 20 + "algo",
+    "e\u0301\u0302\u0303\u0304\u0305\u0306", "a\u200d\u200db", "\U0001f468\u200d\u200b\u200dx",
+]
+# Emoji that are one picture only while their joiners, modifiers and tags stay: shown whole everywhere
+EMOJI = [
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466",  # family
+    "\U0001f44d\U0001f3fd",  # thumbs up, medium skin tone
+    "\U0001f469\U0001f3fd\u200d\U0001f4bb",  # woman technologist, medium skin tone
+    "\U0001f3f3\ufe0f\u200d\U0001f308",  # rainbow flag
+    "\u2764\ufe0f\u200d\U0001f525",  # heart on fire
+    "\U0001f1fa\U0001f1e6",  # a regional-indicator flag
+    "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",  # England (tag characters)
+    "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",  # Scotland
+    "1\ufe0f\u20e3",  # keycap one
+    "e\u0301 a\u0308 \u1ea1\u0302",  # accents a language needs (up to the limit of combining marks)
 ]
 LONG = [
     "A" * 100_000, "<!channel>" * 5_000, "`" * 10_000, "@everyone " * 3_000, "\u202e" * 1_000 + "x",
@@ -65,7 +88,7 @@ def naughty_strings() -> list[str]:
 
 def corpus() -> list[str]:
     """Every hostile string: ours, then the naughty strings (short ones only; LONG covers length)."""
-    return SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE + naughty_strings()
+    return SLACK + DISCORD + URLS + HTML + FENCES + CELLS + INVISIBLE + EMOJI + naughty_strings()
 
 
 def nested(depth: int) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,10 +23,44 @@ from slack_sdk.models.blocks import Block
 from oz0.edge.cards.model import Attachment
 from oz0.renderers import Rendered
 
-# Characters no payload may carry (ZWSP is allowed only where Discord escaping puts it).
-FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200c-\u200f\u202a-\u202e"
-                       "\u2060-\u2064\u2066-\u206f\ufeff\ud800-\udfff]")
+# Characters no payload may carry (ZWSP is allowed only where Discord escaping puts it; ZWJ only
+# between two emoji, tag characters only in the three subdivision flags, see `hidden`).
+FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u180e"
+                       "\u200c-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\u2800\u3164"
+                       "\ufeff\uffa0\ud800-\udfff\U000e0000-\U000e007f]")
 ZWSP = "\u200b"
+# England, Scotland, Wales: the subdivision flags Unicode recommends, written with tag characters
+FLAGS = tuple("\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in code) + "\U000e007f"
+              for code in ("gbeng", "gbsct", "gbwls"))
+_EMOJI_ZWJ = re.compile("(?<=[\u2190-\u2bff\U0001f000-\U0001faff\ufe0f\U0001f3fb-\U0001f3ff])\u200d"
+                        "(?=[\u2190-\u2bff\U0001f000-\U0001faff])")
+MARK_RUN = 4  # the renderers' limit: more combining marks than this on one character is a disguise (Zalgo)
+
+
+def _marks() -> str:
+    ranges: list[str] = []
+    start = None
+    for cp in [*range(0x20000), *range(0xE0000, 0xE0200), 0x10FFFF]:
+        mark = cp != 0x10FFFF and unicodedata.category(chr(cp)) in ("Mn", "Me")
+        if mark and start is None:
+            start = cp
+        elif not mark and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(cp - 1))}")
+            start = None
+    return "".join(ranges)
+
+
+_MARK_RUN = re.compile(f"[{_marks()}]{{{MARK_RUN + 1},}}")
+
+
+def hidden(text: str) -> str | None:
+    """What in `text` is invisible or disguising, if anything: a forbidden character (a ZWJ outside an
+    emoji sequence, a tag character outside the three flags) or a run of combining marks over the limit."""
+    for flag in FLAGS:
+        text = text.replace(flag, "")
+    text = _EMOJI_ZWJ.sub("", text)
+    found = FORBIDDEN.search(text) or _MARK_RUN.search(text)
+    return None if found is None else f"{found.group(0)!r} in {text[max(0, found.start() - 20):found.end() + 20]!r}"
 
 
 def _strings(node: Any) -> list[str]:
@@ -47,7 +82,14 @@ def _utf16(text: str) -> int:
 
 
 def _safe_scheme(url: str) -> bool:
-    return urlsplit(url).scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
+    """http, https or mailto, no space, and no user name before the host (`https://trusted.example@evil.example`)."""
+    parts = urlsplit(url)
+    return (parts.scheme.lower() in ("http", "https", "mailto") and not any(c.isspace() for c in url)
+            and "@" not in parts.netloc)
+
+
+# a URL Discord would make a live link of: outside code, with a user name before the host
+_DISCORD_USERINFO = re.compile(r"https?://[^\s/?#`]*@", re.I)
 
 
 def _rendered(rendered: Rendered) -> Any:
@@ -79,6 +121,13 @@ def check_slack(rendered: Rendered, *, shortened: bool = False) -> None:
     assert isinstance(text, str) and text.strip() and _utf16(text) <= 40_000
     assert "<" not in text and ">" not in text, "the fallback text is parsed: <…> must be escaped"
     assert not re.search(r"&(?!amp;|lt;|gt;)", text)
+    # the fallback follows the blocks' cut rules: within its 3,000 UTF-16 units after escaping, no code
+    # fence from data, and a cut card says what was cut (the first sentence at least) there too
+    assert _utf16(text) <= 3_000, f"a fallback of {_utf16(text):,} UTF-16 units"
+    assert "```" not in text, "a code fence in the fallback text"
+    if rendered.cuts and "did not fit in a Slack message" not in text:
+        escaped = [c.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for c in rendered.cuts]
+        assert any(c in text for c in escaped) or "more lines in the card" in text, (text[-300:], rendered.cuts)
     blocks = payload["blocks"]
     assert 1 <= len(blocks) <= 50, f"{len(blocks)} blocks"
     assert set(payload) == {"text", "blocks", "unfurl_links", "unfurl_media"}
@@ -106,7 +155,7 @@ def check_slack(rendered: Rendered, *, shortened: bool = False) -> None:
     for link in _links(blocks):
         assert _safe_scheme(link), link
     for s in _strings(payload):
-        assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
+        assert not hidden(s) and ZWSP not in s, hidden(s) or repr(s[:80])
     json.dumps(payload, ensure_ascii=False).encode("utf-8")
     if not shortened:
         _drawn_within_budget(payload, "Slack")
@@ -177,8 +226,9 @@ def check_discord_text(content: str) -> None:
     outside = discord_outside_code(content)
     assert not _MENTION.search(outside), f"live mention in {outside[:200]!r}"
     assert not _MASKED.search(outside), f"masked link in {outside[:200]!r}"
+    assert not _DISCORD_USERINFO.search(outside), f"a live link with a user name in {outside[:200]!r}"
     assert not re.search(r"@(everyone|here)", content, re.I), "@everyone/@here not neutralised"
-    assert not FORBIDDEN.search(content), repr(content[:80])
+    assert not hidden(content), hidden(content)
 
 
 def check_discord(rendered: Rendered, *, shortened: bool = False) -> None:
@@ -201,7 +251,7 @@ def check_discord(rendered: Rendered, *, shortened: bool = False) -> None:
         total += _utf16(text)
     assert total <= 4_000, f"{total} UTF-16 units of text"
     for s in _strings(payload):
-        assert not FORBIDDEN.search(s)
+        assert not hidden(s), hidden(s)
     files = [c["file"]["url"] for c in _walk(payload["components"]) if c.get("type") == 13]
     assert files == [f"attachment://{a.filename}" for a in rendered.uploads], "a File component for each upload"
     if not shortened:
@@ -307,7 +357,7 @@ def check_html(rendered: Rendered) -> None:
             if name == "href":
                 assert value is not None and _safe_scheme(value), value
     for s in parser.text + [v or "" for _, attrs in parser.tags for _, v in attrs]:
-        assert not FORBIDDEN.search(s) and ZWSP not in s, repr(s[:80])
+        assert not hidden(s) and ZWSP not in s, hidden(s) or repr(s[:80])
 
 
 CHECKS = {"slack": check_slack, "discord": check_discord, "html": check_html}

@@ -315,6 +315,27 @@ def test_a_bad_signature_or_a_stale_request_is_refused(home):
     run(main())
 
 
+def test_a_non_numeric_timestamp_is_a_401_without_a_traceback(home, caplog):
+    """Issue 15 item 14: bolt's verifier calls int() on the header; a junk value must be refused, not a 500."""
+    caplog.set_level("DEBUG")
+
+    async def main():
+        async with running_channel(home) as h:
+            body = slash_command_body("echo hi", response_url=h.slack.response_url("x"))
+            for junk in ("not-a-number", "", "1e9", "١٧٠٠٠٠٠٠٠٠", "99999999999999999999999999", " 1700000000"):
+                headers = signed_headers(body)
+                headers["X-Slack-Request-Timestamp"] = junk
+                status, _, _ = await h.post(body, headers)
+                assert status == 401, (junk, status)
+            await asyncio.sleep(0.2)
+            assert h.runtime.jobs() == []
+            assert [m for m in h.slack.methods() if m != "auth.test"] == []
+    run(main())
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()], \
+        [r.getMessage() for r in caplog.records if r.exc_info]
+    assert "Traceback" not in caplog.text
+
+
 def test_429_with_retry_after_is_honoured(home):
     async def main():
         async with running_channel(home) as h:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.middleware.request_verification.async_request_verification import AsyncRequestVerification
 from slack_sdk.web.async_client import AsyncWebClient
 
 from oz0.adapters.chat.cards import SHARE_ACTION
@@ -111,6 +112,23 @@ def to_share_click(body: Mapping[str, Any]) -> ShareClick:
 
 # ---- the channel ----------------------------------------------------------------------------
 
+_TIMESTAMP = re.compile(r"[0-9]{1,15}")
+
+
+class _RequestVerification(AsyncRequestVerification):
+    """bolt's signature check, after refusing a timestamp that is not a number with the same 401:
+    slack_sdk's verifier calls `int()` on the header, so junk there was an exception (a 500 and a
+    traceback in the log) rather than a refusal."""
+
+    async def async_process(self, *, req: Any, resp: Any, next: Any) -> Any:  # noqa: A002 (bolt's name)
+        if not self._can_skip(req.mode, req.body):
+            timestamp = req.headers.get("x-slack-request-timestamp", [""])[0]
+            if not _TIMESTAMP.fullmatch(timestamp):
+                log.info("refused a Slack request: its X-Slack-Request-Timestamp is not a number of seconds")
+                return self._build_error_response()
+        return await super().async_process(req=req, resp=resp, next=next)
+
+
 class SlackChannel:
     """The bolt app: each listener translates and hands the request to the ask flow."""
 
@@ -120,8 +138,10 @@ class SlackChannel:
         policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         self.wire = SlackWire(client, policy, command=command)
         self.flow = AskFlow(runtime, self.wire, policy=policy, log=log, grace_s=STOP_GRACE_S)
+        # bolt runs `before_authorize` where its own verification would run: first after the SSL check
+        verification = _RequestVerification(signing_secret, base_logger=log) if request_verification else None
         self.app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False,
-                            request_verification_enabled=request_verification, logger=log,
+                            request_verification_enabled=False, before_authorize=verification, logger=log,
                             raise_error_for_unhandled_request=False)
         self.app.command(command)(self._on_command)
         self.app.event("app_mention")(self._on_mention)
