@@ -181,7 +181,7 @@ class Questions:
             raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
-            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"))
+            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
     def _record(self, job: "Job", question: Question, answer: Answer) -> tuple[Answer, bool]:
