@@ -134,6 +134,10 @@ class RunContext:
             log.exception("progress callback failed for job %s", self.job_id)
 
 
+    def can_ask_person(self) -> bool:
+        """Whether a channel here draws this job's questions (MCP declares elicitation only then)."""
+        return self.questions is not None and self.questions.can_ask_job(self.job_id)
+
     async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
                          answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
                          source: str | None = None) -> "Answer":

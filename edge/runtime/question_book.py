@@ -83,6 +83,10 @@ class Questions:
         """Whether a channel of this platform draws questions here (it registered `on_question`)."""
         return bool(self._on_question.get(platform))
 
+    def can_ask_job(self, job_id: str) -> bool:
+        job = self.runtime.job(job_id)
+        return job is not None and self.can_ask(job_platform(job))
+
     # asking and reading ----------------------------------------------------------------------
 
     def ask(self, question: Question) -> bool:
