@@ -4,6 +4,9 @@
     python person_workflow.py ask JOB_ID      start the workflow, print "waiting", wait (to be killed)
     python person_workflow.py resume JOB_ID   relaunch (DBOS recovers the workflow), answer, print it
     python person_workflow.py expire JOB_ID   start a workflow whose question times out, print it
+    python person_workflow.py job JOB_ID      run the job (an agent that asks in its step), print
+                                              "waiting", wait (to be killed)
+    python person_workflow.py relaunch JOB_ID relaunch the engine, print the job once it has ended
 """
 
 from __future__ import annotations
@@ -35,6 +38,21 @@ async def main(mode: str, job_id: str) -> None:
     runtime = Runtime()
     await asyncio.to_thread(runtime.launch_engine)
     try:
+        if mode == "job":
+            task = asyncio.ensure_future(runtime.execute(job_id))
+            while runtime.job(job_id).status != "waiting":
+                await asyncio.sleep(0.05)
+            print("waiting", flush=True)
+            await task
+            return
+        if mode == "relaunch":
+            while not runtime.job(job_id).finished:
+                await asyncio.sleep(0.05)
+            job = runtime.job(job_id)
+            print(json.dumps({"status": job.status, "reason": job.failure_reason,
+                              "open": runtime.questions.open_steps(job_id),
+                              "closed": runtime.questions.asked(job_id, "ask-1")[1].to_dict()}), flush=True)
+            return
         if mode == "resume":
             while runtime.job(job_id).status != "waiting":
                 await asyncio.sleep(0.05)

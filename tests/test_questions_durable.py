@@ -68,3 +68,41 @@ def test_an_unanswered_durable_question_times_out(oz0_home: Path) -> None:
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert (answer["action"], answer["by"]) == ("timeout", "timeout")
+
+
+def test_a_job_waiting_inside_its_step_when_the_engine_stops_ends_interrupted_once(oz0_home: Path, tmp_path: Path) -> None:
+    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from plugin_kit import make_plugin
+
+    runtime = Runtime(oz0_home)
+    try:
+        make_plugin(tmp_path / "asks", name="asks", files={"impl.py": """
+            async def ask(text, ctx):
+                answer = await ctx.ask_person("Go?", {"type": "object", "properties": {"go": {"type": "boolean"}}})
+                return answer.action
+            """}, agents={"asks": {"description": "asks", "kind": "python", "entry": "impl:ask",
+                                   "input": "text", "output": "text"}})
+        install_plugin(runtime, load_plugin(tmp_path / "asks"), actor="test")
+        job, _ = runtime.submit("asks", "x", requester="console:maria")
+    finally:
+        runtime.close()
+    first = subprocess.Popen([sys.executable, str(SCRIPT), "job", job.id], env=env(oz0_home),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "waiting", first.stderr.read()
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    for _ in range(2):  # the second relaunch finds nothing left to do
+        again = subprocess.run([sys.executable, str(SCRIPT), "relaunch", job.id], env=env(oz0_home),
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        seen = json.loads(again.stdout.strip().splitlines()[-1])
+        assert seen["status"] == "interrupted" and "waited for an answer" in seen["reason"]
+        assert seen["open"] == [] and (seen["closed"]["action"], seen["closed"]["by"]) == ("cancel", "interrupted")
+    runtime = Runtime(oz0_home)
+    try:
+        assert [r.detail["action"] for r in runtime.audit_log() if r.action == "flow.answered"] == ["cancel"]
+    finally:
+        runtime.close()
