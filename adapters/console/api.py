@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from oz0.adapters.console import answers
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
 from oz0.edge.contracts.openapi import INVALID_INPUT_STATUS, openapi_document
@@ -251,10 +252,13 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(_COMMON_SCHEMAS)
+    hints = {spec.name: known_annotations(spec) for spec in agents}
     for path_item in doc.get("paths", {}).values():
         op = path_item.get("post")
         if not op:
             continue
+        if hints.get(op.get("x-oz0-agent")):
+            op["x-annotations"] = hints[op["x-oz0-agent"]]
         responses = op["responses"]
         output = responses["200"].get("content", {})
         output_schema = next(iter(output.values()))["schema"] if output else {}
@@ -334,7 +338,9 @@ _COMMON_SCHEMAS: dict[str, Any] = {
             "kind": {"type": "string"}, "description": {"type": "string"},
             "input": {"description": "The input JSON Schema, or \"text\"."},
             "output": {"description": "The output JSON Schema, or \"text\"."},
-            "failures": {"type": "array", "items": {"type": "object"}}}}}}},
+            "failures": {"type": "array", "items": {"type": "object"}},
+            "annotations": {"type": "object", "description": "MCP tool annotations: title, readOnlyHint, "
+                            "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."}}}}}},
 }
 
 
@@ -391,6 +397,7 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "output": spec.output.schema if spec.output is not None else "text",
         "failures": [{"name": f.name, "retryable": f.retryable, "partial": f.partial, "person": f.person,
                       "description": f.description} for f in failure_kinds(spec)],
+        "annotations": known_annotations(spec),
     }
 
 

@@ -43,6 +43,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.edge.cards.model import Card
+from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
@@ -461,6 +462,7 @@ def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "description": spec.description, "input_label": label(spec.input, spec.input_schema_file),
         "output_label": label(spec.output, spec.output_schema_file), "input_schema": schema(spec.input),
         "output_schema": schema(spec.output), "failures": console_api.failure_kinds(spec),
+        "annotations": (hints := known_annotations(spec)), "confirms": needs_confirmation(spec, hints),
     }
 
 

@@ -47,6 +47,8 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     FailureKind("UnknownAgent", description="No installed agent has this name."),
     FailureKind("Interrupted", description="The process running the job stopped before it ended.",
                 partial=True),
+    FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
+                                         "did not get it; nothing ran.", person=True),
 )}
 
 
