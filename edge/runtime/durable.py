@@ -268,11 +268,11 @@ class Engine:
         if job.finished:
             return job.status
         if job.status == "waiting":
+            for step in self.runtime.questions.open_steps(job_id):  # closed first: an ended job asks nothing
+                self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
             ended = self.runtime.end_interrupted(
                 job_id, reason="the bot restarted while this job waited for an answer inside a running step "
                                "(the call that asked is gone); ask again to rerun it")
-            for step in self.runtime.questions.open_steps(job_id):
-                self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
             return ended.status
         if job.status == "running":
             kind = self._kind(job.agent)
