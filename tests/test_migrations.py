@@ -42,7 +42,7 @@ def schema_drift(url: str) -> list:
 
 
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended")  # revision 0002
-TABLES_AFTER_BASELINE = ("claims",)  # revision 0003
+TABLES_AFTER_BASELINE = ("claims", "questions")  # revisions 0003 and 0004
 
 
 def make_pre_migration_database(url: str) -> None:

@@ -47,7 +47,7 @@ __all__ = [
     "metadata",
 ]
 
-ACTIVE_STATUSES = ("queued", "running")
+ACTIVE_STATUSES = ("queued", "running", "waiting")  # waiting: a person step is open (edge.runtime.questions)
 
 metadata = MetaData()
 
@@ -130,6 +130,26 @@ claims = Table(
     "claims", metadata,
     Column("key", String(300), primary_key=True),
     Column("at", Float, nullable=False),
+)
+
+# Person steps (edge.runtime.questions): one row per question a job asks, (job, step) once. The answer
+# columns are filled once, by a conditional UPDATE ... WHERE action IS NULL, so the first answer wins
+# across replicas. Revision 0003 (migrations/versions/0003_questions.py) makes this table.
+questions = Table(
+    "questions", metadata,
+    Column("job_id", String(32), primary_key=True),
+    Column("step", String(64), primary_key=True),
+    Column("message", Text, nullable=False),
+    Column("answer_schema", JSON, nullable=False),
+    Column("answerers", JSON, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("source", String(200), nullable=True),
+    Column("asked_at", Float, nullable=False),
+    Column("action", String(16), nullable=True),
+    Column("content", JSON(none_as_null=True), nullable=True),
+    Column("answered_by", String(200), nullable=True),
+    Column("answered_at", Float, nullable=True),
+    Column("waiter", String(300), nullable=True),  # the DBOS workflow waiting durably, which an answer wakes
 )
 
 
