@@ -81,12 +81,13 @@ def test_a_question_answered_by_its_buttons_updates_its_card_and_a_second_click_
             assert (yes["text"]["text"], no["text"]["text"]) == ("Yes", "No")
             [job] = h.runtime.jobs()
             assert job.status == "waiting"
+            shown = await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
 
             status, took = await click(h, yes)
             assert status == 200 and took < ACK_LIMIT_S
-            updates = await h.slack.wait_for("chat.update", 2)
-            [answered] = [u for u in updates if u.args["ts"] == question.args.get("ts", updates[0].args["ts"])
-                          and "by @U0ASKER at" in json.dumps(u.args["blocks"], ensure_ascii=False)]
+            [answered] = await eventually(lambda: [u for u in h.slack.of("chat.update")
+                                                   if "by @U0ASKER at" in json.dumps(u.args["blocks"], ensure_ascii=False)])
+            assert answered.args["ts"] == shown["ts"] and answered.args["channel"] == "C0GENERAL"
             assert_valid_blocks(answered.args["blocks"])
             assert "Yes — by @U0ASKER at" in json.dumps(answered.args["blocks"], ensure_ascii=False)
             assert buttons(answered.args["blocks"]) == []
@@ -119,8 +120,8 @@ def test_someone_not_among_the_answerers_is_refused_privately_and_audited(home):
             assert len(h.slack.of("chat.update")) == 0   # nothing public changed
 
             await click(h, yes, user="U0BOSS", name="boss")
-            answered = await h.slack.wait_for("chat.update")
-            assert "Yes — by @U0BOSS at" in json.dumps(answered[0].args["blocks"], ensure_ascii=False)
+            await eventually(lambda: [u for u in h.slack.of("chat.update")
+                                      if "Yes — by @U0BOSS at" in json.dumps(u.args["blocks"], ensure_ascii=False)])
     run(main())
 
 
@@ -131,8 +132,8 @@ def test_an_enum_gets_a_button_per_value(home):
             labels = [b["text"]["text"] for b in buttons(question.args["blocks"])]
             assert labels == ["prod", "staging", "dev"]
             await click(h, buttons(question.args["blocks"])[1])
-            answered = await h.slack.wait_for("chat.update")
-            assert "staging — by @U0ASKER" in json.dumps(answered[0].args["blocks"], ensure_ascii=False)
+            await eventually(lambda: [u for u in h.slack.of("chat.update")
+                                      if "staging — by @U0ASKER" in json.dumps(u.args["blocks"], ensure_ascii=False)])
     run(main())
 
 
@@ -187,3 +188,18 @@ def test_to_answer_click_reads_only_question_buttons():
     body["actions"] = [{"action_id": "oz0_answer_yes", "value": "job1/0123abcd/yes"}]
     click = slack_app.to_answer_click(body)
     assert (click.pick.job_id, click.pick.choice, click.asker.user) == ("job1", "yes", "U1")
+
+
+def test_a_question_answered_elsewhere_still_updates_its_card_in_the_thread(home):
+    async def main():
+        async with running_channel(home) as h:
+            question = await question_in_thread(h, "approve bool")
+            [job] = h.runtime.jobs()
+            shown = await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
+            assert shown["step"] == "approve" and shown["ts"]
+            await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="decline", content=None,
+                                    by=job.requester)
+            [updated] = await eventually(lambda: [u for u in h.slack.of("chat.update") if u.args["ts"] == shown["ts"]])
+            assert "Declined by @U0ASKER at" in json.dumps(updated.args["blocks"], ensure_ascii=False)
+            assert buttons(updated.args["blocks"]) == []
+    run(main())

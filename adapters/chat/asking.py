@@ -134,16 +134,16 @@ def answered_card(question: Any, answer: Any, *, platform: str) -> Card:
     """The question's card once answered: what was decided, by whom and when; no buttons."""
     when = _when(answer.at)
     if answer.action == "timeout":
-        line = f"No answer in time (closed at {when})."
+        line = f"No answer in time (closed at {when})"
     elif answer.action in ("decline", "cancel"):
-        line = f"{answer.action.capitalize()}d by {who(answer.by, platform)} at {when}."
+        line = f"{answer.action.capitalize()}d by {who(answer.by, platform)} at {when}"
     else:
         content = answer.content or {}
         choices = _choices(question.answer_schema) or []
         label = next((lbl for _, lbl, c in choices if c == content), None)
         said = label if label is not None else ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}"
                                                          for k, v in content.items())
-        line = f"{said or 'Answered'} — by {who(answer.by, platform)} at {when}."
+        line = f"{said or 'Answered'} — by {who(answer.by, platform)} at {when}"
     notes = (f"Asked by {question.source}.",) if question.source else ()
     return Card(form="text", title=line, text=question.message, text_format="plain", notes=notes)
 
