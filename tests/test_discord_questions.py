@@ -6,7 +6,6 @@ edited to say who decided."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 

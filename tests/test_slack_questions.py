@@ -193,7 +193,7 @@ def test_to_answer_click_reads_only_question_buttons():
 def test_a_question_answered_elsewhere_still_updates_its_card_in_the_thread(home):
     async def main():
         async with running_channel(home) as h:
-            question = await question_in_thread(h, "approve bool")
+            await question_in_thread(h, "approve bool")
             [job] = h.runtime.jobs()
             shown = await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
             assert shown["step"] == "approve" and shown["ts"]
