@@ -127,6 +127,9 @@ def _tool_text(tool: ToolInfo) -> str:
     lines.append(f"  input:  {_contract_line(tool, 'input')}")
     lines.append(f"  output: {_contract_line(tool, 'output')}")
     lines.append(f"  card:   {card_form(tool)}")
+    if tool.annotations:
+        hints = ", ".join(f"{k}={json.dumps(v)}" for k, v in tool.annotations.items())
+        lines.append(f"  hints:  {hints}")
     return "\n".join(lines)
 
 

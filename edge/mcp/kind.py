@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
+from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
@@ -122,7 +123,8 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
                                              f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
-    _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s)
+    _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
+                                elicit=elicitor_for(ctx, server))
     return tool_output(result, tool=tool)
 
 

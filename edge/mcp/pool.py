@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Coroutine, Mapping, TypeVar
 
+from oz0.edge.mcp.elicit import ELICIT_OPTIONS, Elicitor, ElicitingSessions
 from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
     protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
@@ -77,6 +78,7 @@ class McpServers:
     _listed: dict[ServerSpec, dict[str, ToolInfo]] = field(default_factory=dict, repr=False)
     _thread: LoopThread | None = field(default=None, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _eliciting: ElicitingSessions | None = field(default=None, repr=False)
 
     def _loop(self) -> LoopThread:
         with self._guard:
@@ -102,15 +104,22 @@ class McpServers:
         return pick(tools, name, server)
 
     async def call(self, server: ServerSpec, tool: str, arguments: Mapping[str, Any], *,
-                   timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> tuple[ToolInfo, dict[str, Any]]:
-        """Call `tool` and return it as listed with its wire-shaped CallToolResult (camelCase keys)."""
-        return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s))
+                   timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+                   elicit: Elicitor | None = None) -> tuple[ToolInfo, dict[str, Any]]:
+        """Call `tool` and return it as listed with its wire-shaped CallToolResult (camelCase keys).
+        With `elicit`, the call may ask its job's person (edge.mcp.elicit)."""
+        return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s, elicit))
 
     async def _on_loop(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                       timeout_s: float) -> Any:
+                       timeout_s: float, elicit: Elicitor | None = None) -> Any:
+        if server.is_stdio and elicit is not None:
+            if self._eliciting is None:
+                self._eliciting = ElicitingSessions(self)
+            async with self._eliciting.borrow(server, elicit) as entry:
+                return await self._stdio_call(server, tool, arguments, timeout_s, entry=entry)
         if server.is_stdio:
             return await self._stdio_call(server, tool, arguments, timeout_s)
-        return await self._http_call(server, tool, arguments, timeout_s)
+        return await self._http_call(server, tool, arguments, timeout_s, elicit=elicit)
 
     async def _list(self, client: Any, server: ServerSpec, timeout_s: float) -> dict[str, ToolInfo]:
         tools = await timed(list_tools(client), timeout_s, f"listing the tools of `{server.label()}`")
@@ -118,8 +127,8 @@ class McpServers:
         return tools
 
     async def _stdio_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                          timeout_s: float) -> Any:
-        entry = self._stdio.get(server)
+                          timeout_s: float, *, entry: StdioServer | None = None) -> Any:
+        entry = entry or self._stdio.get(server)
         if entry is None:
             entry = self._stdio[server] = StdioServer(server, self)
         client = await entry.session()
@@ -142,7 +151,7 @@ class McpServers:
         return info, result
 
     async def _http_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                         timeout_s: float) -> Any:
+                         timeout_s: float, *, elicit: Elicitor | None = None) -> Any:
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
         import httpx2
@@ -154,8 +163,9 @@ class McpServers:
             try:
                 http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(
                     HTTP_CONNECT_TIMEOUT_S, read=timeout_s + 5.0))
+                options = {"elicitation_callback": elicit, **ELICIT_OPTIONS} if elicit is not None else {}
                 async with http, Client(streamable_http_client(server.url or "", http_client=http),
-                                        cache=None) as client:
+                                        cache=None, **options) as client:
                     edge_session(client)
                     tools = await self._list(client, server, timeout_s)
                     if tool is None:
@@ -202,6 +212,9 @@ class McpServers:
     async def _close_all(self) -> None:
         entries = list(self._stdio.values())
         self._stdio.clear()
+        if self._eliciting is not None:
+            entries += self._eliciting.entries()
+            self._eliciting.clear()
         await asyncio.gather(*(e.close() for e in entries), return_exceptions=True)
 
 

@@ -70,7 +70,8 @@ def edge_session(client: Any) -> None:
 def _tool_info(tool: Any) -> ToolInfo:
     wire = tool.model_dump(by_alias=True, exclude_none=True, mode="json")
     return ToolInfo(name=wire["name"], description=wire.get("description") or "", title=wire.get("title"),
-                    input_schema=wire.get("inputSchema"), output_schema=wire.get("outputSchema"))
+                    input_schema=wire.get("inputSchema"), output_schema=wire.get("outputSchema"),
+                    annotations=wire.get("annotations") or None)
 
 
 async def list_tools(client: Any) -> dict[str, ToolInfo]:

@@ -137,6 +137,7 @@ class ToolInfo:
     title: str | None = None
     input_schema: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None  # title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint
 
     def input_contract(self) -> Contract | None:
         """The tool's inputSchema as a contract; ContractError names the tool (e.g. a remote $ref)."""
@@ -158,4 +159,6 @@ class ToolInfo:
         out["inputSchema"] = self.input_schema
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = dict(self.annotations)
         return out

@@ -70,9 +70,11 @@ class StderrTail:
 class StdioServer:
     """One stdio server process and its session, owned by one task, restarted after a crash."""
 
-    def __init__(self, spec: ServerSpec, pool: "McpServers") -> None:
+    def __init__(self, spec: ServerSpec, pool: "McpServers", *, eliciting: bool = False) -> None:
         self.spec = spec
         self.pool = pool
+        self.eliciting = eliciting  # serves one call at a time and answers its elicitation (edge.mcp.elicit)
+        self.elicitor: Any = None
         self.client: Any = None
         self.tools: dict[str, ToolInfo] | None = None
         self.stderr: StderrTail | None = None
@@ -124,7 +126,8 @@ class StdioServer:
 
         async def own() -> None:
             try:
-                async with Client(stdio_client(params, errlog=stderr.writer), cache=None) as client:
+                async with Client(stdio_client(params, errlog=stderr.writer), cache=None,
+                                  **self._elicit_options()) as client:
                     edge_session(client)
                     ready.set_result(client)
                     await stop.wait()
@@ -162,6 +165,20 @@ class StdioServer:
                 why = describe(exc)
             raise McpFailure("Unavailable", f"the MCP server `{self.spec.label()}` could not start: {why}",
                              stderr_tail=stderr.text()) from None
+
+    def _elicit_options(self) -> dict[str, Any]:
+        if not self.eliciting:
+            return {}
+        from oz0.edge.mcp.elicit import ELICIT_OPTIONS
+
+        return {"elicitation_callback": self._elicit, **ELICIT_OPTIONS}
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        if self.elicitor is None:
+            return types.ErrorData(code=types.INVALID_REQUEST, message="no tool call is running to ask for")
+        return await self.elicitor(context, params)
 
     async def _teardown(self) -> None:
         owner, stop = self._owner, self._stop

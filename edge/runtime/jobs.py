@@ -47,6 +47,8 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     FailureKind("UnknownAgent", description="No installed agent has this name."),
     FailureKind("Interrupted", description="The process running the job stopped before it ended.",
                 partial=True),
+    FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
+                                         "did not get it; nothing ran.", person=True),
 )}
 
 
@@ -133,6 +135,10 @@ class RunContext:
         except Exception:  # a broken progress sink must not end the agent's work
             log.exception("progress callback failed for job %s", self.job_id)
 
+
+    def can_ask_person(self) -> bool:
+        """Whether a channel here draws this job's questions (MCP declares elicitation only then)."""
+        return self.questions is not None and self.questions.can_ask_job(self.job_id)
 
     async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
                          answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,

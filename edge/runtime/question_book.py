@@ -83,6 +83,10 @@ class Questions:
         """Whether a channel of this platform draws questions here (it registered `on_question`)."""
         return bool(self._on_question.get(platform))
 
+    def can_ask_job(self, job_id: str) -> bool:
+        job = self.runtime.job(job_id)
+        return job is not None and self.can_ask(job_platform(job))
+
     # asking and reading ----------------------------------------------------------------------
 
     def ask(self, question: Question) -> bool:
@@ -181,7 +185,7 @@ class Questions:
             raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
-            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"))
+            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
     def _record(self, job: "Job", question: Question, answer: Answer) -> tuple[Answer, bool]:

@@ -85,10 +85,11 @@ class Answer:
 class AnswerRefused(Exception):
     """An answer not taken: 403 not an answerer, 409 already answered or not waiting, 422 invalid."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, violations: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.violations = violations  # for 422: the contract's Violations (json_path, keyword, message)
 
 
 def job_platform(job: "Job") -> str:

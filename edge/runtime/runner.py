@@ -30,6 +30,7 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_e
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
+from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
@@ -267,6 +268,7 @@ class Runtime(PersonSteps):
             spec, plugin = self._lookup(job.agent)
             spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
             value = self.parse_input(spec, job.input)
+            await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
             plugin_path = Path(plugin.path)
             while True:
                 attempts += 1

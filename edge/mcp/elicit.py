@@ -1,0 +1,124 @@
+"""MCP elicitation as a person step: a tool that sends `elicitation/create` (form mode) during a call
+pauses the job to ask its asker (ctx.ask_person), and the answer goes back as the tool's ElicitResult.
+
+Why sessions of their own: a stdio session is shared by every job that calls the server, and an
+elicitation request does not say which of the session's calls it belongs to (the related request id
+is transport metadata, not on the wire). So a call that may elicit borrows a session that serves one
+call at a time (`ElicitingSessions`), kept and reused like the shared one; the request then belongs
+to that call. Such a session declares the `elicitation` capability, and is opened only for jobs whose
+channel can ask (`RunContext.can_ask_person`: a channel registered `on_question` for the job's
+platform); every other call uses the shared session, which declares none. Eliciting sessions use the
+handshake protocol (`initialize`), where a server has the back-channel `elicitation/create` needs.
+
+The MCP spec asks that the user see which server asks: the question's `source` is the server's name
+(its `serverInfo`, else the configured label). accept / decline / cancel map to the ElicitResult;
+a person step that times out (or a stopped job) answers `cancel`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from oz0.edge.mcp.spec import ServerSpec
+from oz0.edge.runtime.questions import check_answer_schema
+
+if TYPE_CHECKING:
+    from oz0.edge.mcp.pool import McpServers
+    from oz0.edge.mcp.stdio import StdioServer
+
+__all__ = ["ELICIT_OPTIONS", "Elicitor", "ElicitingSessions", "MAX_ELICITING_SESSIONS", "elicitor_for"]
+
+MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
+ELICIT_OPTIONS = {"mode": "legacy"}  # the handshake protocol: the server has a back-channel to ask
+
+
+@dataclass
+class Elicitor:
+    """Answers one call's `elicitation/create` requests by asking the job's person, on the job's loop."""
+
+    ctx: Any
+    server: ServerSpec
+    job_loop: asyncio.AbstractEventLoop
+    asked: int = 0
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        if getattr(params, "mode", "form") != "form":
+            return types.ErrorData(code=types.INVALID_PARAMS, message="this client answers form-mode "
+                                                                         "elicitation only, not URL mode")
+        schema = dict(params.requested_schema)
+        try:
+            check_answer_schema(schema)
+        except ValueError as exc:
+            return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
+        self.asked += 1
+        asking = self.ctx.ask_person(params.message, schema, step=self._step(), source=_server_name(context, self.server))
+        answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asking, self.job_loop))
+        if answer.action == "accept":
+            return types.ElicitResult(action="accept", content=answer.content)
+        if answer.action == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="cancel")
+
+    def _step(self) -> str:
+        book = self.ctx.questions
+        return f"elicit-{book.count(self.ctx.job_id) + 1}" if book is not None else f"elicit-{self.asked}"
+
+
+def elicitor_for(ctx: Any, server: ServerSpec) -> Elicitor | None:
+    """The elicitation handler of a call, when its job's channel can ask; else None (no capability)."""
+    if ctx is None or not getattr(ctx, "can_ask_person", lambda: False)():
+        return None
+    return Elicitor(ctx, server, asyncio.get_running_loop())
+
+
+def _server_name(context: Any, server: ServerSpec) -> str:
+    info = getattr(getattr(context, "session", None), "server_info", None)
+    name = (getattr(info, "title", None) or getattr(info, "name", None)) if info is not None else None
+    return str(name or server.label())
+
+
+@dataclass
+class ElicitingSessions:
+    """Stdio sessions that serve one eliciting call at a time, per server, reused between calls."""
+
+    pool: "McpServers"
+    _free: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
+    _all: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
+    _changed: asyncio.Condition | None = None
+
+    @contextlib.asynccontextmanager
+    async def borrow(self, server: ServerSpec, elicitor: Elicitor) -> AsyncIterator["StdioServer"]:
+        from oz0.edge.mcp.stdio import StdioServer
+
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        async with self._changed:
+            while not self._free.get(server) and len(self._all.get(server, ())) >= MAX_ELICITING_SESSIONS:
+                await self._changed.wait()
+            free = self._free.setdefault(server, [])
+            if free:
+                entry = free.pop()
+            else:
+                entry = StdioServer(server, self.pool, eliciting=True)
+                self._all.setdefault(server, []).append(entry)
+        entry.elicitor = elicitor
+        try:
+            yield entry
+        finally:
+            entry.elicitor = None
+            async with self._changed:
+                self._free[server].append(entry)
+                self._changed.notify()
+
+    def entries(self) -> list["StdioServer"]:
+        """Every eliciting session opened, free or serving a call (to close them all)."""
+        return [entry for entries in self._all.values() for entry in entries]
+
+    def clear(self) -> None:
+        self._free.clear()
+        self._all.clear()
