@@ -203,3 +203,33 @@ def test_a_question_answered_elsewhere_still_updates_its_card_in_the_thread(home
             assert "Declined by @U0ASKER at" in json.dumps(updated.args["blocks"], ensure_ascii=False)
             assert buttons(updated.args["blocks"]) == []
     run(main())
+
+
+def test_a_private_ask_whose_answerers_are_others_asks_in_the_channel(home):
+    async def main():
+        async with running_channel(home) as h:
+            await h.command("approve bool U0BOSS", trigger_id="ask-2")
+            [posted] = await h.slack.wait_for("chat.postMessage")
+            assert posted.args["channel"] == "C0GENERAL" and "thread_ts" not in posted.args
+            assert [b["text"]["text"] for b in buttons(posted.args["blocks"])] == ["Yes", "No"]
+            assert not [r for r in responses(h, "ask-2") if r.get("blocks") and buttons(r["blocks"])]
+            [job] = h.runtime.jobs()
+            await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="decline", content=None,
+                                    by="slack:U0BOSS")
+            await eventually(lambda: h.runtime.job(job.id).finished)
+    run(main())
+
+
+def test_a_private_question_answered_elsewhere_is_told_to_the_asker_privately(home):
+    async def main():
+        async with running_channel(home) as h:
+            await h.command("approve bool", trigger_id="ask-3")
+            await eventually(lambda: [r for r in responses(h, "ask-3") if r.get("blocks") and buttons(r["blocks"])])
+            [job] = h.runtime.jobs()
+            await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
+            await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="accept",
+                                    content={"approved": False}, by=job.requester)
+            [told] = await h.slack.wait_for("chat.postEphemeral")
+            assert told.args["user"] == "U0ASKER"
+            assert "No — by @U0ASKER at" in json.dumps(told.args["blocks"], ensure_ascii=False)
+    run(main())
