@@ -34,6 +34,7 @@ __all__ = [
     "mention_event_body",
     "signed_headers",
     "slash_command_body",
+    "view_submission_body",
 ]
 
 TEAM = "T0OZ0TEST"
@@ -254,6 +255,16 @@ class SlackStandIn:
             return _error("invalid_arguments")
         return _ok(files=[{"id": f["id"], "title": f.get("title", ""), "name": f.get("title", "")} for f in files])
 
+    async def _m_views_open(self, args: dict[str, Any]) -> web.Response:
+        if not args.get("trigger_id"):
+            return _error("invalid_trigger_id")
+        view = args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not isinstance(view, dict) or view.get("type") != "modal" or _view_problem(view):
+            return _error("invalid_arguments")
+        return _ok(view={**view, "id": f"V{next(self._files):07d}"})
+
     async def _m_usergroups_users_list(self, args: dict[str, Any]) -> web.Response:
         group = args.get("usergroup")
         if group not in self.usergroups:
@@ -297,6 +308,17 @@ def _blocks_problem(blocks: Any) -> str | None:
     except Exception:  # slack_sdk raises SlackObjectFormationError (and KeyError on broken input)
         return "invalid_blocks"
     return None
+
+
+def _view_problem(view: dict[str, Any]) -> str | None:
+    """What Slack would say about a modal, using slack_sdk's View model; None when fine."""
+    from slack_sdk.models.views import View
+
+    try:
+        View(**view).validate_json()
+    except Exception:  # slack_sdk raises SlackObjectFormationError (and TypeError on unknown fields)
+        return "invalid_arguments"
+    return _blocks_problem(view.get("blocks"))
 
 
 # ---- what Slack sends to the app -------------------------------------------------------------
@@ -343,12 +365,27 @@ def mention_event_body(text: str, *, event_id: str = "Ev0001", user: str = "U0AS
 
 
 def block_action_body(*, action_id: str, value: str, response_url: str, user: str = "U0ASKER",
-                      channel: str = "C0GENERAL", team: str = TEAM) -> str:
+                      channel: str = "C0GENERAL", team: str = TEAM, block_id: str = "oz0_share",
+                      trigger_id: str = "2000.42.share") -> str:
     payload = {
         "type": "block_actions", "user": {"id": user, "team_id": team}, "api_app_id": "A0OZ0",
         "team": {"id": team}, "channel": {"id": channel}, "container": {"type": "message", "is_ephemeral": True},
-        "trigger_id": "2000.42.share", "response_url": response_url,
-        "actions": [{"type": "button", "action_id": action_id, "block_id": "oz0_share", "value": value,
+        "trigger_id": trigger_id, "response_url": response_url,
+        "actions": [{"type": "button", "action_id": action_id, "block_id": block_id, "value": value,
                      "action_ts": str(time.time())}],
+    }
+    return urllib.parse.urlencode({"payload": json.dumps(payload)})
+
+
+def view_submission_body(view: dict[str, Any], values: dict[str, Any], *, user: str = "U0ASKER",
+                         team: str = TEAM) -> str:
+    """The submit of a modal the app opened: its callback_id and private_metadata come back, and
+    `values` as `view.state.values` ({block_id: {action_id: {"type": ..., ...}}})."""
+    payload = {
+        "type": "view_submission", "user": {"id": user, "team_id": team}, "api_app_id": "A0OZ0",
+        "team": {"id": team}, "trigger_id": "3000.42.submit",
+        "view": {"id": "V0000001", "type": "modal", "callback_id": view["callback_id"],
+                 "private_metadata": view.get("private_metadata", ""), "blocks": view.get("blocks", []),
+                 "state": {"values": values}, "hash": "1.abc"},
     }
     return urllib.parse.urlencode({"payload": json.dumps(payload)})

@@ -15,6 +15,9 @@ What is Discord's here:
 - The interaction token lives 15 minutes. A job that ends after that (less a margin) posts its card
   as a new message in the channel instead of editing the expired response.
 - The client's `allowed_mentions` parses nothing (the renderer's bodies say so themselves).
+- A job's question is answered with its buttons or its modal (sent as the "Answer…" click's first
+  answer); a click or submit is deferred (the message with the buttons is then edited into what
+  was decided) and a refusal is an ephemeral follow-up.
 - `DISCORD_API_URL` replaces discord.py's `Route.BASE` (a class attribute: one per process, restored
   when the channel stops) and the gateway URL then comes from that API's `/gateway/bot`.
 """
@@ -30,11 +33,12 @@ import yarl
 from discord import app_commands
 from discord.http import Route
 
+from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow, Restarts
-from oz0.adapters.chat.wire import Ask, ChatRuntime, ShareClick
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.runtime.access import AccessPolicy, Asker
 
 __all__ = [
@@ -52,6 +56,7 @@ __all__ = [
     "report_interrupted",
     "serve",
     "snowflake_time",
+    "to_answer_click",
     "to_ask",
     "to_share_click",
 ]
@@ -138,6 +143,21 @@ def to_share_click(data: Mapping[str, Any], *, interaction: Any = None) -> Share
         raise ValueError("not a share button")
     asker = asker_of(data)
     return ShareClick(job_id, asker, _reply(data, asker, interaction))
+
+
+def to_answer_click(data: Mapping[str, Any], *, interaction: Any = None) -> AnswerClick:
+    """A click on a question's button (a component interaction) or its modal's submit; ValueError
+    for another component or modal."""
+    custom_id = str((data.get("data") or {}).get("custom_id", ""))
+    prefix, _, value = custom_id.partition(":")
+    pick = pick_of(value) if prefix.startswith(f"{ANSWER_ACTION}_") else None
+    if pick is None:
+        raise ValueError("not a question's button or modal")
+    asker = asker_of(data)
+    if not data.get("token") or asker.user is None or asker.channel is None:
+        raise ValueError("interaction without token, user or channel")
+    form = _modal_values((data.get("data") or {}).get("components") or []) if data.get("type") == 5 else None
+    return AnswerClick(pick, asker, _reply(data, asker, interaction), form=form)
 
 
 def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -302,12 +322,15 @@ class DiscordChannel:
         await interaction.response.send_modal(_AskModal(self, allowed, message.content))
 
     async def _on_interaction(self, interaction: discord.Interaction) -> None:
-        if interaction.type is not discord.InteractionType.component:
+        kinds = (discord.InteractionType.component, discord.InteractionType.modal_submit)
+        if interaction.type not in kinds:
             return
-        if share_job(str((interaction.data or {}).get("custom_id", ""))) is None:
-            return
+        custom_id = str((interaction.data or {}).get("custom_id", ""))
         try:
-            await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))
+            if custom_id.startswith(f"{ANSWER_ACTION}_"):
+                await self.flow.answer(to_answer_click(self._wire(interaction), interaction=interaction))
+            elif interaction.type is discord.InteractionType.component and share_job(custom_id) is not None:
+                await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))
         except Exception as exc:
             await self.on_error(interaction, exc)
 
@@ -331,6 +354,7 @@ class DiscordChannel:
     async def run(self, stop: asyncio.Event) -> None:
         """Log in, connect to the gateway and answer until `stop` is set; then close cleanly."""
         self.flow.deliver_durably()
+        self.flow.listen_questions()
         with api_base(self.settings.api_url):
             async with self.client:
                 await self.client.login(self.settings.token)

@@ -13,15 +13,19 @@ from typing import Any, Mapping, Sequence
 import discord
 from discord.http import Route
 
-from oz0.adapters.chat.wire import Ask, ShareClick, Syntax, WireRefused
+from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
+from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import Asker
+from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["ASK_MESSAGE_COMMAND", "DiscordWire", "INTERACTION_TOKEN_S", "ReplyTarget"]
 
 log = logging.getLogger("oz0.discord")
 
+EPHEMERAL = 1 << 6              # a message's flag: seen by the person it answers alone
+MODAL = 9                        # interaction callback type: open a modal
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
@@ -135,6 +139,64 @@ class DiscordWire:
 
     def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
         return ReplyTarget.from_dict(data)
+
+    # -- questions --
+
+    async def post_question(self, reply: ReplyTarget, rendered: Rendered, *, private: bool) -> dict[str, Any]:
+        body = dict(rendered.payload)
+        if private and self.private(reply):
+            followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}", webhook_id=reply.application_id,
+                             webhook_token=reply.token)
+            message = await self._send(followup, {**body, "flags": int(body.get("flags") or 0) | EPHEMERAL})
+            return {"message": str(message["id"])}
+        route = Route("POST", "/channels/{channel_id}/messages", channel_id=reply.channel_id)
+        try:
+            message = await self._send(route, body)
+        except discord.HTTPException as exc:
+            raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
+        return {"message": str(message["id"]), "channel": reply.channel_id}
+
+    async def update_question(self, reply: ReplyTarget, shown: Mapping[str, Any], rendered: Rendered, *,
+                              via: ReplyTarget | None = None) -> None:
+        if via is not None:   # the click was deferred as an update of the message it came from
+            route = _original(via)
+        elif shown.get("channel"):
+            route = Route("PATCH", "/channels/{channel_id}/messages/{message_id}", channel_id=shown["channel"],
+                          message_id=shown.get("message"))
+        elif shown.get("message") and self.private(reply):
+            route = Route("PATCH", "/webhooks/{webhook_id}/{webhook_token}/messages/{message_id}",
+                          webhook_id=reply.application_id, webhook_token=reply.token, message_id=shown["message"])
+        else:
+            log.warning("the question in channel %s can no longer be edited (its token expired)", reply.channel_id)
+            return
+        try:
+            await self._send(route, rendered.payload)
+        except discord.HTTPException as exc:
+            log.error("could not update the question in channel %s: %s %s", reply.channel_id, exc.status, exc.text)
+
+    async def hold(self, click: AnswerClick) -> None:
+        await click.reply.interaction.response.defer()   # a deferred update of the message clicked
+
+    async def open_form(self, click: AnswerClick, question: Any) -> None:
+        reply: ReplyTarget = click.reply
+        modal = discord_modal.modal_for(answer_schema=question.answer_schema,
+                                        custom_id=f"{ANSWER_ACTION}_{FORM}:{click.pick.value}")
+        route = Route("POST", "/interactions/{interaction_id}/{interaction_token}/callback",
+                      interaction_id=reply.interaction.id, interaction_token=reply.token)
+        await self.client.http.request(route, json={"type": MODAL, "data": modal})
+
+    def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        return discord_modal.submitted(answer_schema, click.form or {})
+
+    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+        reply: ReplyTarget = click.reply
+        followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}", webhook_id=reply.application_id,
+                         webhook_token=reply.token)
+        await self._send(followup, {"content": discord.utils.escape_markdown(message)[:2000], "flags": EPHEMERAL,
+                                    "allowed_mentions": {"parse": []}})
+
+    async def answer_taken(self, click: AnswerClick) -> None:
+        return None   # the message clicked is edited into the answer (on_answered)
 
     async def _send(self, route: Route, body: Mapping[str, Any], files: Sequence[Attachment] = ()) -> Any:
         """Send a message body as it is through discord.py's HTTP client (its rate limits, its retries)."""

@@ -13,6 +13,8 @@ A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in t
   "working..." message shows its progress and is replaced by the card, files uploaded beside it.
 - A private answer carries "Share in channel": only the asker may share it, once (a durable claim).
 - After a restart, each job a crash left running is reported interrupted where it was asked, once.
+- A job that asks someone shows its question where it was asked and takes the answer from its
+  buttons or modal (`question_flow.Questions`, registered with `listen_questions`).
 
 Cards are drawn by `oz0.renderers.render` and sent as they are; the flow never builds markup.
 """
@@ -27,8 +29,9 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
+from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.edge.cards.model import Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
@@ -56,6 +59,16 @@ class AskFlow:
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
         self._progress: dict[str, _Progress] = {}
+        self.questions = Questions(self, log=log)
+
+    def listen_questions(self) -> None:
+        """Show this platform's jobs' questions where they were asked, and update them once answered
+        (wherever the answer came from). Call on the channel's loop."""
+        self.questions.listen()
+
+    async def answer(self, click: AnswerClick) -> None:
+        """A click on a question's button, or its modal's submit."""
+        await self.questions.click(click)
 
     def deliver_durably(self) -> None:
         """Let the engine post this platform's finished jobs through this flow: a job's durable

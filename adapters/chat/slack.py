@@ -12,11 +12,15 @@ What is Slack's here:
   thread, the "working..." message replaced by the card with `chat.update`.
 - The delivery id is the event's `event_id` or the command's `trigger_id`.
 - Files go to the asker's direct messages for a private answer, else into the thread.
+- A job's question is answered with its buttons (block_actions, acked at once) or its modal
+  (`views.open` from the "Answer…" button; the view_submission is acked with the outcome: errors
+  under the field keep it open, an empty ack closes it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from typing import Any, Callable, Mapping
@@ -26,14 +30,18 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.middleware.request_verification.async_request_verification import AsyncRequestVerification
 from slack_sdk.web.async_client import AsyncWebClient
 
+from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
-from oz0.adapters.chat.slack_wire import COMMAND, ReplyTarget, SlackWire
-from oz0.adapters.chat.wire import Ask, ChatRuntime, ShareClick
+from oz0.adapters.chat.slack_wire import COMMAND, ClickReply, ReplyTarget, SlackWire
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.renderers.slack_modal import CALLBACK_ID as ANSWER_FORM
 
 __all__ = [
+    "ANSWER_ACTION",
+    "ANSWER_FORM",
     "EVENTS_PATH",
     "ReplyTarget",
     "SHARE_ACTION",
@@ -43,6 +51,8 @@ __all__ = [
     "configured",
     "report_interrupted",
     "serve",
+    "to_answer_click",
+    "to_answer_submit",
     "to_ask",
     "to_share_click",
 ]
@@ -110,6 +120,40 @@ def to_share_click(body: Mapping[str, Any]) -> ShareClick:
     return ShareClick(str(action.get("value", "")), Asker("slack", workspace=team, channel=channel, user=user), reply)
 
 
+def to_answer_click(body: Mapping[str, Any]) -> AnswerClick:
+    """A click on a question's button (block_actions); ValueError when it names no question."""
+    user = str((body.get("user") or {}).get("id", ""))
+    channel = str((body.get("channel") or {}).get("id", ""))
+    team = (body.get("team") or {}).get("id")
+    action = next((a for a in body.get("actions") or () if str(a.get("action_id", "")).startswith(ANSWER_ACTION)),
+                  {})
+    pick = pick_of(str(action.get("value", "")))
+    if pick is None or not user:
+        raise ValueError("not a question's button")
+    reply = ClickReply(channel=channel, user=user, team=team, response_url=body.get("response_url"),
+                       trigger_id=body.get("trigger_id"))
+    return AnswerClick(pick, Asker("slack", workspace=team, channel=channel, user=user), reply)
+
+
+def to_answer_submit(body: Mapping[str, Any], *, ack: Callable[..., Any]) -> AnswerClick:
+    """The submit of a question's modal (view_submission): the job and step come back in its
+    private_metadata, the answer in its state; ValueError when it is not ours."""
+    view = body.get("view") or {}
+    user = str((body.get("user") or {}).get("id", ""))
+    team = (body.get("team") or {}).get("id")
+    try:
+        meta = json.loads(view.get("private_metadata") or "")
+        pick = AnswerPick(str(meta["job"]), str(meta["digest"]), "submit")
+        channel = str(meta.get("channel") or "")
+    except (ValueError, KeyError, TypeError):
+        raise ValueError("a modal submit without oz0's metadata") from None
+    if not user:
+        raise ValueError("a modal submit without a user")
+    reply = ClickReply(channel=channel, user=user, team=team, response_url=meta.get("response_url"), ack=ack)
+    return AnswerClick(pick, Asker("slack", workspace=team, channel=channel, user=user), reply,
+                       form=(view.get("state") or {}).get("values") or {})
+
+
 # ---- the channel ----------------------------------------------------------------------------
 
 _TIMESTAMP = re.compile(r"[0-9]{1,15}")
@@ -146,6 +190,8 @@ class SlackChannel:
         self.app.command(command)(self._on_command)
         self.app.event("app_mention")(self._on_mention)
         self.app.action(SHARE_ACTION)(self._on_share)
+        self.app.action(re.compile(f"^{ANSWER_ACTION}_"))(self._on_answer)
+        self.app.view(ANSWER_FORM)(self._on_answer_form)
         self.app.error(self._on_error)
 
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
@@ -173,6 +219,25 @@ class SlackChannel:
         await ack()
         await self.flow.share(to_share_click(body))
 
+    async def _on_answer(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        try:
+            click = to_answer_click(body)
+        except ValueError as exc:
+            log.warning("ignored a click: %s", exc)
+            return
+        await self.flow.answer(click)
+
+    async def _on_answer_form(self, ack: Any, body: dict[str, Any]) -> None:
+        """The modal's submit: acked by the flow with the outcome (Slack gives 3 s)."""
+        try:
+            click = to_answer_submit(body, ack=ack)
+        except ValueError as exc:
+            log.warning("ignored a modal submit: %s", exc)
+            await ack()
+            return
+        await self.flow.answer(click)
+
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         log.error("Slack listener failed for a %s payload", body.get("type") or body.get("command"),
                   exc_info=error)
@@ -195,6 +260,7 @@ async def serve(runtime: ChatRuntime, *, env: Mapping[str, str], stop: asyncio.E
     channel = SlackChannel(runtime, client=web_client(settings), signing_secret=settings.signing_secret,
                            request_verification=not settings.socket_mode)
     channel.flow.deliver_durably()
+    channel.flow.listen_questions()
     try:
         if settings.socket_mode:
             await _serve_socket_mode(channel, settings, stop)

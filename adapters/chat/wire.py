@@ -18,7 +18,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.jobs import Job
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["Ask", "ChatRuntime", "ChatWire", "Reply", "ShareClick", "Syntax", "WireRefused"]
+__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "Reply", "ShareClick", "Syntax", "WireRefused"]
 
 
 class Reply(Protocol):
@@ -62,6 +62,18 @@ class ShareClick:
 
 
 @dataclass(frozen=True)
+class AnswerClick:
+    """A click on a question's button, or the submit of its modal (`form`: the platform's own
+    submission, read by `ChatWire.submitted`). `pick` is the button's value read back
+    (`adapters.chat.asking.AnswerPick`); `reply` is where to answer the clicker privately."""
+
+    pick: Any
+    asker: Asker
+    reply: Any
+    form: Any = None
+
+
+@dataclass(frozen=True)
 class Syntax:
     """How people type an ask on this platform, for the help card and the hints."""
 
@@ -101,6 +113,15 @@ class ChatRuntime(Protocol):
     def deliver_with(self, platform: str, deliver: Callable[[Job], Awaitable[None]]) -> None: ...
 
     def delivers(self, platform: str) -> bool: ...
+
+    def question(self, job_id: str) -> Any: ...
+
+    def answer(self, job_id: str, step: str, *, action: str, content: Mapping[str, Any] | None, by: str,
+               groups: Sequence[str] = (), roles: Sequence[str] = ()) -> Any: ...
+
+    def on_question(self, platform: str, callback: Callable[[Job, Any], Awaitable[None]]) -> None: ...
+
+    def on_answered(self, platform: str, callback: Callable[[Job, Any, Any], Awaitable[None]]) -> None: ...
 
 
 class ChatWire(Protocol):
@@ -172,4 +193,38 @@ class ChatWire(Protocol):
         """A journaled reply target (`Reply.to_dict()`) read back."""
         ...
 
+    # -- questions (a job that asks someone) --
+
+    async def post_question(self, reply: Any, rendered: Rendered, *, private: bool) -> dict[str, Any]:
+        """Show a job's question where it was asked (to the asker alone when `private`); what names
+        the message for `update_question`, as JSON."""
+        ...
+
+    async def update_question(self, reply: Any, shown: Mapping[str, Any], rendered: Rendered, *,
+                              via: Any = None) -> None:
+        """Replace the question's message with its answered card; `via` is the reply of the click
+        that answered it, when it came from that message."""
+        ...
+
+    async def hold(self, click: AnswerClick) -> None:
+        """Acknowledge a click or submit within the platform's deadline, before the answer is recorded."""
+        ...
+
+    async def open_form(self, click: AnswerClick, question: Any) -> None:
+        """Open the modal of `question` for the clicker (the interaction's first answer)."""
+        ...
+
+    def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A modal's submission as field -> what was entered (`asking.content_from` reads it)."""
+        ...
+
+    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+        """Tell the clicker alone why their answer was not taken (`status` 403, 409 or 422; for a
+        modal's answer the schema refused, keep the modal open with the path and rule where the
+        platform can). `question` is the open question, None when there is none."""
+        ...
+
+    async def answer_taken(self, click: AnswerClick) -> None:
+        """The answer was recorded: finish the interaction (close the modal)."""
+        ...
 

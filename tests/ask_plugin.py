@@ -1,0 +1,45 @@
+"""A plugin whose agent asks a person (`ctx.ask_person`), for the chat channels' question tests.
+
+`approve KIND [ANSWERERS]` asks with the answer schema KIND (`bool`: one boolean, `enum`: one enum of
+three values, `form`: three fields) and, when given, the comma-separated user ids who may answer;
+it answers with what it was told, so a test reads the answer in the final card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime
+from plugin_kit import make_plugin
+
+__all__ = ["FORM", "install_ask_plugin"]
+
+FORM = {"type": "object", "required": ["reason", "count"],
+        "properties": {"reason": {"type": "string", "minLength": 3, "description": "Why"},
+                       "count": {"type": "integer", "minimum": 1},
+                       "urgent": {"type": "boolean"}}}
+
+IMPL = f"""
+    import json
+
+    SCHEMAS = {{
+        "bool": {{"type": "object", "properties": {{"approved": {{"type": "boolean"}}}}, "required": ["approved"]}},
+        "enum": {{"type": "object", "properties": {{"env": {{"type": "string", "enum": ["prod", "staging", "dev"]}}}},
+                 "required": ["env"]}},
+        "form": {FORM!r},
+    }}
+
+    async def approve(text, ctx):
+        kind, _, who = text.partition(" ")
+        answer = await ctx.ask_person(f"Merge <!here> #12 & ship? ({{kind}})", SCHEMAS[kind], step="approve",
+                                      answerers={{"users": who.split(",")}} if who else None, timeout_s=30)
+        return f"{{answer.action}} {{json.dumps(answer.content, sort_keys=True)}} by {{answer.by}}"
+    """
+
+
+def install_ask_plugin(runtime: Runtime, where: Path) -> None:
+    make_plugin(where, name="asktest", files={"impl.py": IMPL}, agents={"approve": {
+        "description": "Asks a person before it answers", "kind": "python", "entry": "impl:approve",
+        "input": "text", "output": "text", "limits": {"timeout_s": 60}}})
+    install_plugin(runtime, load_plugin(where), actor="test")
