@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Union
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Iterable, Union
 
 from oz0.renderers.safety import clean, safe_url
 
@@ -54,6 +51,10 @@ __all__ = [
     "parse_prefix",
     "plain",
 ]
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 MAX_NESTING = 20
 MAX_INLINE_DEPTH = 8
@@ -147,8 +148,13 @@ class Table:
 
 Block = Union[Paragraph, Heading, CodeBlock, ListBlock, Quote, Rule, Table]
 
-_MD = (MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING})
-       .enable(["table", "strikethrough"]))
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    """The one parser, made on first use: a card without markdown never imports markdown-it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
 
 
 @lru_cache(maxsize=32)
@@ -159,7 +165,7 @@ def parse(markdown: str) -> tuple[Block, ...]:
     the same text (`document`), for its body and its fallback alike.
     """
     source = clean(markdown)
-    tokens = _MD.parse(source)
+    tokens = _parser().parse(source)
     if any(t.level >= MAX_NESTING - 1 for t in tokens):
         return (Paragraph((Text(f"(The text is nested too deeply to format (the limit is {MAX_NESTING} "
                                 "levels); it is shown as written.)"),)),

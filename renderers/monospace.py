@@ -18,8 +18,6 @@ from itertools import accumulate, islice, repeat
 from operator import sub
 from typing import Any, Iterable, Iterator, Sequence
 
-from rich.cells import cell_len
-
 from oz0.edge.cards.model import cell_texts
 from oz0.renderers.safety import clip_each, fence_safe_each, one_line_each, utf16_len, utf16_lens
 
@@ -28,19 +26,28 @@ __all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_c
 _CHUNK_ROWS = 24
 
 
+def _cell_len(text: str) -> int:
+    """`rich.cells.cell_len`, without importing rich for printable ASCII (one column a character)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    from rich.cells import cell_len as rich_cell_len
+
+    return rich_cell_len(text)
+
+
 def cell_widths(texts: Sequence[str]) -> list[int]:
     """Monospace widths of one-line texts (no control characters): ASCII is one column a character."""
     if all(map(str.isascii, texts)):
         return list(map(len, texts))
-    return [len(t) if t.isascii() else cell_len(t) for t in texts]
+    return [len(t) if t.isascii() else _cell_len(t) for t in texts]
 
 
 def aligned(rows: Sequence[Sequence[str]], *, rule: bool = False) -> str:
     """`rows` as lines, each cell padded to its column's width and two spaces between cells (line ends
     stripped); with `rule`, a line of `─` under the first row (the header)."""
     count = max((len(r) for r in rows), default=0)
-    widths = [max((cell_len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
-    lines = ["  ".join(c + " " * (widths[i] - cell_len(c)) for i, c in enumerate(r)).rstrip() for r in rows]
+    widths = [max((_cell_len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
+    lines = ["  ".join(c + " " * (widths[i] - _cell_len(c)) for i, c in enumerate(r)).rstrip() for r in rows]
     if rule and rows:
         lines.insert(1, "  ".join("─" * w for w in widths))
     return "\n".join(lines)
