@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.models.blocks import PlainTextObject, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -17,7 +16,7 @@ from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["COMMAND", "ReplyTarget", "SlackWire", "working_payload"]
+__all__ = ["COMMAND", "ReplyTarget", "SlackWire"]
 
 log = logging.getLogger("oz0.slack")
 
@@ -54,12 +53,6 @@ class ReplyTarget:
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
                    thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
                    in_thread=bool(data.get("in_thread")))
-
-
-def working_payload(agent: str) -> dict[str, Any]:
-    """The message shown while a job runs; replaced by the card when it ends."""
-    text = f"Working on {agent}..."
-    return {"text": text, "blocks": [SectionBlock(text=PlainTextObject(text=f"\u23f3 {text}")).to_dict()]}
 
 
 def _files_note(uploads: Sequence[Attachment], where: str) -> str:
@@ -132,14 +125,14 @@ class SlackWire:
         # A command's ack (3 s) would queue behind journal writes under load: measured by bench/slack_ack.py.
         return ask.reply.ack is not None
 
-    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
+    async def working(self, ask: Ask, rendered: Rendered) -> ReplyTarget:
         reply: ReplyTarget = ask.reply
         if reply.ack is not None:
-            await reply.ack({**working_payload(agent), "response_type": "ephemeral"})
+            await reply.ack({**rendered.payload, "response_type": "ephemeral"})
             return reply
         try:
             resp = await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
-                                                      **working_payload(agent))
+                                                      **rendered.payload)
             return replace(reply, ts=resp["ts"])
         except SlackApiError as exc:
             log.error("could not post the working message for %s: %s", ask.delivery, exc.response.get("error"))
