@@ -20,11 +20,14 @@ __all__ = ["RENDERERS", "Rendered", "render"]
 
 
 def _on_first_call(module: str) -> Callable[[Card], Rendered]:
-    """`oz0.renderers.<module>.render`, imported when it is first called."""
+    """`oz0.renderers.<module>.render`, imported when it is first called (and then called directly)."""
     name = f"oz0.renderers.{module}"
+    found: list[Callable[[Card], Rendered]] = []
 
     def render(card: Card) -> Rendered:
-        return importlib.import_module(name).render(card)
+        if not found:
+            found.append(importlib.import_module(name).render)
+        return found[0](card)
 
     render.__qualname__ = render.__name__ = f"{module}.render"
     return render

@@ -25,11 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Union
+from typing import TYPE_CHECKING, Iterable, Union
 from urllib.parse import urlsplit
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from oz0.renderers.safety import clean, idn_host, safe_url, userinfo_host
 
@@ -58,6 +55,10 @@ __all__ = [
     "parse_prefix",
     "plain",
 ]
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 MAX_NESTING = 20
 MAX_INLINE_DEPTH = 8
@@ -151,8 +152,13 @@ class Table:
 
 Block = Union[Paragraph, Heading, CodeBlock, ListBlock, Quote, Rule, Table]
 
-_MD = (MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING})
-       .enable(["table", "strikethrough"]))
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    """The one parser, made on first use: a card without markdown never imports markdown-it."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
 
 
 @lru_cache(maxsize=32)
@@ -163,7 +169,7 @@ def parse(markdown: str) -> tuple[Block, ...]:
     the same text (`document`), for its body and its fallback alike.
     """
     source = clean(markdown)
-    tokens = _MD.parse(source)
+    tokens = _parser().parse(source)
     if any(t.level >= MAX_NESTING - 1 for t in tokens):
         return (Paragraph((Text(f"(The text is nested too deeply to format (the limit is {MAX_NESTING} "
                                 "levels); it is shown as written.)"),)),

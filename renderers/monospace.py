@@ -14,11 +14,9 @@ Both take one-line texts (no control characters); what escaping a platform needs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import sub
 from typing import Any, Iterable, Iterator, Sequence
-
-from rich.cells import cell_len
 
 from oz0.edge.cards.model import cell_texts
 from oz0.renderers.safety import clip_each, fence_safe_each, one_line_each, utf16_len, utf16_lens
@@ -28,19 +26,42 @@ __all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_c
 _CHUNK_ROWS = 24
 
 
+def _cell_len(text: str) -> int:
+    """`rich.cells.cell_len`, without importing rich for printable ASCII (one column a character)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    from rich.cells import cell_len as rich_cell_len
+
+    return rich_cell_len(text)
+
+
+def _plain(texts: Sequence[str]) -> bool:
+    """Whether every text is printable ASCII (one column a character)."""
+    every = "".join(texts)
+    return every.isascii() and every.isprintable()
+
+
 def cell_widths(texts: Sequence[str]) -> list[int]:
     """Monospace widths of one-line texts (no control characters): ASCII is one column a character."""
     if all(map(str.isascii, texts)):
         return list(map(len, texts))
-    return [len(t) if t.isascii() else cell_len(t) for t in texts]
+    return [len(t) if t.isascii() else _cell_len(t) for t in texts]
 
 
 def aligned(rows: Sequence[Sequence[str]], *, rule: bool = False) -> str:
     """`rows` as lines, each cell padded to its column's width and two spaces between cells (line ends
     stripped); with `rule`, a line of `─` under the first row (the header)."""
-    count = max((len(r) for r in rows), default=0)
-    widths = [max((cell_len(r[i]) for r in rows if i < len(r)), default=0) for i in range(count)]
-    lines = ["  ".join(c + " " * (widths[i] - cell_len(c)) for i, c in enumerate(r)).rstrip() for r in rows]
+    plain = [_plain(r) for r in rows]  # printable ASCII: one column a character
+    measured = [list(map(len, r)) if p else list(map(_cell_len, r)) for r, p in zip(rows, plain)]
+    if len(set(map(len, rows))) == 1:
+        widths = list(map(max, zip(*measured)))
+    else:
+        count = max(map(len, rows), default=0)
+        widths = [max((m[i] for m in measured if i < len(m)), default=0) for i in range(count)]
+    lines = []
+    for r, p, m in zip(rows, plain, measured):  # a wide cell is padded to its width less its extra columns
+        pads = widths if p else map(sub, widths, map(sub, m, map(len, r)))
+        lines.append("  ".join(map(str.ljust, r, pads)).rstrip())
     if rule and rows:
         lines.insert(1, "  ".join("─" * w for w in widths))
     return "\n".join(lines)
@@ -139,14 +160,16 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
     """A table of a few rows drawn whole, when the whole of it fits (None otherwise): the same lines as
     the general fitter draws then, without its column-by-column bookkeeping."""
     width = len(header)
-    texts = [list(header)] + [one_line_each(cell_texts(list(row[:width]) + [None] * (width - len(row))))
-                              for row in rows]
-    cells = [fence_safe_each(clip_each(r, cell_width)) for r in texts]
-    text = aligned(cells, rule=True)
+    values = chain.from_iterable(row[:width] if len(row) >= width else (*row, *(None,) * (width - len(row)))
+                                 for row in rows)
+    texts = [*header, *one_line_each(cell_texts(list(values)))]  # every cell at once: one call, not one a row
+    cells = fence_safe_each(clip_each(texts, cell_width))
+    grid = [cells[i:i + width] for i in range(0, len(cells), width)] if width else [[]] * (len(rows) + 1)
+    text = aligned(grid, rule=True)
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
     if used > chars:
         return None
-    clipped = any(max(cell_widths(r), default=0) > cell_width for r in texts)
+    clipped = max(cell_widths(texts), default=0) > cell_width
     return FittedTable(text, len(rows), used, clipped)
 
 

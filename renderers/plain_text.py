@@ -1,8 +1,9 @@
 """Terminal text: aligned tables, key-values, +/- diffs, readable markdown and the QZX status header.
 
-Drawn with rich into a string (no colour codes, so the output is the same in a pipe and in a test);
-every string from the result goes through `safety`, and into rich as `Text`, never as markup, so
-a `[bold]` or an escape sequence in data stays literal or is removed.
+Drawn as rich draws it into a string (no colour codes, so the output is the same in a pipe and in a
+test); every string from the result goes through `safety`, and into rich as `Text`, never as markup,
+so a `[bold]` or an escape sequence in data stays literal or is removed. Rich is imported only when
+the card needs it: `terminal_grid` draws the same bytes itself when nothing has to wrap.
 
 `render` returns `Rendered(text, uploads, cuts)`. A card's actions are not drawn: they are the chat
 channels' buttons ("Share in channel"), and a terminal has nothing to click.
@@ -11,11 +12,7 @@ channels' buttons ("Share in channel"), and a terminal has nothing to click.
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
@@ -23,6 +20,10 @@ from oz0.renderers.attachments import uploads_for
 from oz0.renderers.monospace import aligned
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, one_line
+from oz0.renderers.terminal_grid import Grid, Line, Part, draw
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 __all__ = ["render"]
 
@@ -30,82 +31,74 @@ WIDTH = 100
 MAX_ROWS = 200
 
 
-def _t(value: Any) -> Text:
-    return Text(one_line(cell_text(value)))
+def _t(value: Any) -> str:
+    return one_line(cell_text(value))
 
 
-def _status(card: Card) -> list[RenderableType]:
+def _status(card: Card) -> list[Part]:
     s = card.status
     if s is None:
         return []
-    out = [Text(("✔ success: " if s.success else "✘ failure: ") + one_line(s.message))]
+    out: list[Part] = [Line(("✔ success: " if s.success else "✘ failure: ") + one_line(s.message))]
     if s.error_code or s.error:
-        out.append(Text("  error: " + " ".join(one_line(x) for x in (s.error_code, s.error) if x)))
+        out.append(Line("  error: " + " ".join(one_line(x) for x in (s.error_code, s.error) if x)))
     for w in s.warnings:
-        out.append(Text("  warning: " + one_line(w)))
+        out.append(Line("  warning: " + one_line(w)))
     facts = [f"command {one_line(s.command)}" if s.command else "",
              f"{s.duration_ms:g} ms" if s.duration_ms is not None else ""]
     if any(facts):
-        out.append(Text("  " + " · ".join(f for f in facts if f)))
+        out.append(Line("  " + " · ".join(f for f in facts if f)))
     return out
 
 
-def _table(card: Card, cuts: list[str]) -> list[RenderableType]:
-    table = Table(show_lines=False, expand=False)
-    for col in card.columns:
-        table.add_column(Text(one_line(col)), overflow="fold")
-    for row in card.rows[:MAX_ROWS]:
-        table.add_row(*(_t(c) for c in row))
-    out: list[RenderableType] = [table]
+def _table(card: Card, cuts: list[str]) -> list[Part]:
+    out: list[Part] = [Grid(tuple(one_line(col) for col in card.columns),
+                            tuple(tuple(_t(c) for c in row) for row in card.rows[:MAX_ROWS]))]
     if len(card.rows) > MAX_ROWS:
         cuts.append(f"… {len(card.rows) - MAX_ROWS} more rows")
-        out.append(Text(cuts[-1]))
+        out.append(Line(cuts[-1]))
     if not card.rows:
-        out.append(Text("(no rows)"))
+        out.append(Line("(no rows)"))
     return out
 
 
-def _key_values(card: Card, cuts: list[str]) -> list[RenderableType]:
-    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-    table.add_column(style=None, no_wrap=True)
-    table.add_column(overflow="fold")
-    for key, value in zip(card.keys, card.values):
-        table.add_row(Text(one_line(key)), _t(value))
-    return [table] if card.keys else []
+def _key_values(card: Card, cuts: list[str]) -> list[Part]:
+    rows = tuple((one_line(key), _t(value)) for key, value in zip(card.keys, card.values))
+    return [Grid(("", ""), rows, boxed=False)] if card.keys else []
 
 
-def _diff(card: Card, cuts: list[str]) -> list[RenderableType]:
+def _diff(card: Card, cuts: list[str]) -> list[Part]:
     out = _key_values(card, cuts)
     diff = card.diff
     if diff is None:
         return out
     if diff.kind == "lines":
-        out.append(Text(f"--- {one_line(diff.before)}\n+++ {one_line(diff.after)}"))
-        out += [Text((ln.op if ln.op != "@" else "") + clean(ln.text).replace("\n", " ")) for ln in diff.lines]
+        out.append(Line(f"--- {one_line(diff.before)}\n+++ {one_line(diff.after)}"))
+        out += [Line((ln.op if ln.op != "@" else "") + clean(ln.text).replace("\n", " ")) for ln in diff.lines]
         if not diff.lines:
-            out.append(Text("(no differences)"))
+            out.append(Line("(no differences)"))
     else:
         for c in diff.changes:
             if c.change == "added":
-                out.append(Text(f"+ {one_line(c.key)}: {one_line(cell_text(c.after))}"))
+                out.append(Line(f"+ {one_line(c.key)}: {one_line(cell_text(c.after))}"))
             elif c.change == "removed":
-                out.append(Text(f"- {one_line(c.key)}: {one_line(cell_text(c.before))}"))
+                out.append(Line(f"- {one_line(c.key)}: {one_line(cell_text(c.before))}"))
             else:
-                out.append(Text(f"~ {one_line(c.key)}: {one_line(cell_text(c.before))} → "
+                out.append(Line(f"~ {one_line(c.key)}: {one_line(cell_text(c.before))} → "
                                 f"{one_line(cell_text(c.after))}"))
     return out
 
 
-def _text(card: Card, cuts: list[str]) -> list[RenderableType]:
+def _text(card: Card, cuts: list[str]) -> list[Part]:
     if not card.text:
         return []
     if card.text_format != "markdown":
-        return [Text(clean(card.text))]
+        return [Line(clean(card.text))]
     blocks, unparsed = md.document(card.text)
-    out: list[RenderableType] = [Text("\n\n".join(_md_block(b, 0) for b in blocks))]
+    out: list[Part] = [Line("\n\n".join(_md_block(b, 0) for b in blocks))]
     if unparsed:
         cuts.append(f"… {unparsed:,} more characters of text")
-        out.append(Text(cuts[-1]))
+        out.append(Line(cuts[-1]))
     return out
 
 
@@ -135,7 +128,7 @@ def _md_block(block: md.Block, depth: int) -> str:
     return "─" * 10
 
 
-RULES: dict[str, Callable[[Card, list[str]], list[RenderableType]]] = {
+RULES: dict[str, Callable[[Card, list[str]], list[Part]]] = {
     "table": _table,
     "key_values": _key_values,
     "diff": _diff,
@@ -146,22 +139,47 @@ RULES: dict[str, Callable[[Card, list[str]], list[RenderableType]]] = {
 def render(card: Card) -> Rendered:
     """The card as terminal text, the file that carries the full result when it was cut or not drawn,
     and what was cut."""
-    parts: list[RenderableType] = []
+    parts: list[Part] = []
     cuts: list[str] = []
     if card.title:
-        parts.append(Text(one_line(card.title), style="bold"))
+        parts.append(Line(one_line(card.title), bold=True))
     parts += _status(card)
     if not card.drawn:
-        parts.append(Text("Not drawn as a card: " + one_line(card.reason or "")))
+        parts.append(Line("Not drawn as a card: " + one_line(card.reason or "")))
         for v in card.violations:
-            parts.append(Text("  " + one_line(v.describe())))
+            parts.append(Line("  " + one_line(v.describe())))
     rule = RULES.get(card.form)
     parts += rule(card, cuts) if rule else _text(card.degrade(), cuts)
     uploads = uploads_for(card, cut=bool(cuts))
     if card.attachment is not None:
         a = uploads[0]
-        parts.append(Text(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
+        parts.append(Line(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
+    text = draw(parts, width=WIDTH)
+    return Rendered(_with_rich(parts) if text is None else text, uploads, tuple(cuts))
+
+
+def _with_rich(parts: Sequence[Part]) -> str:
+    """The parts drawn by rich: what wraps, folds or holds characters wider or narrower than one column."""
+    from rich.console import Console, Group
+    from rich.table import Table
+    from rich.text import Text
+
+    def renderable(part: Part) -> RenderableType:
+        if isinstance(part, Line):
+            return Text(part.text, style="bold") if part.bold else Text(part.text)
+        if part.boxed:
+            table = Table(show_lines=False, expand=False)
+            for col in part.columns:
+                table.add_column(Text(col), overflow="fold")
+        else:
+            table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+            table.add_column(style=None, no_wrap=True)
+            table.add_column(overflow="fold")
+        for row in part.rows:
+            table.add_row(*map(Text, row))
+        return table
+
     buffer = io.StringIO()
     Console(file=buffer, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
-            emoji=False, highlight=False, markup=False).print(Group(*parts))
-    return Rendered(buffer.getvalue(), uploads, tuple(cuts))
+            emoji=False, highlight=False, markup=False).print(Group(*map(renderable, parts)))
+    return buffer.getvalue()

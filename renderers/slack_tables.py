@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from oz0.edge.cards.model import cell_text, cell_texts
 from oz0.renderers.monospace import table_columns
 from oz0.renderers.safety import clip, clip_each, one_line, one_line_each, utf16_lens
-from oz0.renderers.slack_rich_text import TEXT_OBJECT_COST, Room, blocks_size
+from oz0.renderers.slack_rich_text import TEXT_OBJECT_COST, Room
 
 __all__ = ["CELL_MAX", "CONTEXT_ELEMENTS_MAX", "FIELDS_MAX", "FIELD_MAX", "MAX_BLOCKS_CHARS",
            "SECTION_TEXT_MAX", "TABLE_MAX_COLUMNS", "TABLE_MAX_ROWS", "context", "section_fields", "table_block"]
@@ -51,7 +51,8 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     if header is not None:
         table_rows.append([_cell(c) for c in header[:shown_columns]])
     budget = room.chars - 400
-    used = blocks_size([{"rows": table_rows}]) + 40
+    head = [c["text"] for c in table_rows[0]] if table_rows else []  # blocks_size of the header row, counted directly
+    used = sum(utf16_lens(head)) + TEXT_OBJECT_COST * len(head) + 40
     shown = 0
     room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
     row_cost = TEXT_OBJECT_COST * shown_columns

@@ -114,8 +114,9 @@ def test_markdown_is_parsed_once_for_every_renderer(monkeypatch: pytest.MonkeyPa
     text = "\n\n".join(f"## part {i}\n\nwords **{i}** and `code` " * 3 for i in range(600))  # past every budget
     markdown_blocks.parse.cache_clear()
     calls: list[int] = []
-    real = markdown_blocks._MD.parse
-    monkeypatch.setattr(markdown_blocks._MD, "parse", lambda source, *a: calls.append(len(source)) or real(source, *a))
+    parser = markdown_blocks._parser()
+    real = parser.parse
+    monkeypatch.setattr(parser, "parse", lambda source, *a: calls.append(len(source)) or real(source, *a))
     card = Card(form="text", text=text)
     for platform in RENDERERS:
         RENDERERS[platform](card)

@@ -61,7 +61,7 @@ def test_slash_command_acks_at_once_then_replaces_the_working_view_with_the_card
             status, body, took = await h.command("echo hello <world> & co")
             assert status == 200 and took < ACK_LIMIT_S
             assert body["response_type"] == "ephemeral"
-            assert body["text"].startswith("Working on echo")
+            assert body["text"].startswith("\u23f3 Working on echo...")
             assert_valid_blocks(body["blocks"])
 
             [answer] = await h.slack.wait_for("response")
@@ -190,7 +190,7 @@ def test_mention_posts_working_in_the_thread_then_updates_it_with_the_card(home)
             assert status == 200 and took < ACK_LIMIT_S
             [working] = await h.slack.wait_for("chat.postMessage")
             assert working.args["channel"] == "C0GENERAL" and working.args["thread_ts"] == "1700000001.000200"
-            assert working.args["text"].startswith("Working on echo")
+            assert working.args["text"].startswith("\u23f3 Working on echo...")
             [update] = await h.slack.wait_for("chat.update")
             assert update.args["channel"] == "C0GENERAL"
             assert_valid_blocks(update.args["blocks"])
@@ -237,7 +237,7 @@ def test_a_redelivered_slash_command_never_runs_the_agent_twice(home):
             _, first, _ = await h.command("echo only once", trigger_id="T-1")
             await h.slack.wait_for("response")
             status, _, _ = await h.command("echo only once", trigger_id="T-1")
-            assert first["text"].startswith("Working") and status == 200
+            assert first["text"].startswith("\u23f3 Working") and status == 200
             await asyncio.sleep(0.3)
             assert len(h.runtime.jobs()) == 1 and len(h.slack.of("response")) == 1
     run(main())
@@ -286,7 +286,7 @@ def test_user_group_rules_ask_slack_for_the_members_of_the_named_groups(home):
     async def main():
         async with running_channel(home, usergroups={"S0OPS": ["U0OPS1"]}) as h:
             _, body, _ = await h.command('deploys {"service": "api"}', user="U0OPS1", trigger_id="g1")
-            assert body["text"].startswith("Working")
+            assert body["text"].startswith("\u23f3 Working")
             _, body, _ = await h.command('deploys {"service": "api"}', user="U0ASKER", trigger_id="g2")
             assert "You may not run 'deploys'" in body["text"]
             calls = h.slack.of("usergroups.users.list")
@@ -415,7 +415,7 @@ def test_socket_mode_acks_the_envelope_and_answers_through_the_response_url(home
             await h.slack.socket_envelopes.put(envelope)
             ack = await asyncio.wait_for(h.slack.socket_acks.get(), 5)
             assert time.monotonic() - sent < ACK_LIMIT_S
-            assert ack["envelope_id"] == "env-1" and ack["payload"]["text"].startswith("Working on echo")
+            assert ack["envelope_id"] == "env-1" and ack["payload"]["text"].startswith("\u23f3 Working on echo...")
             [answer] = await h.slack.wait_for("response")
             assert "echo: over the socket" in texts(answer.args["blocks"])
             # Socket Mode redelivers an envelope it thinks was lost: the job does not run twice
@@ -481,3 +481,17 @@ def test_the_app_manifest_asks_for_what_the_channel_uses():
     assert settings["interactivity"]["request_url"].endswith(slack_app.EVENTS_PATH)
     needed = {"commands", "app_mentions:read", "chat:write", "files:write", "im:write", "usergroups:read"}
     assert set(manifest["oauth_config"]["scopes"]["bot"]) == needed
+
+
+def test_no_adapter_builds_slack_markup():
+    """Adapters post what the renderer drew (the working message is a card too): none imports slack_sdk.models."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "adapters"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(root)}: {n}" for n in names if n.startswith("slack_sdk.models")]
+    assert not offenders

@@ -159,3 +159,10 @@ def test_render_to_slack_loads_no_platform_library(tmp_path: Path) -> None:
 
 def test_render_to_discord_loads_no_platform_library(tmp_path: Path) -> None:
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "discord"], CHANNELS_DATABASES_SERVERS, tmp_path)
+
+
+@pytest.mark.parametrize("to", ["text", "slack"])
+def test_render_of_a_table_card_loads_neither_markdown_nor_rich(to: str, tmp_path: Path) -> None:
+    """A table card has no markdown to parse, and the terminal draws a small ASCII table itself."""
+    _assert_loads_none(["render", SMALL, "--to", to], ("markdown_it", "rich"), tmp_path)
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("markdown_it", "rich"), tmp_path)

@@ -72,9 +72,9 @@ def agent_help_card(spec: AgentSpec, syntax: Syntax) -> Card:
                 notes=syntax.help_notes)
 
 
-def working_card(agent: str, line: str) -> Card:
-    """The working message with the agent's latest progress line."""
-    return Card(form="text", text_format="plain", text=f"\u23f3 Working on {agent}...\n{line}")
+def working_card(agent: str, line: str = "") -> Card:
+    """The working message shown while a job runs, with the agent's latest progress line once it has one."""
+    return Card(form="text", text_format="plain", text=f"\u23f3 Working on {agent}..." + (f"\n{line}" if line else ""))
 
 
 def shareable(card: Card, job_id: str, *, shared: bool = False) -> Card:

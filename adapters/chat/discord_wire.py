@@ -91,7 +91,8 @@ class DiscordWire:
     def working_first(self, ask: Ask) -> bool:
         return False   # an interaction takes one answer: a replayed one must find the journal first
 
-    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
+    async def working(self, ask: Ask, rendered: Rendered) -> ReplyTarget:
+        # An interaction's "thinking..." is Discord's own working message: the card replaces it.
         await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
         return ask.reply
 

@@ -154,7 +154,7 @@ class AskFlow:
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, agent=ask.agent) if early else ask.reply
+        reply = await self.wire.working(ask, self.draw(working_card(ask.agent))) if early else ask.reply
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
                                         reply_to=reply.to_dict())
@@ -164,7 +164,7 @@ class AskFlow:
                 await self.wire.ignore(ask)
             return
         if not early:
-            reply = await self.wire.working(ask, agent=job.agent)
+            reply = await self.wire.working(ask, self.draw(working_card(job.agent)))
         if reply.to_dict() != ask.reply.to_dict():
             await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")

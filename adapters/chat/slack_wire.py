@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.models.blocks import PlainTextObject, SectionBlock
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -19,7 +18,7 @@ from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire", "working_payload"]
+__all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire"]
 
 log = logging.getLogger("oz0.slack")
 
@@ -70,12 +69,6 @@ class ClickReply:
     response_url: str | None = None
     trigger_id: str | None = None
     ack: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
-
-
-def working_payload(agent: str) -> dict[str, Any]:
-    """The message shown while a job runs; replaced by the card when it ends."""
-    text = f"Working on {agent}..."
-    return {"text": text, "blocks": [SectionBlock(text=PlainTextObject(text=f"\u23f3 {text}")).to_dict()]}
 
 
 def _files_note(uploads: Sequence[Attachment], where: str) -> str:
@@ -148,14 +141,14 @@ class SlackWire:
         # A command's ack (3 s) would queue behind journal writes under load: measured by bench/slack_ack.py.
         return ask.reply.ack is not None
 
-    async def working(self, ask: Ask, *, agent: str) -> ReplyTarget:
+    async def working(self, ask: Ask, rendered: Rendered) -> ReplyTarget:
         reply: ReplyTarget = ask.reply
         if reply.ack is not None:
-            await reply.ack({**working_payload(agent), "response_type": "ephemeral"})
+            await reply.ack({**rendered.payload, "response_type": "ephemeral"})
             return reply
         try:
             resp = await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
-                                                      **working_payload(agent))
+                                                      **rendered.payload)
             return replace(reply, ts=resp["ts"])
         except SlackApiError as exc:
             log.error("could not post the working message for %s: %s", ask.delivery, exc.response.get("error"))

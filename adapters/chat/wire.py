@@ -156,8 +156,9 @@ class ChatWire(Protocol):
         for its first answer is too short to wait behind a journal write under load)."""
         ...
 
-    async def working(self, ask: Ask, *, agent: str) -> Any:
-        """Show that the job runs; the reply target, updated if the platform named the message."""
+    async def working(self, ask: Ask, rendered: Rendered) -> Any:
+        """Show that the job runs (`rendered`: the working card, drawn for this platform); the reply
+        target, updated if the platform named the message."""
         ...
 
     def private(self, reply: Any) -> bool:
