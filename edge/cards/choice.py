@@ -19,6 +19,7 @@ import orjson
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
+from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
 from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
 
 __all__ = [
@@ -65,6 +66,11 @@ def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None =
     """
     if contract is not None and not isinstance(contract, Contract):
         contract = load_contract(contract)
+    rpc = read_rpc_response(result) if source != "plain" else None
+    if rpc is not None and not rpc.has_result:
+        return _protocol_error_card(rpc, result, title)
+    if rpc is not None:
+        result = rpc.result
     if source == "mcp" or (source == "auto" and is_call_tool_result(result)):
         return _mcp_card(result, contract, title)
     return _card(result, contract, title, checked=checked)
@@ -113,6 +119,18 @@ def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -
     keys = _ordered(evidence, view)
     return Card(form="key_values", title=title, status=status, keys=tuple(keys),
                 values=tuple(value[k] for k in keys))
+
+
+def _protocol_error_card(rpc: RpcResponse, response: Any, title: str | None) -> Card:
+    """A JSON-RPC error response: the server refused the request, so there is no result to draw."""
+    said = rpc.error_message.strip() or "no message"
+    code = f" {rpc.error_code}" if isinstance(rpc.error_code, int) and not isinstance(rpc.error_code, bool) else ""
+    data = "" if rpc.error_data is None else json.dumps(rpc.error_data, indent=2, ensure_ascii=False, default=str)
+    return Card(form="text", title=title, text=data, text_format="json" if data else "plain",
+                status=Status(success=False, message=f"MCP protocol error: {said[:500]}",
+                              error=f"JSON-RPC error{code}: the server refused the request; this is not a "
+                                    "completed tool result"),
+                full_result=compact_json(response))
 
 
 def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
