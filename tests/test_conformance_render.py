@@ -92,3 +92,58 @@ def test_a_json_rpc_error_is_a_protocol_error_never_a_success(logged, flag):
     assert f"JSON-RPC error {answer['error']['code']}" in card["status"]["error"]
     slack = json.loads(oz0("render", str(logged["protocol_error"]), "--to", "slack", *flag).stdout)
     assert slack["text"].startswith("Failed: MCP protocol error: ")
+
+
+def write(folder: Path, name: str, value) -> Path:
+    path = folder / name
+    path.write_text(json.dumps(value))
+    return path
+
+
+@pytest.mark.parametrize("result,rule", [
+    ({"success": True, "message": "Disk read.", "error": "none", "used": 41},
+     "$.error: a success (success: true) must not carry this failure field"),
+    ({"success": True, "message": "Disk read.", "details": None, "used": 41},
+     "$.details: must be omitted when unavailable, never null"),
+    ({"success": True, "message": "Disk read.", "meta": {"schema_version": 2}, "used": 41},
+     "$.meta.schema_version: must be 1, got 2"),
+    ({"success": False, "message": "Disk unreadable.", "used": 41},
+     "a failure (success: false) must carry `error` or `error_code`"),
+], ids=["success-with-error", "details-null", "schema-version-2", "failure-without-error"])
+def test_a_result_that_breaks_the_qzx_contract_says_so_and_names_the_rule(tmp_path, result, rule):
+    card = card_of(write(tmp_path, "r.json", result))
+    status = card["status"]
+    assert status["success"] is False and status["error_code"] == "invalid_result_contract"
+    assert status["message"].startswith("The result breaks the QZX Result Contract v1 (")
+    assert rule in status["message"] and result["message"] in status["message"]
+    shown = card["text"] if card["form"] == "text" else dict(zip(card["keys"], card["values"]))["used"]
+    assert shown in ("41", 41)  # the evidence is still shown
+    text = " ".join(oz0("render", str(tmp_path / "r.json")).stdout.split())
+    assert "breaks the QZX Result Contract v1" in text and rule in text
+
+
+def test_a_conforming_qzx_result_keeps_its_own_header(tmp_path):
+    card = card_of(write(tmp_path, "r.json", {"success": True, "message": "Disk read.", "used": 41,
+                                              "meta": {"schema_version": 1, "command": "disk"}}))
+    assert card["status"] == {"success": True, "message": "Disk read.", "command": "disk"}
+
+
+@pytest.mark.parametrize("is_error,success,shown", [
+    (True, True, "isError is true but success is true"),
+    (False, False, "isError is false but success is false"),
+    (None, False, "isError is absent, so false but success is false"),
+    ("false", True, "isError is 'false', not a boolean but success is true"),
+])
+def test_is_error_that_disagrees_with_success_is_a_failure_naming_the_field(tmp_path, is_error, success, shown):
+    structured = ({"success": True, "message": "Disk read.", "used": 41} if success else
+                  {"success": False, "message": "Disk unreadable.", "error_code": "disk_offline"})
+    result = {"content": [{"type": "text", "text": json.dumps(structured)}], "structuredContent": structured}
+    if is_error is not None:
+        result["isError"] = is_error
+    card = card_of(write(tmp_path, "r.json", result), "--mcp")
+    assert card["status"]["success"] is False
+    assert card["status"]["message"].startswith("isError disagrees with structuredContent.success: " + shown)
+    assert structured["message"] in card["status"]["message"]
+    slack = json.loads(oz0("render", str(tmp_path / "r.json"), "--to", "slack").stdout)
+    assert any(line.startswith("Failed: isError disagrees with structuredContent.success")
+               for line in slack["text"].splitlines())

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Literal
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
+from oz0.edge.cards.qzx_status import disagreement_status, qzx_status
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
 from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
@@ -98,18 +99,7 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
 
 
 def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -> Card:
-    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
-    warnings = value.get("warnings")
-    duration = meta.get("duration_ms")
-    status = Status(
-        success=value["success"],
-        message=value["message"],
-        error=value["error"] if isinstance(value.get("error"), str) else None,
-        error_code=value["error_code"] if isinstance(value.get("error_code"), str) else None,
-        warnings=tuple(w for w in warnings if isinstance(w, str)) if isinstance(warnings, list) else (),
-        command=meta["command"] if isinstance(meta.get("command"), str) else None,
-        duration_ms=duration if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
-    )
+    status = qzx_status(value)
     evidence = [k for k in value if k not in ENVELOPE_FIELDS]
     if not evidence:
         return Card(form="text", title=title, status=status, text="", text_format="plain")
@@ -141,6 +131,13 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
                             "final result to draw yet."), full_result=compact_json(result))
+    if read.has_structured and is_qzx_result(read.structured):
+        success = read.structured["success"]
+        effective = read.is_error_value if read.is_error_given else False
+        if effective is not (not success):
+            card = _card(read.structured, None if read.is_error else contract, title)
+            return replace(card, status=disagreement_status(card.status, is_error=read.is_error_value,
+                                                            is_error_given=read.is_error_given, success=success))
     if read.is_error:
         if is_qzx_result(read.structured):
             return _card(read.structured, None, title)
