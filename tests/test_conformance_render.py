@@ -147,3 +147,31 @@ def test_is_error_that_disagrees_with_success_is_a_failure_naming_the_field(tmp_
     slack = json.loads(oz0("render", str(tmp_path / "r.json"), "--to", "slack").stdout)
     assert any(line.startswith("Failed: isError disagrees with structuredContent.success")
                for line in slack["text"].splitlines())
+
+
+QZX_REF = {"$ref": "https://qzx.yumbale.com/schemas/result-contract-v1.schema.json"}
+
+
+def test_the_canonical_qzx_ref_resolves_to_the_bundled_copy(tmp_path):
+    schema = write(tmp_path, "schema.json", QZX_REF)
+    good = {"content": [], "structuredContent": {"success": True, "message": "Disk read.", "used": 41}}
+    card = card_of(write(tmp_path, "good.json", good), "--schema", str(schema), "--mcp")
+    assert card["drawn"] is True and card["status"] == {"success": True, "message": "Disk read."}
+    bad = {"content": [], "structuredContent": {"success": True, "message": "Disk read.", "error_code": "x"}}
+    card = card_of(write(tmp_path, "bad.json", bad), "--schema", str(schema), "--mcp")
+    assert card["drawn"] is False
+    assert [v["schema_path"] for v in card["violations"]] == ["/allOf/1/then/not"]
+
+
+def test_the_canonical_qzx_ref_gives_a_card_form_and_fetches_nothing():
+    from oz0.edge.cards.choice import choose_card
+    from oz0.edge.contracts.schema import load_contract
+    from oz0.edge.mcp.cards import card_form
+    from oz0.edge.mcp.spec import ToolInfo
+
+    contract = load_contract({"allOf": [QZX_REF, {"properties": {"used": {"type": "integer"}}}]})
+    assert contract.validate({"success": True, "message": "ok", "used": "x"})[0].json_path == "$.used"
+    card = choose_card({"success": False, "message": "m", "error": "e", "used": 1}, contract)
+    assert card.status is not None and card.status.success is False and card.drawn
+    tool = ToolInfo(name="qzx", description="", input_schema={"type": "object"}, output_schema=QZX_REF)
+    assert card_form(tool).startswith("status header")

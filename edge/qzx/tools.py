@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, is_number, kind_of, same_json
 
 __all__ = [
@@ -32,15 +32,9 @@ class OutputSchemaVerdict:
     warnings: tuple[Finding, ...] = ()
 
 
-_canonical: dict[str, Any] = {}
-
-
 def canonical_schema() -> dict[str, Any]:
     """The project's own schema of the envelope, shipped as package data (a fresh copy each call)."""
-    if "schema" not in _canonical:
-        text = (resources.files("oz0.edge") / "schemas" / "qzx-result-v1.schema.json").read_text("utf-8")
-        _canonical["schema"] = json.loads(text)
-    return json.loads(json.dumps(_canonical["schema"]))
+    return json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
 
 
 def _constraints(schema: Any) -> Any:
