@@ -19,7 +19,7 @@ from rich.text import Text
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import uploads_for
+from oz0.renderers.attachments import files_for, uploads_for
 from oz0.renderers.monospace import aligned
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, one_line
@@ -157,10 +157,12 @@ def render(card: Card) -> Rendered:
             parts.append(Text("  " + one_line(v.describe())))
     rule = RULES.get(card.form)
     parts += rule(card, cuts) if rule else _text(card.degrade(), cuts)
+    parts += [Text("note: " + one_line(n)) for n in card.notes]
     uploads = uploads_for(card, cut=bool(cuts))
     if card.attachment is not None:
         a = uploads[0]
         parts.append(Text(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
+    uploads += files_for(card)
     buffer = io.StringIO()
     Console(file=buffer, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
             emoji=False, highlight=False, markup=False).print(Group(*parts))

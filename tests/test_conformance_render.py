@@ -175,3 +175,96 @@ def test_the_canonical_qzx_ref_gives_a_card_form_and_fetches_nothing():
     assert card.status is not None and card.status.success is False and card.drawn
     tool = ToolInfo(name="qzx", description="", input_schema={"type": "object"}, output_schema=QZX_REF)
     assert card_form(tool).startswith("status header")
+
+
+MCP_SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "mcp-spec"
+                         / "schema-2025-06-18.json").read_text())
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489") + b"\0" * 30
+B64 = __import__("base64").b64encode(PNG).decode()
+
+
+def mcp_result(*blocks: dict, **extra) -> dict:
+    """A CallToolResult, checked against MCP 2025-06-18's own schema so the test reads real shapes."""
+    import jsonschema_rs
+
+    result = {"content": list(blocks), **extra}
+    schema = {**MCP_SCHEMA, "$ref": "#/definitions/CallToolResult"}
+    jsonschema_rs.validate(schema, result)
+    return result
+
+
+def render_all(tmp_path: Path, result: dict) -> dict:
+    path = write(tmp_path, "r.json", result)
+    out = {"card": card_of(path, "--mcp"), "text": oz0("render", str(path), "--mcp").stdout}
+    for target in ("slack", "discord", "html"):
+        done = oz0("render", str(path), "--mcp", "--to", target)
+        assert done.returncode == 0, done.stderr
+        out[target] = done.stdout
+    return out
+
+
+def test_resource_links_images_and_audio_beside_text_are_listed_and_attached(tmp_path):
+    drawn = render_all(tmp_path, mcp_result(
+        {"type": "text", "text": "Screenshot taken."},
+        {"type": "image", "data": B64, "mimeType": "image/png"},
+        {"type": "audio", "data": B64, "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "file:///repo/README.md", "name": "README.md", "mimeType": "text/markdown"},
+    ))
+    card = drawn["card"]
+    assert card["text"] == "Screenshot taken."
+    assert card["notes"] == [
+        f"image (image/png, {len(PNG)} bytes), attached as 2-image.png",
+        f"audio (audio/wav, {len(PNG)} bytes), attached as 3-audio.wav",
+        "resource link: README.md — file:///repo/README.md (text/markdown)",
+    ]
+    assert card["files"] == [{"filename": "2-image.png", "content_type": "image/png", "size": len(PNG)},
+                             {"filename": "3-audio.wav", "content_type": "audio/wav", "size": len(PNG)}]
+    for target in ("text", "slack", "discord", "html"):
+        assert "file:///repo/README.md" in drawn[target] and "2-image.png" in drawn[target], target
+    discord = json.loads(drawn["discord"])
+    files = [c["file"]["url"] for c in discord["components"][0]["components"] if c["type"] == 13]
+    assert files == ["attachment://2-image.png", "attachment://3-audio.wav"]
+
+
+def test_renderers_upload_the_block_files():
+    from oz0.edge.cards.choice import choose_card
+    from oz0.renderers import RENDERERS
+
+    card = choose_card(mcp_result({"type": "text", "text": "Chart."},
+                                  {"type": "image", "data": B64, "mimeType": "image/png"}), source="mcp")
+    for name, render in RENDERERS.items():
+        uploads = render(card).uploads
+        assert [(u.filename, u.content_type, u.data) for u in uploads] == [("2-image.png", "image/png", PNG)], name
+
+
+def test_an_embedded_resource_shows_its_text_and_attaches_its_blob(tmp_path):
+    drawn = render_all(tmp_path, mcp_result(
+        {"type": "resource", "resource": {"uri": "file:///repo/notes.txt", "mimeType": "text/plain",
+                                          "text": "line one\nline two"}},
+        {"type": "resource", "resource": {"uri": "file:///repo/logo.png", "mimeType": "image/png", "blob": B64}},
+    ))
+    card = drawn["card"]
+    assert card["form"] == "text" and "columns" not in card
+    assert card["text"].splitlines() == [
+        "resource: file:///repo/notes.txt (text/plain, 17 bytes of text)",
+        f"resource: file:///repo/logo.png (image/png, {len(PNG)} bytes), attached as 2-logo.png",
+        "", "line one", "line two"]
+    assert card["files"] == [{"filename": "2-logo.png", "content_type": "image/png", "size": len(PNG)}]
+    assert B64 not in drawn["text"] and B64 not in drawn["slack"] and B64 not in drawn["html"]
+
+
+def test_a_result_that_is_only_a_resource_block_is_not_a_table_of_raw_blocks(tmp_path):
+    card = render_all(tmp_path, mcp_result(
+        {"type": "resource", "resource": {"uri": "file:///repo/logo.png", "mimeType": "image/png", "blob": B64}}))["card"]
+    assert card["form"] == "text" and B64 not in json.dumps(card)
+    assert card["text"] == f"resource: file:///repo/logo.png (image/png, {len(PNG)} bytes), attached as 1-logo.png"
+
+
+def test_an_embedded_text_resource_beside_text_is_attached_as_a_text_file(tmp_path):
+    card = render_all(tmp_path, mcp_result(
+        {"type": "text", "text": "Read the file."},
+        {"type": "resource", "resource": {"uri": "file:///repo/a.py", "mimeType": "text/x-python",
+                                          "text": "print(1)\n"}}))["card"]
+    assert card["text"] == "Read the file."
+    assert card["notes"] == ["resource: file:///repo/a.py (text/x-python, 9 bytes of text), attached as 2-a.py"]
+    assert card["files"] == [{"filename": "2-a.py", "content_type": "text/x-python", "size": 9}]

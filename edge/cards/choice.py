@@ -20,6 +20,7 @@ from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange
 from oz0.edge.cards.qzx_status import disagreement_status, qzx_status
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
+from oz0.edge.mcp.blocks import BlockSummary, read_blocks
 from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
 from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
 
@@ -127,6 +128,25 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
     if not isinstance(result, dict):
         return _card(result, contract, title)
     read = read_tool_result(result)
+    blocks = read_blocks(read.content)
+    if not (blocks.lines or read.text or read.has_structured or read.is_error) or not read.complete:
+        return _mcp_text_card(read, result, contract, title)
+    if read.text or read.has_structured or read.is_error or contract is not None:
+        return _with_blocks(_mcp_text_card(read, result, contract, title), blocks)
+    body = "\n\n".join(["\n".join(blocks.lines), *(t.text for t in blocks.texts)])
+    return Card(form="text", title=title, text=body, text_format="plain", files=blocks.files,
+                full_result=compact_json(result))
+
+
+def _with_blocks(card: Card, blocks: BlockSummary) -> Card:
+    """The card of a result's text or structured content, with its other blocks named in its notes and
+    their binary data (and embedded texts, as text files) in its files."""
+    if not blocks.lines:
+        return card
+    return replace(card, notes=card.notes + blocks.noted, files=card.files + blocks.files + blocks.text_files())
+
+
+def _mcp_text_card(read: Any, result: dict[str, Any], contract: Contract | None, title: str | None) -> Card:
     if not read.complete:
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
