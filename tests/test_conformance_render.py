@@ -268,3 +268,42 @@ def test_an_embedded_text_resource_beside_text_is_attached_as_a_text_file(tmp_pa
     assert card["text"] == "Read the file."
     assert card["notes"] == ["resource: file:///repo/a.py (text/x-python, 9 bytes of text), attached as 2-a.py"]
     assert card["files"] == [{"filename": "2-a.py", "content_type": "text/x-python", "size": 9}]
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
+           "GIT_COMMITTER_EMAIL": "ada@example.com", "HOME": str(repo), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def git_outputs(tmp_path_factory) -> dict[str, str]:
+    """Real git output, as mcp-server-git returns it in a text block."""
+    repo = tmp_path_factory.mktemp("repo")
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "app.ini").write_text("[db]\nhost = db-1\nport = 5432\n")
+    _git(repo, "add", "app.ini")
+    _git(repo, "commit", "-q", "-m", "Add the config")
+    (repo / "app.ini").write_text("[db]\nhost = db-2\nport = 5432\n")
+    (repo / "new.txt").write_text("x\n")
+    return {"status": _git(repo, "status"), "log": _git(repo, "log"), "diff": _git(repo, "diff")}
+
+
+@pytest.mark.parametrize("kind", ["status", "log", "diff"])
+def test_plain_tool_output_keeps_its_line_breaks_in_text_and_the_slack_fallback(tmp_path, git_outputs, kind):
+    output = git_outputs[kind]
+    path = write(tmp_path, "r.json", {"content": [{"type": "text", "text": output}]})
+    wanted = [line.strip() for line in output.splitlines() if line.strip()]
+    terminal = [line.strip() for line in oz0("render", str(path)).stdout.splitlines() if line.strip()]
+    assert terminal == wanted
+    fallback = json.loads(oz0("render", str(path), "--to", "slack").stdout)["text"]
+    shown = [line.strip() for line in fallback.splitlines() if line.strip()]
+    assert shown == [line.replace("<", "&lt;").replace(">", "&gt;") for line in wanted]
+
+
+def test_markdown_prose_is_still_markdown(tmp_path):
+    prose = "# Release 1.4\n\nThe search is *faster*\nand the login is fixed.\n\n- one\n- two"
+    card = card_of(write(tmp_path, "r.json", {"content": [{"type": "text", "text": prose}]}))
+    assert card["text_format"] == "markdown"
+    text = oz0("render", str(tmp_path / "r.json")).stdout
+    assert "The search is faster and the login is fixed." in text

@@ -18,6 +18,7 @@ import orjson
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
 from oz0.edge.cards.qzx_status import disagreement_status, qzx_status
+from oz0.edge.cards.text_kind import text_format_of
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
 from oz0.edge.mcp.blocks import BlockSummary, read_blocks
@@ -164,7 +165,7 @@ def _mcp_text_card(read: Any, result: dict[str, Any], contract: Contract | None,
         message = read.text.strip() or "The tool reported an error without saying what it was."
         first_line = message.splitlines()[0]
         return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
-                    text=message if message != first_line else "", text_format="markdown",
+                    text=message if message != first_line else "", text_format=text_format_of(message),
                     full_result=compact_json(result))
     if read.has_structured:
         return _card(read.structured, contract, title)
@@ -194,7 +195,7 @@ def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | N
         return Card(form="key_values", title=title, status=status, keys=tuple(keys),
                     values=tuple(value[k] for k in keys))
     if isinstance(value, str):
-        return Card(form="text", title=title, status=status, text=value, text_format="markdown")
+        return Card(form="text", title=title, status=status, text=value, text_format=text_format_of(value))
     return Card(form="text", title=title, status=status, text_format="json",
                 text=json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
