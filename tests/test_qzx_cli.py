@@ -327,3 +327,14 @@ def test_receipt_of_an_inline_schema_differing_only_in_a_description_is_structur
         assert [c["profile_facts"]["output_schema_mode"] for c in receipt["details"]["cases"]] == [mode, mode]
         assert f"outputSchema mode {mode}" in receipt["message"]
         assert any("mode structural_core" in w for w in receipt["warnings"]) is (mode == "structural_core")
+
+
+def test_receipt_records_the_effective_error_state_of_a_non_boolean_is_error(tmp_path, capsys):
+    args = pair(tmp_path, "mcp-2025-06-18")
+    write(tmp_path / "failure.json", mcp(FAIL, is_error="true", result_type=None))
+    code, _, _ = run(capsys, "qzx", "receipt", *args, "--report", str(tmp_path / "r.json"))
+    receipt = json.loads((tmp_path / "r.json").read_text())
+    assert code == 1 and RECEIPT_ORACLE.is_valid(receipt)
+    facts = receipt["details"]["cases"][1]["profile_facts"]
+    assert (facts["mcp_is_error_explicit"], facts["mcp_is_error_effective"]) == (True, False)
+    assert "failure: $.result.isError: must be a boolean, got string" in receipt["details"]["violations"]

@@ -138,6 +138,14 @@ def test_profile_facts_record_the_mcp_error_state():
     assert verdict.actual_success is False
 
 
+@pytest.mark.parametrize("value", ["true", 1, None, {"error": True}])
+def test_a_non_boolean_is_error_is_recorded_as_effectively_false(value):
+    found, _, verdict = findings(call_result(FAIL, isError=value), P25)
+    assert verdict.facts["mcp_is_error_explicit"] is True
+    assert verdict.facts["mcp_is_error_effective"] is False
+    assert any(f.startswith("$.isError: must be a boolean") for f in found)
+
+
 def test_the_specs_own_call_tool_results_are_not_qzx_results():
     for path in sorted((MCP_EXAMPLES / "CallToolResult").glob("*.json")):
         violations, _, _ = findings(json.loads(path.read_text()), P26)
