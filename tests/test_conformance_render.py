@@ -307,3 +307,12 @@ def test_markdown_prose_is_still_markdown(tmp_path):
     assert card["text_format"] == "markdown"
     text = oz0("render", str(tmp_path / "r.json")).stdout
     assert "The search is faster and the login is fixed." in text
+
+
+def test_an_agent_answer_checked_against_its_own_contract_is_not_read_as_json_rpc():
+    from oz0.edge.cards.choice import choose_card
+
+    answer = {"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "logged"}}
+    schema = {"type": "object", "properties": {"jsonrpc": {"type": "string"}}}
+    card = choose_card(answer, schema, checked=True)
+    assert card.status is None and card.form == "key_values" and card.keys == ("jsonrpc", "id", "error")

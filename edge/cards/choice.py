@@ -23,7 +23,7 @@ from oz0.edge.contracts.schema import Contract, load_contract, violation_sentenc
 from oz0.edge.contracts.view import SchemaView
 from oz0.edge.mcp.blocks import BlockSummary, read_blocks
 from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
-from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
+from oz0.edge.mcp.result import ToolResult, is_call_tool_result, read_tool_result
 
 __all__ = [
     "ENVELOPE_FIELDS",
@@ -69,10 +69,10 @@ def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None =
     """
     if contract is not None and not isinstance(contract, Contract):
         contract = load_contract(contract)
-    rpc = read_rpc_response(result) if source != "plain" else None
+    rpc = read_rpc_response(result) if source == "mcp" or (source == "auto" and not checked) else None
     if rpc is not None and not rpc.has_result:
         return _protocol_error_card(rpc, result, title)
-    if rpc is not None:
+    if rpc is not None and (source == "mcp" or is_call_tool_result(rpc.result)):
         result = rpc.result
     if source == "mcp" or (source == "auto" and is_call_tool_result(result)):
         return _mcp_card(result, contract, title)
@@ -130,11 +130,11 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
         return _card(result, contract, title)
     read = read_tool_result(result)
     blocks = read_blocks(read.content)
-    if not (blocks.lines or read.text or read.has_structured or read.is_error) or not read.complete:
+    if not read.complete or not blocks.lines:
         return _mcp_text_card(read, result, contract, title)
     if read.text or read.has_structured or read.is_error or contract is not None:
         return _with_blocks(_mcp_text_card(read, result, contract, title), blocks)
-    body = "\n\n".join(["\n".join(blocks.lines), *(t.text for t in blocks.texts)])
+    body = "\n\n".join(["\n".join(blocks.lines), *(t.text for t in blocks.texts)])  # only non-text blocks
     return Card(form="text", title=title, text=body, text_format="plain", files=blocks.files,
                 full_result=compact_json(result))
 
@@ -142,12 +142,10 @@ def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card
 def _with_blocks(card: Card, blocks: BlockSummary) -> Card:
     """The card of a result's text or structured content, with its other blocks named in its notes and
     their binary data (and embedded texts, as text files) in its files."""
-    if not blocks.lines:
-        return card
     return replace(card, notes=card.notes + blocks.noted, files=card.files + blocks.files + blocks.text_files())
 
 
-def _mcp_text_card(read: Any, result: dict[str, Any], contract: Contract | None, title: str | None) -> Card:
+def _mcp_text_card(read: ToolResult, result: dict[str, Any], contract: Contract | None, title: str | None) -> Card:
     if not read.complete:
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
