@@ -21,7 +21,7 @@ import orjson
 
 from oz0.edge.cards.model import Attachment, Card
 
-__all__ = ["attachment_for", "safe_filename", "shortened", "size_text", "uploads_for"]
+__all__ = ["attachment_for", "files_for", "safe_filename", "shortened", "size_text", "uploads_for"]
 
 
 def attachment_for(card: Card) -> Attachment:
@@ -50,6 +50,15 @@ def uploads_for(card: Card, *, cut: bool) -> tuple[Attachment, ...]:
     if card.attachment is not None or cut:
         return (attachment_for(card),)
     return ()
+
+
+def files_for(card: Card) -> tuple[Attachment, ...]:
+    """The files the result carries besides its JSON (`Card.files`: an MCP image, audio clip or embedded
+    resource), uploaded beside the card by every renderer under names safe on every platform; the
+    card's notes name them."""
+    return tuple(f if safe_filename(f.filename) == f.filename else Attachment(safe_filename(f.filename),
+                                                                               f.content_type, f.data)
+                 for f in card.files)
 
 
 def safe_filename(name: str) -> str:

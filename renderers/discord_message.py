@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from oz0.edge.cards.model import Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import shortened, size_text, uploads_for
+from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.discord_markdown import CELL_WIDTH, block, code_block, code_block_raw, esc, plain_spans
 from oz0.renderers.monospace import fit, fit_table
 from oz0.renderers.rendered import Rendered
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 MAX_COMPONENTS = 40
 MAX_TEXT = 4_000
+MAX_FILES = 10
 TABLE_MAX_COLUMNS = 10
 VALUE_MAX = 1_024
 BUTTONS_PER_ROW = 5
@@ -312,6 +313,12 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
     if uploads:
         a = uploads[0]
         tail.append(f"-# 📎 Full result attached: {discord_escape(a.filename)} ({a.content_type}, {size_text(a.size)})")
+    files = files_for(card)
+    room_for = MAX_FILES - len(uploads)
+    if len(files) > room_for:
+        cuts.append(f"… {len(files) - room_for} more files not attached: Discord takes {MAX_FILES} per message")
+        tail.append("-# " + cuts[-1])
+    uploads += files[:room_for]
     children: list[dict[str, Any]] = [{"type": 10, "content": t} for t in head]
     if head and (body or notes):
         children.append({"type": 14, "divider": True, "spacing": 1})

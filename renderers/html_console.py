@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import size_text, uploads_for
+from oz0.renderers.attachments import files_for, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, clip, html_escape, one_line
 
@@ -236,5 +236,9 @@ def render(card: Card) -> Rendered:
         parts.append(f'<p class="oz0-attachment" data-oz0-attachment="{_e(a.filename)}" '
                      f'data-oz0-content-type="{_e(a.content_type)}" data-oz0-size="{a.size}">'
                      f"Full result attached: {_e(a.filename)} ({_e(a.content_type)}, {size_text(a.size)})</p>")
+    for a in files_for(card):
+        parts.append(f'<p class="oz0-attachment" data-oz0-attachment="{_e(a.filename)}" '
+                     f'data-oz0-content-type="{_e(a.content_type)}" data-oz0-size="{a.size}">'
+                     f"Attached: {_e(a.filename)} ({_e(a.content_type)}, {size_text(a.size)})</p>")
     parts.append("</section>")
-    return Rendered("".join(p for p in parts if p), uploads, tuple(cut))
+    return Rendered("".join(p for p in parts if p), uploads + files_for(card), tuple(cut))

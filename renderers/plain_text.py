@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import uploads_for
+from oz0.renderers.attachments import files_for, uploads_for
 from oz0.renderers.monospace import aligned
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, one_line
@@ -150,10 +150,12 @@ def render(card: Card) -> Rendered:
             parts.append(Line("  " + one_line(v.describe())))
     rule = RULES.get(card.form)
     parts += rule(card, cuts) if rule else _text(card.degrade(), cuts)
+    parts += [Line("note: " + one_line(n)) for n in card.notes]
     uploads = uploads_for(card, cut=bool(cuts))
     if card.attachment is not None:
         a = uploads[0]
         parts.append(Line(f"[attached: {a.filename}, {a.content_type}, {a.size:,} bytes]"))
+    uploads += files_for(card)
     text = draw(parts, width=WIDTH)
     return Rendered(_with_rich(parts) if text is None else text, uploads, tuple(cuts))
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from oz0.edge.cards.model import Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import shortened, size_text, uploads_for
+from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, clip, one_line, slack_escape, utf16_len
 from oz0.renderers.slack_rich_text import (
@@ -350,7 +350,7 @@ def _render(card: Card) -> Rendered:
         "unfurl_links": False,
         "unfurl_media": False,
     }
-    return Rendered(payload, uploads, tuple(cuts))
+    return Rendered(payload, uploads + files_for(card), tuple(cuts))
 
 
 def _over_limit(payload: dict[str, Any]) -> str | None:

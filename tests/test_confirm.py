@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -78,7 +79,7 @@ def ended(http: httpx.Client, job_id: str) -> dict:
     raise AssertionError(f"job {job_id} did not end")
 
 
-def confirmation(http: httpx.Client, agent: str, arguments: str) -> tuple[str, dict]:
+def confirmation(http: httpx.Client, agent: str, arguments: Any) -> tuple[str, dict]:
     r = http.post(f"/v1/agents/{agent}/runs", json=arguments)
     assert r.status_code == 202, r.text
     job = http.get(f"/v1/jobs/{r.json()['job']['id']}").json()["job"]
@@ -87,7 +88,7 @@ def confirmation(http: httpx.Client, agent: str, arguments: str) -> tuple[str, d
 
 
 def test_a_destructive_tool_runs_once_confirmed(http, drops):
-    job_id, question = confirmation(http, "drop", '{"table": "users"}')
+    job_id, question = confirmation(http, "drop", {"table": "users"})
     assert question["message"] == ('Run Drop table (tool drop_table of agent drop) with {"table": "users"}? '
                                    "It is marked destructive.")
     assert question["answer_schema"]["properties"]["choice"]["enum"] == ["Confirm", "Cancel"]
@@ -101,7 +102,7 @@ def test_a_destructive_tool_runs_once_confirmed(http, drops):
 @pytest.mark.parametrize("how, said", [("json", "api-local cancelled it"), ("decline", "api-local declined it")])
 def test_a_destructive_tool_cancelled_never_runs(http, drops, how, said):
     before = dropped(drops)
-    job_id, _ = confirmation(http, "drop", '{"table": "orders"}')
+    job_id, _ = confirmation(http, "drop", {"table": "orders"})
     if how == "json":
         assert http.post(f"/v1/jobs/{job_id}/answer", json={"choice": "Cancel"}).status_code == 202
     else:
@@ -113,9 +114,9 @@ def test_a_destructive_tool_cancelled_never_runs(http, drops, how, said):
 
 
 def test_read_only_and_confirm_false_run_without_asking(http, drops):
-    r = http.post("/v1/agents/read/runs", json='{"table": "users"}')
+    r = http.post("/v1/agents/read/runs", json={"table": "users"})
     assert r.status_code == 200 and r.json()["output"] == {"result": "rows of users"}
-    r = http.post("/v1/agents/drop-quietly/runs", json='{"table": "tmp"}')
+    r = http.post("/v1/agents/drop-quietly/runs", json={"table": "tmp"})
     assert r.status_code == 200 and r.json()["output"] == {"result": "dropped tmp"}
     assert dropped(drops)[-1] == "tmp"
 
@@ -136,7 +137,7 @@ def test_a_channel_that_cannot_ask_does_not_run_a_destructive_tool(console, drop
 
 
 def test_annotations_are_shown_by_the_api_and_openapi(http):
-    http.post("/v1/agents/read/runs", json='{"table": "t"}')  # the server's tools have been listed
+    http.post("/v1/agents/read/runs", json={"table": "t"})  # the server's tools have been listed
     agents = {a["name"]: a for a in http.get("/v1/agents").json()["agents"]}
     assert agents["drop"]["annotations"] == {"title": "Drop table", "destructiveHint": True,
                                              "idempotentHint": False, "openWorldHint": False}

@@ -63,7 +63,7 @@ def ended(http: httpx.Client, job_id: str) -> dict:
 
 
 def asked(http: httpx.Client, service: str) -> tuple[str, dict]:
-    r = http.post("/v1/agents/deploy/runs", json=json.dumps({"service": service}))  # its file declares no contract
+    r = http.post("/v1/agents/deploy/runs", json={"service": service})  # the tool's inputSchema, stored at install
     assert r.status_code == 202, r.text
     job = http.get(f"/v1/jobs/{r.json()['job']['id']}").json()["job"]
     assert job["status"] == "waiting"

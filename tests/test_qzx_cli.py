@@ -313,3 +313,28 @@ def test_usage_errors_exit_2():
     code, doc = emitted(command="run", success=False, message="Nothing run.", error="no agent given",
                         error_code="usage_error")
     assert code == 2 and doc["error_code"] == "usage_error"
+
+
+def test_receipt_of_an_inline_schema_differing_only_in_a_description_is_structural_core(tmp_path, capsys):
+    official = json.loads((SPEC / "result-contract-v1.schema.json").read_text())
+    changed = json.loads(json.dumps(official))
+    changed["properties"]["message"]["description"] = "What happened."
+    for schema, mode in ((official, "canonical_inline"), (changed, "structural_core")):
+        args = pair(tmp_path, "mcp-2025-06-18", tool={**TOOL, "outputSchema": schema})
+        code, out, _ = run(capsys, "qzx", "receipt", *args, "--report", str(tmp_path / "r.json"))
+        receipt = json.loads((tmp_path / "r.json").read_text())
+        assert code == 0 and RECEIPT_ORACLE.is_valid(receipt)
+        assert [c["profile_facts"]["output_schema_mode"] for c in receipt["details"]["cases"]] == [mode, mode]
+        assert f"outputSchema mode {mode}" in receipt["message"]
+        assert any("mode structural_core" in w for w in receipt["warnings"]) is (mode == "structural_core")
+
+
+def test_receipt_records_the_effective_error_state_of_a_non_boolean_is_error(tmp_path, capsys):
+    args = pair(tmp_path, "mcp-2025-06-18")
+    write(tmp_path / "failure.json", mcp(FAIL, is_error="true", result_type=None))
+    code, _, _ = run(capsys, "qzx", "receipt", *args, "--report", str(tmp_path / "r.json"))
+    receipt = json.loads((tmp_path / "r.json").read_text())
+    assert code == 1 and RECEIPT_ORACLE.is_valid(receipt)
+    facts = receipt["details"]["cases"][1]["profile_facts"]
+    assert (facts["mcp_is_error_explicit"], facts["mcp_is_error_effective"]) == (True, False)
+    assert "failure: $.result.isError: must be a boolean, got string" in receipt["details"]["violations"]

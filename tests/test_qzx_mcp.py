@@ -138,6 +138,14 @@ def test_profile_facts_record_the_mcp_error_state():
     assert verdict.actual_success is False
 
 
+@pytest.mark.parametrize("value", ["true", 1, None, {"error": True}])
+def test_a_non_boolean_is_error_is_recorded_as_effectively_false(value):
+    found, _, verdict = findings(call_result(FAIL, isError=value), P25)
+    assert verdict.facts["mcp_is_error_explicit"] is True
+    assert verdict.facts["mcp_is_error_effective"] is False
+    assert any(f.startswith("$.isError: must be a boolean") for f in found)
+
+
 def test_the_specs_own_call_tool_results_are_not_qzx_results():
     for path in sorted((MCP_EXAMPLES / "CallToolResult").glob("*.json")):
         violations, _, _ = findings(json.loads(path.read_text()), P26)
@@ -184,6 +192,39 @@ def test_output_schema_modes(schema, mode):
     verdict = check_output_schema(tool(schema))
     assert verdict.mode == mode and verdict.violations == ()
     assert bool(verdict.warnings) == (mode == "structural_core")
+
+
+def _changed(schema, value, *path):
+    schema = copy.deepcopy(schema)
+    node = schema
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return schema
+
+
+@pytest.mark.parametrize("schema", [
+    _changed(OFFICIAL, "A QZX result.", "description"),
+    _changed(OFFICIAL, "True when it worked.", "properties", "success", "description"),
+    _without(OFFICIAL, "examples"),
+    _without(OFFICIAL, "title"),
+    _changed(OFFICIAL, "https://example.com/mine.schema.json", "$id"),
+    __import__("oz0.edge.qzx.tools", fromlist=["canonical_schema"]).canonical_schema(),
+], ids=["description", "nested-description", "no-examples", "no-title", "other-id", "oz0s-own-copy"])
+def test_an_inline_schema_that_differs_in_any_keyword_is_structural_core(schema):
+    verdict = check_output_schema(tool(schema))
+    assert verdict.mode == "structural_core" and verdict.violations == ()
+    assert [str(w) for w in verdict.warnings] == [
+        "$.outputSchema: matches only the structural core of the contract (mode structural_core); reference "
+        f"{CONTRACT_SCHEMA_URL} to declare the full contract"]
+
+
+def test_an_inline_canonical_schema_in_any_key_order_is_canonical_inline():
+    reordered = json.loads(json.dumps(OFFICIAL, sort_keys=True))
+    reordered = dict(reversed(list(reordered.items())))
+    assert check_output_schema(tool(reordered)).mode == "canonical_inline"
+    assert check_output_schema(tool(_changed(OFFICIAL, 1.0, "properties", "meta", "properties",
+                                             "schema_version", "const"))).mode == "canonical_inline"
 
 
 @pytest.mark.parametrize("schema,expected", [

@@ -17,9 +17,13 @@ from typing import Any, Iterable, Literal
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
+from oz0.edge.cards.qzx_status import disagreement_status, qzx_status
+from oz0.edge.cards.text_kind import text_format_of
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
-from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
+from oz0.edge.mcp.blocks import BlockSummary, read_blocks
+from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
+from oz0.edge.mcp.result import ToolResult, is_call_tool_result, read_tool_result
 
 __all__ = [
     "ENVELOPE_FIELDS",
@@ -65,6 +69,11 @@ def choose_card(result: Any, contract: Contract | dict[str, Any] | bool | None =
     """
     if contract is not None and not isinstance(contract, Contract):
         contract = load_contract(contract)
+    rpc = read_rpc_response(result) if source == "mcp" or (source == "auto" and not checked) else None
+    if rpc is not None and not rpc.has_result:
+        return _protocol_error_card(rpc, result, title)
+    if rpc is not None and (source == "mcp" or is_call_tool_result(rpc.result)):
+        result = rpc.result
     if source == "mcp" or (source == "auto" and is_call_tool_result(result)):
         return _mcp_card(result, contract, title)
     return _card(result, contract, title, checked=checked)
@@ -92,18 +101,7 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
 
 
 def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -> Card:
-    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
-    warnings = value.get("warnings")
-    duration = meta.get("duration_ms")
-    status = Status(
-        success=value["success"],
-        message=value["message"],
-        error=value["error"] if isinstance(value.get("error"), str) else None,
-        error_code=value["error_code"] if isinstance(value.get("error_code"), str) else None,
-        warnings=tuple(w for w in warnings if isinstance(w, str)) if isinstance(warnings, list) else (),
-        command=meta["command"] if isinstance(meta.get("command"), str) else None,
-        duration_ms=duration if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
-    )
+    status = qzx_status(value)
     evidence = [k for k in value if k not in ENVELOPE_FIELDS]
     if not evidence:
         return Card(form="text", title=title, status=status, text="", text_format="plain")
@@ -115,21 +113,57 @@ def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -
                 values=tuple(value[k] for k in keys))
 
 
+def _protocol_error_card(rpc: RpcResponse, response: Any, title: str | None) -> Card:
+    """A JSON-RPC error response: the server refused the request, so there is no result to draw."""
+    said = rpc.error_message.strip() or "no message"
+    code = f" {rpc.error_code}" if isinstance(rpc.error_code, int) and not isinstance(rpc.error_code, bool) else ""
+    data = "" if rpc.error_data is None else json.dumps(rpc.error_data, indent=2, ensure_ascii=False, default=str)
+    return Card(form="text", title=title, text=data, text_format="json" if data else "plain",
+                status=Status(success=False, message=f"MCP protocol error: {said[:500]}",
+                              error=f"JSON-RPC error{code}: the server refused the request; this is not a "
+                                    "completed tool result"),
+                full_result=compact_json(response))
+
+
 def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
     if not isinstance(result, dict):
         return _card(result, contract, title)
     read = read_tool_result(result)
+    blocks = read_blocks(read.content)
+    if not read.complete or not blocks.lines:
+        return _mcp_text_card(read, result, contract, title)
+    if read.text or read.has_structured or read.is_error or contract is not None:
+        return _with_blocks(_mcp_text_card(read, result, contract, title), blocks)
+    body = "\n\n".join(["\n".join(blocks.lines), *(t.text for t in blocks.texts)])  # only non-text blocks
+    return Card(form="text", title=title, text=body, text_format="plain", files=blocks.files,
+                full_result=compact_json(result))
+
+
+def _with_blocks(card: Card, blocks: BlockSummary) -> Card:
+    """The card of a result's text or structured content, with its other blocks named in its notes and
+    their binary data (and embedded texts, as text files) in its files."""
+    return replace(card, notes=card.notes + blocks.noted, files=card.files + blocks.files + blocks.text_files())
+
+
+def _mcp_text_card(read: ToolResult, result: dict[str, Any], contract: Contract | None, title: str | None) -> Card:
     if not read.complete:
         return Card(form="text", title=title, drawn=False, text_format="plain",
                     reason=(f"The tool answered with resultType {read.result_type!r}, not 'complete': it has no "
                             "final result to draw yet."), full_result=compact_json(result))
+    if read.has_structured and is_qzx_result(read.structured):
+        success = read.structured["success"]
+        effective = read.is_error_value if read.is_error_given else False
+        if effective is not (not success):
+            card = _card(read.structured, None if read.is_error else contract, title)
+            return replace(card, status=disagreement_status(card.status, is_error=read.is_error_value,
+                                                            is_error_given=read.is_error_given, success=success))
     if read.is_error:
         if is_qzx_result(read.structured):
             return _card(read.structured, None, title)
         message = read.text.strip() or "The tool reported an error without saying what it was."
         first_line = message.splitlines()[0]
         return Card(form="text", title=title, status=Status(success=False, message=first_line[:500]),
-                    text=message if message != first_line else "", text_format="markdown",
+                    text=message if message != first_line else "", text_format=text_format_of(message),
                     full_result=compact_json(result))
     if read.has_structured:
         return _card(read.structured, contract, title)
@@ -159,7 +193,7 @@ def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | N
         return Card(form="key_values", title=title, status=status, keys=tuple(keys),
                     values=tuple(value[k] for k in keys))
     if isinstance(value, str):
-        return Card(form="text", title=title, status=status, text=value, text_format="markdown")
+        return Card(form="text", title=title, status=status, text=value, text_format=text_format_of(value))
     return Card(form="text", title=title, status=status, text_format="json",
                 text=json.dumps(value, indent=2, ensure_ascii=False, default=str))
 

@@ -164,7 +164,9 @@ class Card:
     `full_result` is the result as compact JSON, as `choose_card` measured it for the size rule, kept
     so that a renderer that cuts the card can upload the whole result without serializing it again
     (empty for cards built by hand; not part of `to_dict()`). `actions` are buttons the renderer draws
-    under the card (added by the adapter that asked, e.g. "Share in channel").
+    under the card (added by the adapter that asked, e.g. "Share in channel"). `files` are files the
+    result carries besides its JSON (an MCP image, audio clip or embedded blob), which every renderer
+    uploads beside the card where its platform allows and the card's notes name.
     """
 
     form: Form
@@ -184,6 +186,7 @@ class Card:
     notes: tuple[str, ...] = ()
     full_result: bytes = field(default=b"", repr=False, compare=False)
     actions: tuple[Action, ...] = ()
+    files: tuple[Attachment, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral card as JSON-ready data (`oz0 render --to card`)."""
@@ -211,6 +214,8 @@ class Card:
             out["attachment"] = self.attachment.to_dict()
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.files:
+            out["files"] = [f.to_dict() for f in self.files]
         if self.actions:
             out["actions"] = [{"id": a.id, "label": a.label, "value": a.value, "style": a.style,
                                "disabled": a.disabled} for a in self.actions]

@@ -3,8 +3,9 @@
 A contract is the schema an agent or tool declares for what it takes or answers. Every `$ref` is
 checked when the schema is loaded, not lazily when an instance happens to reach it: a reference must
 resolve inside the same document (`#/...`, `#anchor`, or an `$id` embedded in that document), or be
-one of the known meta-schemas, which resolve locally. The compiled validator is built `offline` with
-a retriever that refuses, so nothing can be fetched even if the load-time check had a gap.
+one of the known meta-schemas or a schema the edge bundles (the QZX Result Contract v1, see
+edge.contracts.bundled), which resolve locally. The compiled validator is built `offline` with
+a retriever that refuses anything else, so nothing can be fetched even if the load-time check had a gap.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
 
+from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
 from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
@@ -106,6 +108,9 @@ def json_path(parts: Any) -> str:
 
 
 def _refuse_retrieval(uri: str) -> Any:
+    known = bundled_schema(_norm(uri))
+    if known is not None:
+        return known
     raise ContractError(f"refusing to fetch {uri!r}: a contract's $ref must stay inside its own document")
 
 
@@ -334,6 +339,8 @@ def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> t
     else:
         doc, fragment = urldefrag(join_uri(base, ref))
         fragment = fragment_pointer(fragment)
+    if doc not in resources and bundled_schema(doc) is not None:
+        resources = {doc: bundled_schema(doc)}
     if doc not in resources:
         resolved = _without_dot_segments(doc)
         if _is_meta_schema(resolved):

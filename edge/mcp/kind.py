@@ -17,8 +17,10 @@ from oz0.edge.mcp.result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
+    "apply_tool_contracts",
     "run_mcp_agent",
     "server_for_agent",
+    "tool_name",
     "tool_output",
     "with_known_contracts",
     "with_tool_contracts",
@@ -46,8 +48,8 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> A
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    info = await (pool or servers()).tool(server_for_agent(spec), _tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return _with_contracts(spec, info)
+    info = await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s)
+    return apply_tool_contracts(spec, info)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
@@ -57,15 +59,15 @@ def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
     try:
-        info = ((pool or servers()).listed(server_for_agent(spec)) or {}).get(_tool_name(spec))
-        return _with_contracts(spec, info) if info is not None else spec
+        info = ((pool or servers()).listed(server_for_agent(spec)) or {}).get(tool_name(spec))
+        return apply_tool_contracts(spec, info) if info is not None else spec
     except McpFailure as exc:
         log.info("agent %s keeps its declared contracts: %s", spec.name, exc.reason)
         return spec
 
 
-def _with_contracts(spec: Any, info: ToolInfo) -> Any:
-    """A tool without an outputSchema answers text or JSON (its text parsed): its output contract is then
+def apply_tool_contracts(spec: Any, info: ToolInfo) -> Any:
+    """`spec` with the contracts of `info`, the tool it calls, where its file declares none. A tool without an outputSchema answers text or JSON (its text parsed): its output contract is then
     the schema that allows any value, so the runtime accepts either and the card draws it as it is.
     An agent file that names its own schema keeps it (`input: text` cannot be told from no declaration)."""
     from dataclasses import replace
@@ -82,7 +84,7 @@ def _with_contracts(spec: Any, info: ToolInfo) -> Any:
     return replace(spec, **changes)
 
 
-def _tool_name(spec: Any) -> str:
+def tool_name(spec: Any) -> str:
     tool = spec.config.get("tool")
     if not isinstance(tool, str) or not tool:
         raise McpFailure("Misconfigured", f"agent {spec.name!r} names no tool")
@@ -101,7 +103,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
 
     pool = pool or servers()
     server = server_for_agent(spec)
-    tool = _tool_name(spec)
+    tool = tool_name(spec)
     info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
     arguments = value
     if isinstance(value, str):

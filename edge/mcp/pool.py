@@ -95,6 +95,10 @@ class McpServers:
         """The server's tools by name, with their schemas."""
         return await self._loop().run(self._on_loop(server, None, None, timeout_s))
 
+    def tools_sync(self, server: ServerSpec, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> dict[str, ToolInfo]:
+        """`tools` for a synchronous caller (installing a plugin), from any thread but the pool's own."""
+        return self._loop().run_sync(self._on_loop(server, None, None, timeout_s))
+
     def listed(self, server: ServerSpec) -> dict[str, ToolInfo] | None:
         """The server's tools as last listed, without reaching it (None if never listed)."""
         return self._listed.get(server)

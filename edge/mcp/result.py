@@ -32,7 +32,8 @@ def is_call_tool_result(value: Any) -> bool:
 @dataclass(frozen=True)
 class ToolResult:
     """A CallToolResult as facts: `result_type` ("complete" unless the tool asks for input), the text
-    blocks joined by blank lines, `is_error` (only an explicit `true`), and the structured content."""
+    blocks joined by blank lines, `is_error` (only an explicit `true`), the `isError` field as sent
+    (`is_error_given`, `is_error_value`), and the structured content."""
 
     result_type: Any
     text: str
@@ -40,6 +41,8 @@ class ToolResult:
     has_structured: bool
     structured: Any
     content: Any
+    is_error_given: bool = False
+    is_error_value: Any = None
 
     @property
     def complete(self) -> bool:
@@ -61,4 +64,5 @@ def read_tool_result(result: Mapping[str, Any]) -> ToolResult:
     return ToolResult(result_type=result.get("resultType", "complete"), text=text,
                       is_error=result.get("isError") is True, has_structured=structured is not _MISSING,
                       structured=None if structured is _MISSING else structured,
-                      content=result.get("content", []))
+                      content=result.get("content", []), is_error_given="isError" in result,
+                      is_error_value=result.get("isError"))

@@ -13,6 +13,7 @@ from oz0.edge.contracts.changes import Change
 from oz0.edge.contracts.compat import check_upgrade, is_major_bump
 from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
+from oz0.edge.plugins.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
@@ -61,7 +62,11 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made
     current in one transaction. Installing the same content again changes nothing.
 
-    Raises PluginError when an agent name belongs to another installed plugin, and UpgradeRefused
+    An `mcp` agent without declared contracts gets its tool's inputSchema/outputSchema from the server's
+    listing now (edge.plugins.tool_contracts), stored and upgrade-checked like any other contract.
+
+    Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
+    cannot be listed, and UpgradeRefused
     (edge.contracts.compat) when the new version breaks the installed one's contracts without a new major version
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
     is recorded in the audit log as `plugin.contracts.breaking`.
@@ -77,6 +82,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
                               file=spec.file, location="$.name")
+    plugin = with_listed_contracts(plugin)  # an mcp agent's contracts are its tool's, read now
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
     copied = not (target / "plugin.yaml").is_file()
@@ -88,6 +94,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
         if copied:
             shutil.rmtree(target, ignore_errors=True)
         raise
+    listed = {a.name: a for a in plugin.agents}
     detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
               "previous_version": previous.version if previous else None,
               "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
@@ -95,7 +102,8 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
-        agent_rows=[_agent_row(a) for a in stored_plugin.agents], audit_detail=detail)
+        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a) for a in stored_plugin.agents],
+        audit_detail=detail)
     if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],

@@ -201,7 +201,7 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
     contracts: dict[str, Contract | None] = {}
     for direction in ("input", "output"):
         schema_ref = data.get(f"{direction}_schema")
-        if direction not in data and schema_ref is None:
+        if direction not in data and schema_ref is None and data.get("kind") != "mcp":  # mcp: the tool's own
             lint.add("error" if strict else "warning", file, "$",
                      f"agent {name!r} declares no contract for its {direction}"
                      + (" (an error from plugin version 1.0.0 on)" if strict else

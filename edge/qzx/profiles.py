@@ -129,8 +129,7 @@ def _check_mcp(document: Any, profile: str, facts: dict[str, Any]
     if "isError" in result and not isinstance(is_error, bool):
         found.append(Finding(at("isError"), f"must be a boolean, got {kind_of(is_error)}"))
         is_error = None
-    if isinstance(is_error, bool):
-        facts["mcp_is_error_effective"] = is_error
+    facts["mcp_is_error_effective"] = is_error if isinstance(is_error, bool) else False  # MCP: not true is false
     success: bool | None = None
     if "structuredContent" not in result:
         found.append(Finding(at("structuredContent"), "is required: the complete QZX result object"))

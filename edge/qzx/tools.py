@@ -1,26 +1,37 @@
 """QZX tool definitions: how a tool's `outputSchema` declares the contract (its mode), and what a
-weaker one lacks. The project's own schema of the envelope (edge/schemas/qzx-result-v1.schema.json)
-is used to recognise an inlined canonical `outputSchema`."""
+weaker one lacks.
+
+`canonical_inline` means the outputSchema IS the published canonical schema, keyword for keyword
+(descriptions and examples included; only key order may differ), as qzx's own validator decides. The
+published schema's text is not shipped here; its fingerprint is (`CANONICAL_SCHEMA_SHA256`, the SHA-256
+of its JSON with sorted keys), so an inline copy is recognised exactly. The project's own schema of
+the envelope (edge/schemas/qzx-result-v1.schema.json) has the same constraints but its own wording, so
+inlining it is `structural_core`, like any other schema that differs in a keyword.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, is_number, kind_of, same_json
+from oz0.edge.contracts.bundled import bundled_schema
+from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, is_number, kind_of
 
 __all__ = [
+    "CANONICAL_SCHEMA_SHA256",
     "OUTPUT_SCHEMA_MODES",
     "OutputSchemaVerdict",
     "canonical_schema",
     "check_output_schema",
+    "schema_fingerprint",
 ]
 
 OUTPUT_SCHEMA_MODES = ("canonical_ref", "canonical_inline", "canonical_allof", "structural_core")
 
 _ANNOTATIONS = frozenset({"$id", "title", "description", "examples", "$comment"})
+CANONICAL_SCHEMA_SHA256 = "f33d4b1f168622f92bc773d032483729c28d48e05e63c75d59b532918ed600d0"
 
 
 @dataclass(frozen=True)
@@ -32,23 +43,26 @@ class OutputSchemaVerdict:
     warnings: tuple[Finding, ...] = ()
 
 
-_canonical: dict[str, Any] = {}
-
-
 def canonical_schema() -> dict[str, Any]:
     """The project's own schema of the envelope, shipped as package data (a fresh copy each call)."""
-    if "schema" not in _canonical:
-        text = (resources.files("oz0.edge") / "schemas" / "qzx-result-v1.schema.json").read_text("utf-8")
-        _canonical["schema"] = json.loads(text)
-    return json.loads(json.dumps(_canonical["schema"]))
+    return json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
 
 
-def _constraints(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _constraints(v) for k, v in schema.items() if k not in _ANNOTATIONS}
-    if isinstance(schema, list):
-        return [_constraints(v) for v in schema]
-    return schema
+def _normal(value: Any) -> Any:
+    """A JSON value as qzx compares it: an integral float is its integer (1.0 == 1), true stays true."""
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def schema_fingerprint(schema: Any) -> str:
+    """The SHA-256 of a schema's JSON with sorted keys (compact, UTF-8): equal for equal schemas."""
+    text = json.dumps(_normal(schema), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _canonical_mode(schema: Any) -> str | None:
@@ -56,7 +70,8 @@ def _canonical_mode(schema: Any) -> str | None:
         rest = set(schema) - {"$ref", "$schema"} - _ANNOTATIONS
         if not rest and schema["$ref"].rstrip("#") == CONTRACT_SCHEMA_URL:
             return "canonical_ref"
-    if isinstance(schema, dict) and same_json(_constraints(schema), _constraints(canonical_schema())):
+    if (isinstance(schema, dict) and schema.get("$id") == CONTRACT_SCHEMA_URL
+            and schema_fingerprint(schema) == CANONICAL_SCHEMA_SHA256):
         return "canonical_inline"
     return None
 

@@ -30,6 +30,7 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_e
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
+from oz0.edge.plugins.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
@@ -152,7 +153,7 @@ class Runtime(PersonSteps):
         plugin = self._plugins.get(version.id)
         if plugin is None:
             try:
-                plugin = load_plugin(version.path)
+                plugin = with_stored_contracts(load_plugin(version.path), version.agents)
             except PluginError as exc:
                 log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
                           version.version, version.path, exc)

@@ -1,0 +1,35 @@
+"""Known schemas the edge ships a copy of, so a contract may `$ref` them without anything being fetched.
+
+The JSON Schema meta-schemas are known to the validator itself; the QZX Result Contract v1 schema is
+another published schema tools declare by reference (an MCP outputSchema of `{"$ref": <its URL>}`), and
+the edge resolves that URL to its bundled copy (edge/schemas/qzx-result-v1.schema.json) the same way.
+The table is explicit: one line per schema.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL
+
+__all__ = ["BUNDLED_SCHEMAS", "bundled_schema"]
+
+BUNDLED_SCHEMAS: dict[str, str] = {
+    CONTRACT_SCHEMA_URL: "qzx-result-v1.schema.json",
+}
+_loaded: dict[str, Any] = {}
+
+
+def bundled_schema(uri: str) -> Any | None:
+    """The bundled copy of the schema at `uri` (without a fragment), or None when it is not one we ship.
+
+    Loaded once and shared: callers only read it (compiled validators and card views never change a schema).
+    """
+    name = BUNDLED_SCHEMAS.get(uri.rstrip("#"))
+    if name is None:
+        return None
+    if name not in _loaded:
+        _loaded[name] = json.loads((resources.files("oz0.edge") / "schemas" / name).read_text("utf-8"))
+    return _loaded[name]

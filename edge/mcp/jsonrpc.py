@@ -1,0 +1,41 @@
+"""The one reader of a JSON-RPC 2.0 response, the form MCP traffic is logged in.
+
+A logged `tools/call` answer is `{"jsonrpc": "2.0", "id": ..., "result": CallToolResult}` or, when the
+server refused the call, `{"jsonrpc": "2.0", "id": ..., "error": {"code", "message", "data"?}}`. The
+card rules read it here once: a result is drawn as the CallToolResult inside it, and an error stays
+an MCP protocol error (QZX's MCP profiles: a protocol error is never a completed result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RpcResponse", "read_rpc_response"]
+
+
+@dataclass(frozen=True)
+class RpcResponse:
+    """A JSON-RPC response as facts: `result` when it carries one, else the `error` parts."""
+
+    id: Any
+    has_result: bool
+    result: Any = None
+    error_code: Any = None
+    error_message: str = ""
+    error_data: Any = None
+
+
+def read_rpc_response(value: Any) -> RpcResponse | None:
+    """`value` read as a JSON-RPC 2.0 response, or None when it is not one (`jsonrpc` "2.0", an `id`,
+    and exactly one of `result` and `error`)."""
+    if not (isinstance(value, dict) and value.get("jsonrpc") == "2.0" and "id" in value):
+        return None
+    if ("result" in value) == ("error" in value) or not set(value) <= {"jsonrpc", "id", "result", "error"}:
+        return None
+    if "result" in value:
+        return RpcResponse(value["id"], True, result=value["result"])
+    error = value["error"] if isinstance(value["error"], dict) else {}
+    message = error.get("message") if isinstance(error.get("message"), str) else ""
+    return RpcResponse(value["id"], False, error_code=error.get("code"), error_message=message,
+                       error_data=error.get("data"))
