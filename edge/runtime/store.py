@@ -103,6 +103,7 @@ jobs = Table(
     Column("dedupe_key", String(300), nullable=True, unique=True),
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
+    Column("parent_id", String(32), nullable=True, index=True),  # a flow step's job: the flow's job
 )
 
 audit = Table(
@@ -184,7 +185,9 @@ class Store:
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+        from oz0.edge.runtime.migrations import upgrade
+
+        upgrade(self.engine, metadata)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -225,6 +228,12 @@ class Store:
         query = select(jobs).order_by(jobs.c.created.desc(), jobs.c.id).limit(limit)
         if statuses is not None:
             query = query.where(jobs.c.status.in_(list(statuses)))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def children(self, parent_id: str) -> list[dict[str, Any]]:
+        """The jobs of a flow's steps, in the order they were journaled."""
+        query = select(jobs).where(jobs.c.parent_id == parent_id).order_by(jobs.c.created, jobs.c.id)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
 
