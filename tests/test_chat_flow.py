@@ -194,3 +194,20 @@ def test_agents_run_on_the_jobs_thread_never_on_the_channel_loop(home: Path) -> 
             assert d.threads() == ["oz0-discord-jobs"]
     (home.parent / "discord-home").mkdir()
     run(main())
+
+
+def test_a_card_the_platform_refuses_is_counted_as_a_channel_error(home: Path) -> None:
+    """/metrics' oz0_channel_errors_total counts what a channel could not deliver, by platform and kind."""
+    from oz0.edge.runtime.metrics import CHANNEL_ERRORS
+
+    install_test_plugin(home)
+    before = CHANNEL_ERRORS.labels("slack", "refused")._value.get()
+
+    async def main() -> None:
+        async with running_channel(home) as h:
+            h.slack.fail_once["chat.update"] = "invalid_blocks"
+            await h.mention("echo refused please", event_id="EvREFUSED")
+            refused, fallback = await h.slack.wait_for("chat.update", 2)
+            assert "could not show this result in Slack" in texts(fallback.args)
+    run(main())
+    assert CHANNEL_ERRORS.labels("slack", "refused")._value.get() == before + 1

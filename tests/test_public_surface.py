@@ -76,7 +76,9 @@ def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     assert top == {"oz0"}
     for expected in ("oz0/edge/cards/choice.py", "oz0/adapters/cli/__main__.py", "oz0/renderers/slack_blocks.py",
                      "oz0/edge/schemas/qzx-result-v1.schema.json", "oz0/edge/example_plugin/plugin.yaml",
-                     "oz0/adapters/console/templates/base.html"):
+                     "oz0/adapters/console/templates/base.html", "oz0/edge/runtime/migrations/env.py",
+                     "oz0/edge/runtime/migrations/script.py.mako",
+                     "oz0/edge/runtime/migrations/versions/0001_baseline.py"):
         assert expected in names, expected
     assert not any(name.startswith(("oz0/tests/", "oz0/bench/")) for name in names)
     entry = next(name for name in names if name.endswith("entry_points.txt"))

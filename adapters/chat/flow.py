@@ -33,6 +33,7 @@ from oz0.edge.cards.model import Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.jobs import Job
+from oz0.edge.runtime.metrics import count_channel_error
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
@@ -189,8 +190,9 @@ class AskFlow:
                 card = await self.jobs.call(self.runtime.card, stopped)
                 await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False), STOP_DELIVER_S)
             raise
-        except Exception:
+        except Exception as exc:
             self.log.exception("job %s could not run", job_id)
+            count_channel_error(self.wire.platform, type(exc).__name__)
             await progress.close()
             card = failure_card(f"oz0 could not run this ask (internal error, job {job_id}); the bot's log "
                                 "has the details.", code="internal_error")
@@ -223,6 +225,7 @@ class AskFlow:
             await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
+            count_channel_error(self.wire.platform, "refused")
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
@@ -296,8 +299,9 @@ class _Progress:
     async def _send(self, text: str) -> None:
         try:
             await self.flow.wire.progress(self.reply, self.flow.draw(working_card(self.agent, text)))
-        except Exception:
+        except Exception as exc:
             self.flow.log.warning("could not show progress of %s", self.agent, exc_info=True)
+            count_channel_error(self.flow.wire.platform, type(exc).__name__)
 
     async def close(self) -> None:
         self.closed = True

@@ -37,6 +37,7 @@ COMMANDS: dict[str, Command] = {
     "run": Command("ask an installed agent and draw its answer as a card", "oz0.adapters.cli.run:register_run"),
     "jobs": Command("recent jobs from the journal; `oz0 jobs show ID` for one", "oz0.adapters.cli.run:register_jobs"),
     "audit": Command("the audit log: installs and other changes, newest first", "oz0.adapters.cli.run:register_audit"),
+    "db": Command("the database: `oz0 db upgrade` applies the schema migrations", "oz0.adapters.cli.db:register"),
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
+from oz0.adapters.readiness import channel_states
 
 __all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
 
@@ -63,7 +64,10 @@ def run_serve(args: argparse.Namespace) -> int:
         Guard(settings.host, settings.token)
     except ConsoleConfigError as exc:
         raise CommandError(str(exc), code=2) from None
-    runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)
+    runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)  # opening the store runs the migrations
+    schema = runtime.store.schema
+    log.info("database schema at revision %s%s", schema.after,
+             f" (upgraded from {schema.before or 'an empty database'})" if schema.changed else "")
     try:
         _launch_engine(runtime, env)
         return asyncio.run(serve_channels(runtime, env=env))
@@ -103,10 +107,17 @@ async def serve_channels(runtime: Any, *, env: Mapping[str, str],
         agents = runtime.agents()
         log.info("%d agent(s) installed%s", len(agents),
                  (": " + ", ".join(a.name for a in agents)) if agents else "; add one with `oz0 plugin install`")
-        tasks = {asyncio.create_task(module.serve(runtime, env=env, stop=stop), name=f"oz0-{name}"): name
-                 for name, module in modules.items()}
+        states = channel_states(runtime)
+        tasks = {}
+        for name, module in modules.items():
+            task = asyncio.create_task(module.serve(runtime, env=env, stop=stop), name=f"oz0-{name}")
+            tasks[task] = name
+            states.running(name)
+            task.add_done_callback(lambda t, name=name: states.ended(
+                name, failed=not t.cancelled() and t.exception() is not None))
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        states.stopping()  # /readyz answers 503 from here on, so a load balancer drains this replica
         failed = False
         for task in done - {stopper}:
             failed |= _ended(tasks[task], task)

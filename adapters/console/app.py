@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from oz0.adapters.console import api as console_api
+from oz0.adapters.console import probes
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -106,6 +107,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/logout", pages.logout, methods=["POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         *console_api.routes(runtime),
+        *probes.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [
@@ -178,7 +180,7 @@ class _Server(uvicorn.Server):
 class _GuardMiddleware:
     """Token check (when one is set) and the same-origin rule for every unsafe request."""
 
-    OPEN = ("/login", "/static/")
+    OPEN = ("/login", "/static/", *probes.OPEN_PATHS)
 
     def __init__(self, app: Any, *, guard: Guard) -> None:
         self.app = app
@@ -197,7 +199,7 @@ class _GuardMiddleware:
             await response(scope, receive, send)
             return
         if not path.startswith(self.OPEN) and not self.guard.authorized(request.headers, request.cookies):
-            if path.startswith("/v1/") or path == "/openapi.json" or "application/json" in request.headers.get("accept", ""):
+            if path.startswith("/v1/") or path in ("/openapi.json", "/metrics") or "application/json" in request.headers.get("accept", ""):
                 response = JSONResponse(
                     {"success": False, "message": "a token is required: send Authorization: Bearer <OZ0_CONSOLE_TOKEN>",
                      "error_code": "unauthorized"},

@@ -51,7 +51,7 @@ def _agent_row(spec: AgentSpec) -> dict[str, Any]:
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
                               "description": f.description} for f in spec.failures},
         "limits": {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
-                   "max_attempts": spec.limits.max_attempts},
+                   "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency},
     }
 
 

@@ -1,7 +1,10 @@
 """The store under OZ0_HOME: the job journal, the installed plugins and the audit log, in one database.
 
 SQLite (a file under OZ0_HOME) by default; `OZ0_DATABASE_URL=postgresql://...` moves all three to
-Postgres so several replicas share them (driver: psycopg 3, `pip install 'oz0-edge[postgres]'`). SQLAlchemy Core keeps the SQL the same on both. Every write
+Postgres so several replicas share them (driver: psycopg 3, `pip install 'oz0-edge[postgres]'`).
+SQLAlchemy Core keeps the SQL the same on both. The tables are made and changed by the Alembic
+revisions in migrations/ (oz0.edge.runtime.migrate), never by `create_all`: a change to a table here
+needs a revision there (a test compares them). Every write
 that must not half-happen (a job journaled under its dedupe key, a plugin version with its agents)
 is one transaction.
 """
@@ -17,6 +20,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -31,6 +35,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+
+from oz0.edge.runtime.migrate import SchemaChange, upgrade_schema
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -103,7 +109,9 @@ jobs = Table(
     Column("dedupe_key", String(300), nullable=True, unique=True),
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
-    Column("parent_id", String(32), nullable=True, index=True),  # a flow step's job: the flow's job
+    Column("parent_id", String(32), nullable=True, index=True),  # revision 0004: a flow step's job -> the flow's job
+    Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
+    Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
 
 audit = Table(
@@ -185,9 +193,7 @@ class Store:
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        from oz0.edge.runtime.migrations import upgrade
-
-        upgrade(self.engine, metadata)
+        self.schema: SchemaChange = upgrade_schema(self.engine)  # Alembic migrations; one query when already current
 
     def close(self) -> None:
         self.engine.dispose()
