@@ -41,9 +41,9 @@ def schema_drift(url: str) -> list:
         engine.dispose()
 
 
-ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id")  # revisions 0002, 0004
-TABLES_AFTER_BASELINE = ("claims",)  # revision 0003
-COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"),)  # revision 0004
+ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id")  # revisions 0002, 0005
+TABLES_AFTER_BASELINE = ("claims", "questions")  # revisions 0003, 0004
+COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"),)  # revision 0005
 
 
 def make_pre_migration_database(url: str) -> None:

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from oz0.adapters.console import answers
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
@@ -116,6 +117,7 @@ def routes(runtime: Any) -> list[Route]:
         Route(f"{API_PREFIX}/agents", api.agents, methods=["GET"]),
         Route(f"{API_PREFIX}/agents/{{name}}/runs", api.run, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
+        Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
     ]
 
@@ -124,6 +126,7 @@ class _Api:
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
         self.background: set[asyncio.Task[Any]] = set()
+        self.starter = answers.JobStarter(runtime)
 
     async def agents(self, request: Request) -> Response:
         versions = plugin_versions(self.runtime)
@@ -187,7 +190,11 @@ class _Api:
                                         data={"job": _job_json(job)})
             return JSONResponse(body_json, status_code=ASYNC_HTTP,
                                 headers={"location": f"{API_PREFIX}/jobs/{job.id}"})
-        job = await self.runtime.run(spec.name, text, requester=requester, channel="api")
+        job = await self.starter.run(spec.name, text, requester=requester, channel="api")
+        if job.status == "waiting":  # it asks a person: answer at POST /v1/jobs/{id}/answer
+            return JSONResponse(result_envelope(command, True, f"job {job.id} is waiting for an answer",
+                                                data={"job": self._job_data(job)}), status_code=ASYNC_HTTP,
+                                headers={"location": f"{API_PREFIX}/jobs/{job.id}"})
         return self._job_response(job, command)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
@@ -202,8 +209,20 @@ class _Api:
             return failure(f"no job has the id {job_id!r}", "unknown_job", status_code=404, command="jobs.get")
         return self._job_response(job, "jobs.get", read_only=True)
 
+    async def answer(self, request: Request) -> Response:
+        size = int(request.headers.get("content-length") or 0)
+        body = None if size > MAX_BODY_BYTES else await read_body(request)
+        return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
+
+    def _job_data(self, job: Any) -> dict[str, Any]:
+        out = _job_json(job)
+        question = answers.question_json(self.runtime, job)
+        if question is not None:
+            out["question"] = question
+        return out
+
     def _job_response(self, job: Any, command: str, *, read_only: bool = False) -> JSONResponse:
-        data: dict[str, Any] = {"job": _job_json(job)}
+        data: dict[str, Any] = {"job": self._job_data(job)}
         if job.finished:
             data["card"] = self.runtime.card(job).to_dict()
         data["output"] = job.output
@@ -278,6 +297,7 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                 "schema": {"$ref": "#/components/schemas/JobResult"}}}},
             "404": {"description": "No job has this id", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
+    doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
     if versions:
         doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
     return doc
@@ -291,7 +311,8 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
         "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
         "channel": {"type": "string"}, "input": {"type": "string"},
-        "status": {"enum": ["queued", "running", "succeeded", "failed", "interrupted"]},
+        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted"]},
+        "question": {"$ref": "#/components/schemas/Question"},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
         "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
@@ -315,6 +336,40 @@ _COMMON_SCHEMAS: dict[str, Any] = {
             "output": {"description": "The output JSON Schema, or \"text\"."},
             "failures": {"type": "array", "items": {"type": "object"}}}}}}},
 }
+
+
+_COMMON_SCHEMAS["Question"] = {
+    "type": "object", "required": ["step", "message", "answer_schema", "answerers", "expires"],
+    "description": "What a waiting job asks (a person step); answer it at POST /jobs/{job_id}/answer.",
+    "properties": {"step": {"type": "string"}, "message": {"type": "string"},
+                   "answer_schema": {"type": "object", "description": "An object of primitive fields."},
+                   "answerers": {"type": "object", "description": "users, groups, roles; {} = the asker."},
+                   "expires": {"type": ["number", "null"]}, "source": {"type": ["string", "null"]}}}
+
+
+def _failure_response(text: str) -> dict[str, Any]:
+    return {"description": text, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}}
+
+
+_ANSWER_PATH = {"post": {
+    "operationId": "jobs.answer", "summary": "Answer a waiting job's question (the first answer wins)",
+    "parameters": [
+        {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}},
+        {"name": "step", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "The step answered; default: the job's open question."},
+        {"name": "action", "in": "query", "required": False,
+         "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
+         "description": "decline or cancel: no body."}],
+    "requestBody": {"required": False, "content": {"application/json": {"schema": {
+        "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
+    "responses": {
+        "202": {"description": "Answered; the job goes on.", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+        "403": _failure_response("You are not among the question's answerers."),
+        "404": _failure_response("No job has this id."),
+        "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
+        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
+    }}}
 
 
 def _run_result(output_schema: Any) -> dict[str, Any]:

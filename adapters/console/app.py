@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from oz0.adapters.console import answers
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console import probes
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
@@ -43,6 +44,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.edge.cards.model import Card
+from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
     "DEFAULT_HOST",
@@ -95,12 +97,14 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
     settings = settings or ConsoleSettings()
     guard = guard or Guard(settings.host, settings.token)
     pages = _Pages(runtime, guard)
+    answers.register(runtime)
     routes = [
         Route("/", pages.agents, methods=["GET"]),
         Route("/agents/{name}", pages.agent, methods=["GET"]),
         Route("/agents/{name}/runs", pages.run, methods=["POST"]),
         Route("/jobs", pages.jobs, methods=["GET"]),
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
+        Route("/jobs/{job_id}/answer", pages.answer, methods=["POST"]),
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
@@ -233,6 +237,7 @@ class _Pages:
         self.env = Environment(loader=PackageLoader("oz0.adapters.console", "templates"),
                                autoescape=select_autoescape(default=True, default_for_string=True))
         self.env.globals["static"] = lambda name: f"/static/{quote(name)}"
+        self.starter = answers.JobStarter(runtime)
 
     # rendering --------------------------------------------------------------------------------
     def page(self, request: Request, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -309,14 +314,15 @@ class _Pages:
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.runtime.run(spec.name, text, requester=asker, channel="console")
+        job = await self.starter.run(spec.name, text, requester=asker, channel="console")
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
         jobs = [_job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
         return self.page(request, "jobs.html", nav="jobs", jobs=jobs)
 
-    async def job(self, request: Request) -> Response:
+    async def job(self, request: Request, *, answer_error: dict[str, Any] | None = None,
+                  status_code: int = 200) -> Response:
         job = self.runtime.job(request.path_params["job_id"])
         if job is None:
             return self.error(request, "No such job", f"No job has the id {request.path_params['job_id']}.", 404)
@@ -333,8 +339,34 @@ class _Pages:
         if card is not None:
             card_html, payloads, download = _drawn(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
+        question = self.runtime.question(job.id) if job.status == "waiting" else None
         return self.page(request, "job.html", nav="jobs", job=_job_view(job), card_html=card_html,
-                         card_error=card_error, payloads=payloads, raw_output=raw, download=download)
+                         card_error=card_error, payloads=payloads, raw_output=raw, download=download,
+                         question=question, answer_fields=answers.answer_fields(question) if question else (),
+                         question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
+                         if question and question.expires_at else None,
+                         answer_error=answer_error, status_code=status_code)
+
+    async def answer(self, request: Request) -> Response:
+        """The job page's answer form: the answer, or the page again with why it was not taken."""
+        form = await self.checked_form(request)
+        if isinstance(form, Response):
+            return form
+        job = self.runtime.job(request.path_params["job_id"])
+        question = self.runtime.question(job.id) if job is not None else None
+        if job is None or question is None or form.get("step") != question.step:
+            return self.error(request, "Nothing to answer", "This job is not waiting for that answer any more "
+                              "(it was answered, or it ended).", 409)
+        by = answers.operator(request, prefix="console")
+        try:
+            answers.answer_from_form(self.runtime, job, question, form, by=by)
+        except FormError as exc:
+            return await self.job(request, status_code=422, answer_error={
+                "title": "This answer cannot be read", "message": str(exc)})
+        except AnswerRefused as refused:
+            return await self.job(request, status_code=refused.status, answer_error={
+                "title": "The answer was not taken", "message": refused.message, "violations": refused.violations})
+        return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def attachment(self, request: Request) -> Response:
         """The full result of a job as a file: what a channel uploads beside a cut or undrawn card."""

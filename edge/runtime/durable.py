@@ -47,7 +47,9 @@ __all__ = [
     "EngineError",
     "NOT_RESUMABLE_KINDS",
     "app_version",
+    "current_runtime",
     "replica_id",
+    "send_answer",
     "workflow_id",
 ]
 
@@ -117,6 +119,31 @@ async def _job_workflow(job_id: str) -> str:
     await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
+
+
+def current_runtime() -> "Runtime":
+    """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
+    return _current().runtime
+
+
+def send_answer(workflow: str, topic: str) -> None:
+    """Wake a workflow waiting durably for an answer (edge.runtime.questions.wait_in_workflow). DBOS.send
+    refuses a thread with a running loop, so it runs on a thread of its own. A send that fails costs
+    the waiter one poll of the store (it re-reads it at least every minute), never the answer."""
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            DBOS.send(workflow, {"answered": True}, topic)
+        except Exception as exc:
+            failed.append(exc)
+
+    sender = threading.Thread(target=send, name="oz0-answer-send", daemon=True)
+    sender.start()
+    sender.join(timeout=10)
+    if failed:
+        log.warning("could not wake workflow %s for its answer (%s: %s); it finds the answer at its next look",
+                    workflow, type(failed[0]).__name__, failed[0])
 
 
 def _current() -> "Engine":
@@ -240,6 +267,13 @@ class Engine:
             return "missing"
         if job.finished:
             return job.status
+        if job.status == "waiting":
+            ended = self.runtime.end_interrupted(
+                job_id, reason="the bot restarted while this job waited for an answer inside a running step "
+                               "(the call that asked is gone); ask again to rerun it")
+            for step in self.runtime.questions.open_steps(job_id):
+                self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
+            return ended.status
         if job.status == "running":
             kind = self._kind(job.agent)
             if kind in NOT_RESUMABLE_KINDS:

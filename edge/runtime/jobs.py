@@ -10,9 +10,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.questions import Answer, Questions
 
 __all__ = [
     "BUILTIN_FAILURES",
@@ -121,6 +124,7 @@ class RunContext:
     attempt: int
     plugin_path: Path
     on_progress: Callable[[str], Any] | None = field(default=None, repr=False)
+    questions: "Questions | None" = field(default=None, repr=False)
 
     def progress(self, line: str) -> None:
         """Report one line of progress (a command's stderr, a model's step); never fails the job."""
@@ -130,6 +134,42 @@ class RunContext:
             self.on_progress(line[:1000])
         except Exception:  # a broken progress sink must not end the agent's work
             log.exception("progress callback failed for job %s", self.job_id)
+
+
+    async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
+                         answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
+                         source: str | None = None) -> "Answer":
+        """Pause the job to ask someone (a person step) and wait for the answer, in the job's own call:
+        not durable, a restart ends the job interrupted. `answerers` default to the asker; `timeout_s`
+        to the agent's limits.timeout_s (then the answer's action is "timeout")."""
+        question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
+        self._book().ask(question)
+        return await self._book().wait_async(self.job_id, question.step, timeout_s=wait)
+
+    def ask_person_sync(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
+                        answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
+                        source: str | None = None) -> "Answer":
+        """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
+        question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
+        self._book().ask(question)
+        return self._book().wait(self.job_id, question.step, timeout_s=wait)
+
+    def _book(self) -> "Questions":
+        if self.questions is None:
+            raise RuntimeError("this run has no runtime to ask a person through")
+        return self.questions
+
+    def _question(self, message: str, answer_schema: dict[str, Any], step: str | None,
+                  answerers: Mapping[str, Any] | None, timeout_s: float | None,
+                  source: str | None) -> tuple[Any, float]:
+        import time
+
+        from oz0.edge.runtime.questions import Question
+
+        wait = float(timeout_s if timeout_s is not None else self.agent.limits.timeout_s)
+        step = step or f"ask-{self._book().count(self.job_id) + 1}"
+        return Question(job_id=self.job_id, step=step, message=message, answer_schema=dict(answer_schema),
+                        answerers=dict(answerers or {}), expires_at=time.time() + wait, source=source), wait
 
 
 def snake_case(name: str) -> str:

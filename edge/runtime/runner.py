@@ -31,6 +31,8 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_e
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
 from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
+from oz0.edge.runtime.question_book import Questions
+from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
 from oz0.edge.contracts.schema import violation_sentence
 
@@ -55,6 +57,7 @@ _PROCESS_TOKEN = uuid.uuid4().hex[:12]
 _HOST = (os.environ.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()  # the replica id (edge.runtime.durable)
 
 MAX_INPUT_CHARS = 262_144
+_WHAT_IT_WAS = {"running": "running", "queued": "waiting to run", "waiting": "waiting for an answer"}
 
 
 class UnknownAgent(ValueError):
@@ -83,7 +86,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-class Runtime:
+class Runtime(PersonSteps):
     """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
@@ -97,6 +100,7 @@ class Runtime:
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
+        self.questions = Questions(self)  # person steps (edge.runtime.questions)
 
     def close(self) -> None:
         if self.engine is not None:
@@ -282,7 +286,7 @@ class Runtime:
                 self.store.update_job(job_id, attempts=attempts)
                 try:
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
-                                                                         on_progress))
+                                                                         on_progress, self.questions))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -422,9 +426,11 @@ class Runtime:
             if not self._orphaned(row, now) or (self.engine is not None and self.engine.resumes(row)):
                 continue
             reason = ("the bot stopped before this job ended (it was "
-                      f"{'running' if row['status'] == 'running' else 'waiting to run'}); ask again to rerun it")
+                      f"{_WHAT_IT_WAS.get(row['status'], 'running')}); ask again to rerun it")
             if self.store.update_job(row["id"], only_if_status=ACTIVE_STATUSES, status="interrupted",
                                      failure_kind="Interrupted", failure_reason=reason, ended=now):
+                for step in self.questions.open_steps(row["id"]):  # its wait died with the process
+                    self.questions.close(row["id"], step, action="cancel", by="interrupted")
                 job = self.job(row["id"])
                 if job is not None:
                     recovered.append(job)

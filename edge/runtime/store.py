@@ -47,7 +47,7 @@ __all__ = [
     "metadata",
 ]
 
-ACTIVE_STATUSES = ("queued", "running")
+ACTIVE_STATUSES = ("queued", "running", "waiting")  # waiting: a person step is open (edge.runtime.questions)
 
 metadata = MetaData()
 
@@ -109,7 +109,7 @@ jobs = Table(
     Column("dedupe_key", String(300), nullable=True, unique=True),
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
-    Column("parent_id", String(32), nullable=True, index=True),  # revision 0004: a flow step's job -> the flow's job
+    Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
@@ -131,6 +131,26 @@ claims = Table(
     "claims", metadata,
     Column("key", String(300), primary_key=True),
     Column("at", Float, nullable=False),
+)
+
+# Person steps (edge.runtime.questions): one row per question a job asks, (job, step) once. The answer
+# columns are filled once, by a conditional UPDATE ... WHERE action IS NULL, so the first answer wins
+# across replicas. Revision 0004 (migrations/versions/0004_questions.py) makes this table.
+questions = Table(
+    "questions", metadata,
+    Column("job_id", String(32), primary_key=True),
+    Column("step", String(64), primary_key=True),
+    Column("message", Text, nullable=False),
+    Column("answer_schema", JSON, nullable=False),
+    Column("answerers", JSON, nullable=False),
+    Column("expires_at", Float, nullable=True),
+    Column("source", String(200), nullable=True),
+    Column("asked_at", Float, nullable=False),
+    Column("action", String(16), nullable=True),
+    Column("content", JSON(none_as_null=True), nullable=True),
+    Column("answered_by", String(200), nullable=True),
+    Column("answered_at", Float, nullable=True),
+    Column("waiter", String(300), nullable=True),  # the DBOS workflow waiting durably, which an answer wakes
 )
 
 

@@ -1,0 +1,70 @@
+"""A person step inside a DBOS workflow waits durably: the process is killed while the question is
+open, a new process (same replica id, same SQLite journal) recovers the workflow, the answer given
+there resumes it; a question left unanswered times out. Real processes, real DBOS, real SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from oz0.edge.runtime.runner import Runtime
+
+SCRIPT = Path(__file__).with_name("person_workflow.py")
+
+
+def env(home: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
+    out.update(OZ0_HOME=str(home), OZ0_REPLICA_ID="person-test",
+               PYTHONPATH=os.pathsep.join([str(SCRIPT.parent), os.environ.get("PYTHONPATH", "")]))
+    return out
+
+
+def a_job(home: Path) -> str:
+    runtime = Runtime(home)
+    try:
+        job, _ = runtime.submit("someflow", "{}", requester="console:maria")
+        runtime.store.update_job(job.id, status="running")
+        return job.id
+    finally:
+        runtime.close()
+
+
+def test_an_answer_given_after_a_restart_resumes_the_workflow(oz0_home: Path) -> None:
+    job_id = a_job(oz0_home)
+    first = subprocess.Popen([sys.executable, str(SCRIPT), "ask", job_id], env=env(oz0_home),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "waiting", first.stderr.read()
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    runtime = Runtime(oz0_home)
+    try:
+        assert runtime.job(job_id).status == "waiting"
+        assert runtime.question(job_id).message == "Merge?"
+    finally:
+        runtime.close()
+    second = subprocess.run([sys.executable, str(SCRIPT), "resume", job_id], env=env(oz0_home),
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    answer = json.loads(second.stdout.strip().splitlines()[-1])
+    assert (answer["action"], answer["content"], answer["by"]) == ("accept", {"approved": True}, "console:maria")
+    runtime = Runtime(oz0_home)
+    try:
+        assert runtime.job(job_id).status == "running"
+        assert [r.detail["step"] for r in runtime.audit_log() if r.action == "flow.answered"] == ["approve"]
+    finally:
+        runtime.close()
+
+
+def test_an_unanswered_durable_question_times_out(oz0_home: Path) -> None:
+    job_id = a_job(oz0_home)
+    done = subprocess.run([sys.executable, str(SCRIPT), "expire", job_id], env=env(oz0_home),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (answer["action"], answer["by"]) == ("timeout", "timeout")
