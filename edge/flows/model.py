@@ -24,6 +24,7 @@ __all__ = [
     "FlowStep",
     "load_flow",
     "step_expressions",
+    "stored_steps",
 ]
 
 FLOW_KIND = "flow"
@@ -151,3 +152,13 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
         description=data.get("description", ""), input=contracts["input"], output=contracts["output"],
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
         failures=failures, limits=Limits(**(data.get("limits") or {})), example=example, steps=tuple(steps))
+
+
+def stored_steps(rows: list[Mapping[str, Any]], *, source: str) -> tuple[FlowStep, ...]:
+    """A flow's person steps as the plugin store keeps them (edge.contracts.openapi.person_steps'
+    shape), for the upgrade check: the steps callers must answer, with their answer schemas."""
+    return tuple(FlowStep(
+        id=r["step"], ask=r.get("message") or "", answer_schema_file=None,
+        answer_schema=load_contract(r.get("answer_schema") or {}, source=f"{source}: {r['step']} answer_schema"),
+        answerers=MappingProxyType(dict(r.get("answerers") or {})), timeout_s=r.get("timeout_s"),
+        on_timeout=MappingProxyType(dict(r["on_timeout"])) if r.get("on_timeout") else None) for r in rows)

@@ -129,8 +129,6 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
                    on_progress: Callable[[str], Any] | None = None) -> tuple[Any, list[StepResult]]:
     """The flow in this process (no engine): each agent step a child job run here, each person step
     a wait on the runtime (not durable: a restart ends the flow interrupted)."""
-    import asyncio
-
     results: list[StepResult] = []
 
     async def run_agent(step: FlowStep, text: str) -> Job:
@@ -144,9 +142,8 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
         return await runtime.execute_here(child.id, on_progress=on_progress)
 
     async def ask_person(step: FlowStep, message: str) -> Any:
-        question = person_question(job, step, message)
-        runtime.ask(question)
-        return await asyncio.to_thread(runtime.wait_answer, job.id, step.id, timeout_s=step.timeout_s)
+        runtime.ask(person_question(job, step, message))
+        return await runtime.wait_answer_async(job.id, step.id, timeout_s=step.timeout_s)
 
     def record(result: StepResult) -> None:
         results.append(result)
@@ -210,12 +207,10 @@ def step_results(runtime: "Runtime", spec: FlowSpec, job: Job) -> list[StepResul
 
 def _recorded_answer(runtime: "Runtime", job_id: str, step: str) -> str | None:
     """`answered by X` for a person step the runtime holds an answer to, else None."""
-    answered = getattr(runtime, "answered", None)
-    if answered is None:
-        return None
-    answer = answered(job_id, step)
+    found = runtime.questions.asked(job_id, step)
+    answer = found[1] if found is not None else None
     if answer is None:
         return None
     if answer.action == "accept":
         return f"answered by {answer.by}"
-    return {"timeout": "timed out"}.get(answer.action, answer.action + "d")
+    return {"timeout": "timed out", "decline": "declined", "cancel": "cancelled"}.get(answer.action, answer.action)
