@@ -54,12 +54,15 @@ def _run(args: argparse.Namespace) -> int:
         job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
                                       on_progress=progress))
         card = runtime.card(job)
+        flow = runtime.agent(args.agent).kind == "flow"
     finally:
         runtime.close()
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
+    if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
+        print(card.notes[-1], file=sys.stderr)
     print(f"job {job.id} {job.status}{took}", file=sys.stderr)
     if job.status == "succeeded":
         return 0
