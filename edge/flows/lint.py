@@ -290,7 +290,7 @@ class _Flow:
         if consumer == TEXT:
             return  # JSON reaches a text agent as its JSON text
         if produced == TEXT:
-            self.add(severity, where, f"{what}: text, but it takes JSON that matches {consumer.source}",
+            self.add(severity, where, f"{what}, and that is text where {consumer.source} asks for JSON",
                      "map the input with `input:`, or give it an agent that answers JSON")
             return
         assert isinstance(consumer, Contract)
