@@ -9,7 +9,7 @@ import yaml
 
 from plugin_kit import make_plugin
 
-__all__ = ["AGENTS_PY", "RELEASE", "flow_plugin"]
+__all__ = ["AGENTS_PY", "RELEASE", "approval", "flow_plugin"]
 
 AGENTS_PY = """
 import json
@@ -74,3 +74,22 @@ def flow_plugin(root: Path, *, flows: dict[str, Any] | None = None, version: str
         text = body if isinstance(body, str) else yaml.safe_dump(body, sort_keys=False)
         (root / "flows" / f"{flow}.yaml").write_text(text)
     return root
+
+
+def approval(**ask: Any) -> dict[str, Any]:
+    """The issue's flow: review, ask the person, merge when approved (else say why not)."""
+    step = {"id": "approve", "ask": "Merge {input.repo}#{input.pr}? The review says {steps.review.output.verdict}.",
+            "answer_schema": "schemas/approve.json", **ask}
+    return {
+        "description": "Review a pull request, ask the on-call, then merge it.",
+        "input_schema": "schemas/release-input.json",
+        "output_schema": "schemas/merge.json",
+        "steps": [
+            {"id": "review", "agent": "acme-reviewer"},
+            step,
+            {"id": "merge", "agent": "merger", "if": "steps.approve.answer.approved",
+             "input": {"repo": "input.repo", "pr": "input.pr", "note": "'approved'"}},
+            {"id": "done", "agent": "merger", "if": "!(steps.merge.output)",
+             "input": {"repo": "input.repo", "pr": "input.pr", "note": "'not approved'"}},
+        ],
+    }
