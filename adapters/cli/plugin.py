@@ -35,6 +35,9 @@ def register(p: argparse.ArgumentParser) -> None:
                           description="Write a new plugin whose agent declares input: text and output: text.")
     new.add_argument("name", metavar="NAME", help="the plugin's name: lower-case letters, digits, dashes")
     new.add_argument("dir", metavar="DIR", nargs="?", help="where to write it (default: ./NAME)")
+    new.add_argument("--flow", action="store_true",
+                     help="also write an example flow (flows/NAME-release.yaml: an agent step, a person step, "
+                          "a conditional step) with its agents and test")
     new.set_defaults(func=_new)
 
     lint = psub.add_parser("lint", help="check a plugin folder and list every finding",
@@ -69,7 +72,7 @@ def _new(args: argparse.Namespace) -> int:
     from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
 
     try:
-        files = scaffold_plugin(args.name, args.dir)
+        files = scaffold_plugin(args.name, args.dir, flow=args.flow)
     except ScaffoldError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
@@ -82,6 +85,8 @@ def _new(args: argparse.Namespace) -> int:
     print(f"  oz0 plugin lint {root}")
     print(f"  oz0 plugin install {root}")
     print(f"  oz0 run {args.name} \"hello there\"")
+    if args.flow:
+        print(f"  oz0 serve   (then run {args.name}-release in the console, and answer its question on the job page)")
     print(f"  python -m pytest {root / 'tests'}")
     return 0
 
