@@ -161,3 +161,21 @@ def test_the_console_has_a_run_form_for_the_flow(api):
     assert page.status_code == 200
     assert 'action="/flows/release/runs"' in page.text and "runs acme-reviewer" in page.text
     assert 'href="/flows/release"' in api.get("/").text
+
+
+def test_a_flow_is_asked_in_slack_like_an_agent(tmp_path, oz0_home):
+    from slack_harness import running_channel
+
+    runtime = Runtime(oz0_home)
+    install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme")), actor="test")
+    runtime.close()
+
+    async def main() -> None:
+        async with running_channel(oz0_home) as h:
+            await h.command('release {"repo": "acme/api", "pr": 42}', trigger_id="TR-FLOW")
+            [answer] = await h.slack.wait_for("response")
+            shown = json.dumps(answer.args["blocks"], ensure_ascii=False)
+            assert "acme/api@42" in shown
+            assert "steps: review succeeded; merge succeeded; done skipped" in shown
+
+    asyncio.run(asyncio.wait_for(main(), 60))
