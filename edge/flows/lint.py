@@ -29,10 +29,13 @@ _PRIMITIVE = {"string", "number", "integer", "boolean"}
 
 @dataclass(frozen=True)
 class AgentSides:
-    """What lint knows of an agent's contracts: each a Contract, TEXT, or None (not known)."""
+    """What lint knows of an agent's contracts: each a Contract, TEXT, or None (not known), and the
+    schema files they come from (named in findings)."""
 
     input: Side
     output: Side
+    input_file: str | None = None
+    output_file: str | None = None
 
 
 Add = Callable[..., None]
@@ -83,7 +86,7 @@ class _Flow:
             self.add("warning", "$", f"the flow declares no contract for its {direction}",
                      f"add `{direction}: text`, or `{direction}_schema: schemas/NAME.json`")
             return None
-        return self._load(ref, f"$.{direction}_schema")
+        return _named(self._load(ref, f"$.{direction}_schema"), ref)
 
     def _load(self, ref: str, where: str) -> Contract | None:
         target = (self.root / ref).resolve()
@@ -100,7 +103,10 @@ class _Flow:
             return None
 
     def agent(self, name: str) -> AgentSides | None:
-        return self.agents.get(name) or (self.installed or {}).get(name)
+        found = self.agents.get(name) or (self.installed or {}).get(name)
+        if found is None:
+            return None
+        return AgentSides(_named(found.input, found.input_file), _named(found.output, found.output_file))
 
     # the checks ------------------------------------------------------------------------------
 
@@ -163,7 +169,7 @@ class _Flow:
 
     def _ask(self, step: dict[str, Any], where: str) -> None:
         contract = self._load(step["answer_schema"], f"{where}.answer_schema")
-        self.answers[step["id"]] = contract
+        self.answers[step["id"]] = _named(contract, step["answer_schema"])
         if contract is None:
             return
         schema = contract.schema
@@ -214,7 +220,7 @@ class _Flow:
         if isinstance(mapping, str):
             self._fits(f"{where}.input", f"{mapping!r} gives {label} its input", self._follow(mapping, i), consumer)
             return
-        if not isinstance(consumer, Contract) or not isinstance(consumer.schema, dict):
+        if not isinstance(consumer, _Sub) or not isinstance(consumer.schema, dict):
             if consumer != TEXT:
                 self.add("warning", f"{where}.input", f"lint cannot tell whether {label} accepts its input "
                                                       "mapping (its contract is not known)", "")
@@ -234,12 +240,16 @@ class _Flow:
                 continue
             literal = _literal(expr)
             if literal is not _NOT_LITERAL:
-                for v in load_contract(props[key], source=consumer.source).validate(literal, limit=1):
+                try:
+                    refused = load_contract(props[key], source=consumer.source).validate(literal, limit=1)
+                except ContractError:  # a part with a `$ref` into its file: not checked on its own
+                    refused = ()
+                for v in refused:
                     self.add("error", at, f"{expr!r} is refused by {consumer.source} at $.{key}: {v.message}",
                              "change the value")
                 continue
             side = self._follow(expr, i)
-            if not isinstance(side, (Contract, _Sub)):
+            if not isinstance(side, _Sub):
                 self.add("warning", at, f"lint cannot tell what {expr!r} holds, so not whether {label} "
                                         "accepts it", "use a plain path such as input.NAME or steps.ID.output.NAME")
                 continue
@@ -271,7 +281,7 @@ class _Flow:
             rest = path[3:]
         else:
             return None
-        if not isinstance(side, Contract):
+        if not isinstance(side, _Sub):
             return side if not rest else None
         node: Any = side.schema
         for name in rest:
@@ -280,7 +290,7 @@ class _Flow:
                 return None
         if not rest:
             return side
-        return _Sub(node, side.source, side.schema)
+        return _Sub(node, side.source, side.root)
 
     def _fits(self, where: str, what: str, produced: Side, consumer: Side, *, severity: str = "error") -> None:
         if produced is None or consumer is None:
@@ -293,7 +303,7 @@ class _Flow:
             self.add(severity, where, f"{what}, and that is text where {consumer.source} asks for JSON",
                      "map the input with `input:`, or give it an agent that answers JSON")
             return
-        assert isinstance(consumer, Contract)
+        assert isinstance(consumer, _Sub) and isinstance(produced, _Sub)
         self._compare(where, what, produced.schema, consumer.schema, _root(produced), consumer.schema,
                       severity=severity, source=consumer.source)
 
@@ -318,11 +328,11 @@ class _Flow:
         producers = self._producers(len(self.steps))
         severity = "error" if len(producers) == 1 else "warning"  # several: the `if:`s may rule some out
         for source, produced in producers:
-            if consumer == TEXT and isinstance(produced, (Contract, _Sub)):
+            if consumer == TEXT and isinstance(produced, _Sub):
                 self.add(severity, "$.output", f"{source} may be the flow's output and answers JSON, but the flow "
                                               "declares output: text", "declare output_schema, or end with a text agent")
                 continue
-            self._fits("$.output_schema" if isinstance(consumer, Contract) else "$",
+            self._fits("$.output_schema" if isinstance(consumer, _Sub) else "$",
                        f"{source} {'may be' if len(producers) > 1 else 'is'} the flow's output", produced, consumer,
                        severity=severity)
 
@@ -349,7 +359,15 @@ class _Sub:
 
 
 def _root(side: Any) -> Any:
-    return side.root if isinstance(side, _Sub) else side.schema
+    return side.root
+
+
+def _named(side: Any, source: str | None) -> Any:
+    """A contract as lint compares it: its schema, the file it is named by (a loaded Contract's own
+    source may be another copy of the same schema), and its root for `$ref`s; TEXT and None as they are."""
+    if isinstance(side, Contract):
+        return _Sub(side.schema, source or side.source, side.schema)
+    return side
 
 
 def _has_ref(node: Any) -> bool:

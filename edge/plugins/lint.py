@@ -156,7 +156,10 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
         unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
         known = None if installed is None else {
             a.name: AgentSides(*(c if c is not None else (None if a.kind == unknown else "text")
-                                 for c in (a.input, a.output))) for a in installed.values()}
+                                 for c in (a.input, a.output)),
+                               input_file=f"{a.plugin}'s {a.input_schema_file}" if a.input_schema_file else None,
+                               output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
+            for a in installed.values()}
         lint_flows(root, flow_files, read=lint.yaml, add=lint.add, agents=lint.sides, installed=known)
     return LintReport(root, tuple(lint.findings), name, version)
 
@@ -226,7 +229,8 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
     from oz0.edge.flows.lint import AgentSides  # small: no JMESPath until a flow is linted
 
     lint.sides[name] = AgentSides(*(contracts.get(d) or ("text" if data.get(d) == "text" else None)
-                                    for d in ("input", "output")))
+                                    for d in ("input", "output")),
+                                  input_file=data.get("input_schema"), output_file=data.get("output_schema"))
     _lint_example(lint, file, data, contracts.get("input"))
     _lint_kind(lint, file, data)
     _lint_failures(lint, file, data)
