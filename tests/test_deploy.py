@@ -52,7 +52,7 @@ class _NoRuntime:
     """Just enough runtime for create_app to list its routes."""
     store = None
 
-    def can_ask(self, platform: str) -> bool:
+    def can_ask(self, platform: str) -> bool:  # the console registers for its questions only when no one has
         return True
 
 

@@ -41,8 +41,9 @@ def schema_drift(url: str) -> list:
         engine.dispose()
 
 
-ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended")  # revision 0002
-TABLES_AFTER_BASELINE = ("claims", "questions")  # revisions 0003 and 0004
+ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id")  # revisions 0002, 0005
+TABLES_AFTER_BASELINE = ("claims", "questions")  # revisions 0003, 0004
+COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"),)  # revision 0005
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -56,6 +57,8 @@ def make_pre_migration_database(url: str) -> None:
             conn.execute(text(f"DROP INDEX {index}"))
         for table in TABLES_AFTER_BASELINE:
             conn.execute(text(f"DROP TABLE {table}"))
+        for table, column in COLUMNS_AFTER_BASELINE:
+            conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         conn.execute(insert(tables.jobs).values(
             id="a" * 32, agent="echo", requester="ana", channel="cli", input="hello", status="succeeded",
             output="hello back", created=1.0, started=1.5, ended=2.0, attempts=1, dedupe_key="evt-old"))

@@ -130,7 +130,7 @@ class AskFlow:
     async def ask(self, ask: Ask) -> None:
         """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
         asker = await self.wire.with_groups(ask.asker)
-        specs = self.runtime.agents()   # a read of milliseconds: here, not queued in a thread before the ack
+        specs = [*self.runtime.agents(), *self.runtime.flows()]   # a read of milliseconds: here, not queued in a thread before the ack
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))

@@ -7,7 +7,7 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
@@ -35,6 +35,9 @@ def register(p: argparse.ArgumentParser) -> None:
                           description="Write a new plugin whose agent declares input: text and output: text.")
     new.add_argument("name", metavar="NAME", help="the plugin's name: lower-case letters, digits, dashes")
     new.add_argument("dir", metavar="DIR", nargs="?", help="where to write it (default: ./NAME)")
+    new.add_argument("--flow", action="store_true",
+                     help="also write an example flow (flows/NAME-release.yaml: an agent step, a person step, "
+                          "a conditional step) with its agents and test")
     new.set_defaults(func=_new)
 
     lint = psub.add_parser("lint", help="check a plugin folder and list every finding",
@@ -69,7 +72,7 @@ def _new(args: argparse.Namespace) -> int:
     from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
 
     try:
-        files = scaffold_plugin(args.name, args.dir)
+        files = scaffold_plugin(args.name, args.dir, flow=args.flow)
     except ScaffoldError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
@@ -82,6 +85,8 @@ def _new(args: argparse.Namespace) -> int:
     print(f"  oz0 plugin lint {root}")
     print(f"  oz0 plugin install {root}")
     print(f"  oz0 run {args.name} \"hello there\"")
+    if args.flow:
+        print(f"  oz0 serve   (then run {args.name}-release in the console, and answer its question on the job page)")
     print(f"  python -m pytest {root / 'tests'}")
     return 0
 
@@ -95,7 +100,7 @@ def _lint(args: argparse.Namespace) -> int:
     from oz0.edge.plugins.lint import lint_plugin
 
     started = time.monotonic()
-    report = lint_plugin(args.dir)
+    report = lint_plugin(args.dir, installed=_installed_here(args.dir))
     if args.json:
         data = {"findings": [f.to_dict() for f in report.findings]}
         if report.ok:
@@ -109,6 +114,25 @@ def _lint(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _installed_here(folder: str | Path) -> dict[str, Any] | None:
+    """The agents and flows installed under OZ0_HOME, for the references of the plugin's flows; None
+    for a plugin without flows or with no store here to ask (lint then warns about agents it cannot
+    see, rather than refusing them)."""
+    import os
+
+    if not (Path(folder) / "flows").is_dir():
+        return None
+    from oz0.edge.runtime.runner import default_home
+
+    if not os.environ.get("OZ0_DATABASE_URL") and not (default_home() / "oz0.db").is_file():
+        return None
+    runtime = open_runtime()
+    try:
+        return {a.name: a for p in runtime.plugins() for a in (*p.agents, *p.flows)}
+    finally:
+        runtime.close()
+
+
 def _install(args: argparse.Namespace) -> int:
     from oz0.edge.contracts.compat import UpgradeRefused
     from oz0.edge.plugins.install import install_plugin
@@ -118,7 +142,7 @@ def _install(args: argparse.Namespace) -> int:
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")
     folder = example_plugin_dir() if args.example else Path(args.dir)
-    report = lint_plugin(folder)
+    report = lint_plugin(folder, installed=_installed_here(folder))
     for finding in report.findings:
         print(finding.describe(), file=sys.stderr)
     if not report.ok:

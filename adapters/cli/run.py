@@ -54,12 +54,15 @@ def _run(args: argparse.Namespace) -> int:
         job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
                                       on_progress=progress))
         card = runtime.card(job)
+        flow = runtime.agent(args.agent).kind == "flow"
     finally:
         runtime.close()
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
+    if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
+        print(card.notes[-1], file=sys.stderr)
     print(f"job {job.id} {job.status}{took}", file=sys.stderr)
     if job.status == "succeeded":
         return 0
@@ -136,10 +139,14 @@ def _show(args: argparse.Namespace) -> int:
             raise CommandError(f"no job {args.id!r} (an id, or its first 4+ characters when they are unique; "
                                "see oz0 jobs)", code=1)
         card = runtime.card(job)
+        tree = _tree(runtime, job)
     finally:
         runtime.close()
     if args.json:
-        return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data={"job": job.to_dict()})
+        data: dict[str, Any] = {"job": job.to_dict()}
+        if len(tree) > 1:
+            data["tree"] = [{"depth": depth, **j.to_dict()} for depth, j in tree]
+        return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data=data)
     keys = ("id", "agent", "plugin", "status", "failure kind", "reason", "attempts", "requester", "channel",
             "input", "created", "started", "ended")
     values = (job.id, job.agent, f"{job.plugin or ''} {job.plugin_version or ''}".strip(), _status(job),
@@ -147,9 +154,25 @@ def _show(args: argparse.Namespace) -> int:
               _when(job.created), _when(job.started), _when(job.ended))
     facts = Card(form="key_values", title=f"Job {job.id}", keys=keys, values=values)
     print(render_payload(facts, "text").rstrip("\n"))
+    if len(tree) > 1:
+        print()
+        for depth, node in tree:
+            step = (node.dedupe_key or "").rsplit(":", 1)[-1] if node.parent_id else node.agent
+            took = f", {node.duration_s:.2f} s" if node.duration_s is not None else ""
+            kind = f" ({node.failure_kind})" if node.failure_kind else ""
+            print(f"{'  ' * depth}{'└ ' if depth else ''}{node.id}  {step}: {node.agent} {_status(node)}{kind}{took}")
     print()
     print(render_payload(card, "text").rstrip("\n"))
     return 0
+
+
+def _tree(runtime: Any, job: Job, depth: int = 0) -> list[tuple[int, Job]]:
+    """The job and, for a flow, its step jobs below it (a step that is itself a flow, below that)."""
+    out = [(depth, job)]
+    if depth < 8:
+        for child in runtime.children(job.id):
+            out.extend(_tree(runtime, child, depth + 1))
+    return out
 
 
 def register_audit(p: argparse.ArgumentParser) -> None:

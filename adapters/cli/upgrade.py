@@ -62,7 +62,7 @@ def _openapi(args: argparse.Namespace) -> int:
     from oz0.edge.contracts.openapi import openapi_document
 
     plugin = _load(args.dir)
-    document = openapi_document(plugin.agents, title=plugin.name, version=plugin.version)
+    document = openapi_document((*plugin.agents, *plugin.flows), title=plugin.name, version=plugin.version)
     if plugin.description:
         document["info"]["description"] = plugin.description
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
@@ -92,7 +92,7 @@ def _diff(args: argparse.Namespace) -> int:
     started = time.monotonic()
     old, new = _load(args.old), _load(args.new)
     try:
-        changes = compare_agents(old.agents, new.agents)
+        changes = compare_agents((*old.agents, *old.flows), (*new.agents, *new.flows))
     except CompatError as exc:
         raise CommandError(f"cannot compare {args.old} with {args.new}: {exc}") from None
     verdict = _verdict(old, new, changes)

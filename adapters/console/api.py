@@ -117,6 +117,7 @@ def routes(runtime: Any) -> list[Route]:
     return [
         Route(f"{API_PREFIX}/agents", api.agents, methods=["GET"]),
         Route(f"{API_PREFIX}/agents/{{name}}/runs", api.run, methods=["POST"]),
+        Route(f"{API_PREFIX}/flows/{{name}}/runs", api.run_flow, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
@@ -131,17 +132,24 @@ class _Api:
 
     async def agents(self, request: Request) -> Response:
         versions = plugin_versions(self.runtime)
-        agents = [_agent_json(spec, versions) for spec in self.runtime.agents()]
+        agents = [_agent_json(spec, versions) for spec in (*self.runtime.agents(), *self.runtime.flows())]
         body = result_envelope("agents.list", True, f"{len(agents)} agent(s) installed", data={"agents": agents})
         return JSONResponse(body)
 
-    async def run(self, request: Request) -> Response:
-        command = "agents.run"
+    async def run_flow(self, request: Request) -> Response:
+        return await self.run(request, flow=True)
+
+    async def run(self, request: Request, *, flow: bool = False) -> Response:
+        command = "flows.run" if flow else "agents.run"
         name = request.path_params["name"]
         try:
             spec = self.runtime.agent(name)
         except ValueError as exc:
             return failure(str(exc), "unknown_agent", status_code=404, command=command)
+        if (spec.kind == "flow") != flow:
+            there = f"{API_PREFIX}/{'flows' if spec.kind == 'flow' else 'agents'}/{name}/runs"
+            return failure(f"{name} is {'a flow' if spec.kind == 'flow' else 'an agent, not a flow'}: POST {there}",
+                           "unknown_agent", status_code=404, command=command)
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_BODY_BYTES:
             return _too_large(size, command)
@@ -220,6 +228,9 @@ class _Api:
         question = answers.question_json(self.runtime, job)
         if question is not None:
             out["question"] = question
+        children = self.runtime.children(job.id)
+        if children:  # a flow's steps, each a child job
+            out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]
         return out
 
     def _job_response(self, job: Any, command: str, *, read_only: bool = False) -> JSONResponse:
@@ -241,7 +252,8 @@ class _Api:
                        error=reason, details=details, data=data)
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(api_document(self.runtime.agents(), versions=plugin_versions(self.runtime)))
+        return JSONResponse(api_document((*self.runtime.agents(), *self.runtime.flows()),
+                                         versions=plugin_versions(self.runtime)))
 
 
 def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -318,7 +330,8 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
         "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
         "channel": {"type": "string"}, "input": {"type": "string"},
-        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted"]},
+        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
+        "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
         "question": {"$ref": "#/components/schemas/Question"},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
@@ -404,6 +417,9 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "failures": [{"name": f.name, "retryable": f.retryable, "partial": f.partial, "person": f.person,
                       "description": f.description} for f in failure_kinds(spec)],
         "annotations": known_annotations(spec),
+        **({"steps": [{"id": s.id, **({"ask": s.ask} if s.is_ask else {"agent": s.agent}),
+                       **({"if": s.condition} if s.condition else {})} for s in spec.steps]}
+           if spec.kind == "flow" else {}),
     }
 
 

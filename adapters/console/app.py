@@ -106,6 +106,8 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/", pages.agents, methods=["GET"]),
         Route("/agents/{name}", pages.agent, methods=["GET"]),
         Route("/agents/{name}/runs", pages.run, methods=["POST"]),
+        Route("/flows/{name}", pages.agent, methods=["GET"]),
+        Route("/flows/{name}/runs", pages.run, methods=["POST"]),
         Route("/jobs", pages.jobs, methods=["GET"]),
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
         Route("/jobs/{job_id}/answer", pages.answer, methods=["POST"]),
@@ -286,7 +288,7 @@ class _Pages:
     # pages -----------------------------------------------------------------------------------
     async def agents(self, request: Request) -> Response:
         versions = console_api.plugin_versions(self.runtime)
-        agents = [_agent_view(a, versions) for a in self.runtime.agents()]
+        agents = [_agent_view(a, versions) for a in (*self.runtime.agents(), *self.runtime.flows())]
         return self.page(request, "agents.html", nav="agents", agents=agents)
 
     async def agent(self, request: Request) -> Response:
@@ -482,6 +484,9 @@ def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "output_label": label(spec.output, spec.output_schema_file), "input_schema": schema(spec.input),
         "output_schema": schema(spec.output), "failures": console_api.failure_kinds(spec),
         "annotations": (hints := known_annotations(spec)), "confirms": needs_confirmation(spec, hints),
+        "path": f"/{'flows' if spec.kind == 'flow' else 'agents'}/{quote(spec.name, safe='')}",
+        "steps": [{"id": s.id, "what": f"asks: {s.ask}" if s.is_ask else f"runs {s.agent}",
+                   "condition": s.condition} for s in getattr(spec, "steps", ())],
     }
 
 

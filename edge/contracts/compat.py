@@ -77,13 +77,21 @@ class UpgradeRefused(ValueError):
 
 
 def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
-    """The agents of an installed version as the store keeps them: their contracts, not their files."""
+    """The agents and flows of an installed version as the store keeps them: their contracts, not
+    their files (a flow's person steps are kept with it, edge.plugins.install)."""
     def contract(schema: Any, file: str | None) -> Any:
         if schema is None:
             return None
         return load_contract(schema, source=f"{version.plugin} {version.version}: {file or 'schema'}")
 
-    return [AgentSpec(
+    def make(a: Any, **fields: Any) -> AgentSpec:
+        if a.kind != "flow":
+            return AgentSpec(**fields)
+        from oz0.edge.flows.model import FlowSpec, stored_steps
+
+        return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))
+
+    return [make(a,
         name=a.name, plugin=version.plugin, kind=a.kind, file="", description=a.description,
         input=contract(a.input_schema, a.input_schema_file), output=contract(a.output_schema, a.output_schema_file),
         input_schema_file=a.input_schema_file, output_schema_file=a.output_schema_file,
@@ -101,7 +109,7 @@ def check_upgrade(previous: InstalledVersion | None, plugin: Plugin, *, allow_br
     if previous is None:
         return []
     try:
-        changes = compare_agents(installed_agents(previous), plugin.agents)
+        changes = compare_agents(installed_agents(previous), (*plugin.agents, *plugin.flows))
     except (CompatError, ContractError) as exc:
         raise UpgradeRefused(f"cannot compare the contracts of {plugin.name} {plugin.version} with those of "
                              f"{previous.version}: {exc}") from None

@@ -63,7 +63,27 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Ch
         SchemaComparison(label, "output", old, new, changes).body(
             _success(old_op).get("content"), _success(new_op).get("content"))
         _compare_failures(label, _failures(old, old_op), _failures(new, new_op), changes)
+        if "x-oz0-flow" in new_op or "x-oz0-flow" in old_op:
+            _compare_person_steps(label, old_op.get("x-oz0-person-steps") or [],
+                                  new_op.get("x-oz0-person-steps") or [], changes)
     return changes
+
+
+def _compare_person_steps(flow: str, old: list[Mapping[str, Any]], new: list[Mapping[str, Any]],
+                          changes: list[Change]) -> None:
+    """A new person step is breaking: callers' people must now answer it. An answer schema that
+    accepts less is breaking too (an answer that worked is refused), as an input would be."""
+    before = {s["step"]: s for s in old}
+    after = {s["step"]: s for s in new}
+    for step in sorted(before.keys() | after.keys()):
+        if step not in before:
+            changes.append(Change(flow, "person", "$", f"new person step {step}, which callers must now answer",
+                                  True))
+        elif step not in after:
+            changes.append(Change(flow, "person", "$", f"person step {step} removed", False))
+        else:
+            o, n = before[step]["answer_schema"], after[step]["answer_schema"]
+            SchemaComparison(f"{flow}: person step {step}", "input", o, n, changes).schema(o, n, ())
 
 
 def _success(op: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -26,13 +26,17 @@ from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
 
 __all__ = [
     "FAILURE_STATUS",
+    "FLOW_KIND",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
     "agent_path",
     "component_key",
     "failure_kinds",
     "failure_schema",
+    "flow_failures",
+    "flow_path",
     "openapi_document",
+    "person_steps",
 ]
 
 OPENAPI_VERSION = "3.1.0"
@@ -42,6 +46,7 @@ FAILURE_STATUS = "502"
 TEXT = "text/plain"
 JSON = "application/json"
 
+FLOW_KIND = "flow"  # as edge.flows.model's (imported lazily: flows import JMESPath)
 _NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
@@ -52,13 +57,27 @@ def agent_path(name: str) -> str:
     return f"/agents/{name}/runs"
 
 
+def flow_path(name: str) -> str:
+    """The path of a flow's run operation (a flow is an AgentSpec of kind `flow`)."""
+    return f"/flows/{name}/runs"
+
+
+def person_steps(spec: AgentSpec) -> list[dict[str, Any]]:
+    """A flow's person steps as the document shows them: what callers' people must answer."""
+    return [{"step": s.id, "message": s.ask, "answer_schema": s.answer_schema.schema if s.answer_schema else {},
+             "answerers": dict(s.answerers), "timeout_s": s.timeout_s,
+             "on_timeout": dict(s.on_timeout) if s.on_timeout else None}
+            for s in getattr(spec, "steps", ()) if s.is_ask]
+
+
 def component_key(agent: str, direction: str) -> str:
     """Where an agent's input or output schema lives under `components/schemas`."""
     return f"{agent}.{direction}"
 
 
 def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of `agents`, one `POST /agents/{name}/runs` operation each."""
+    """The OpenAPI 3.1 document of `agents`, one `POST /agents/{name}/runs` operation each; a flow among
+    them (kind `flow`) is `POST /flows/{name}/runs`, with its person steps as `x-oz0-person-steps`."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
     for agent in sorted(agents, key=lambda a: a.name):
@@ -74,19 +93,22 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "The agent ended the job with one of its failure kinds: those it declares, and the "
             "runtime's own (a kind it declares itself takes the place of the runtime's).",
             failure_kinds(agent))
+        flow = agent.kind == FLOW_KIND
         operation: dict[str, Any] = {
-            "operationId": f"run.{agent.name}",
-            "summary": f"Run {agent.name}",
+            "operationId": f"{'flow' if flow else 'run'}.{agent.name}",
+            "summary": f"Run {'the flow ' if flow else ''}{agent.name}",
             "tags": [agent.plugin],
             "requestBody": {"required": True, **request},
             "responses": responses,
-            "x-oz0-agent": agent.name,
+            "x-oz0-flow" if flow else "x-oz0-agent": agent.name,
             "x-oz0-plugin": agent.plugin,
             "x-oz0-kind": agent.kind,
         }
+        if flow:
+            operation["x-oz0-person-steps"] = person_steps(agent)
         if agent.description:
             operation["description"] = agent.description
-        paths[agent_path(agent.name)] = {"post": operation}
+        paths[flow_path(agent.name) if flow else agent_path(agent.name)] = {"post": operation}
     document: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version},
@@ -110,8 +132,19 @@ def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
     """Every kind a run of `agent` may end with other than InvalidInput: the runtime's, overridden
     by the agent's own declarations, as the runtime looks them up."""
     kinds = {name: kind for name, kind in BUILTIN_FAILURES.items() if name not in _NOT_RUN_FAILURES}
+    if agent.kind == FLOW_KIND:
+        kinds.update(flow_failures(agent))
     kinds.update((kind.name, kind) for kind in agent.failures if kind.name != INVALID_INPUT.name)
     return [kinds[name] for name in sorted(kinds)]
+
+
+def flow_failures(flow: AgentSpec) -> dict[str, FailureKind]:
+    """The kinds a flow itself may end with: a step failed with a kind it does not declare, and for a
+    flow with person steps, nobody answered or the person declined."""
+    from oz0.edge.flows.model import FLOW_FAILURES
+
+    asks = any(s.is_ask for s in getattr(flow, "steps", ()))
+    return {name: kind for name, kind in FLOW_FAILURES.items() if asks or name == "StepFailed"}
 
 
 def failure_schema(kind: FailureKind) -> dict[str, Any]:

@@ -41,6 +41,14 @@ class InstallResult:
 
 
 def _agent_row(spec: AgentSpec) -> dict[str, Any]:
+    """An agent's row in the plugin store; a flow's (kind `flow`) also keeps its person steps with its
+    limits, so a later version's upgrade check can compare them."""
+    limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
+                              "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency}
+    if spec.kind == "flow":
+        from oz0.edge.contracts.openapi import person_steps
+
+        limits["person_steps"] = person_steps(spec)
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
         "input_schema_file": spec.input_schema_file,
@@ -51,8 +59,7 @@ def _agent_row(spec: AgentSpec) -> dict[str, Any]:
         "output_hash": spec.output.digest if spec.output is not None else None,
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
                               "description": f.description} for f in spec.failures},
-        "limits": {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
-                   "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency},
+        "limits": limits,
     }
 
 
@@ -77,7 +84,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
         return InstallResult(previous, unchanged=True, previous=previous)
     owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
-    for spec in plugin.agents:
+    for spec in (*plugin.agents, *plugin.flows):
         if spec.name in owners:
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
@@ -102,7 +109,8 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
-        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a) for a in stored_plugin.agents],
+        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a)
+                    for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
     if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={

@@ -13,7 +13,7 @@ import importlib.util
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import orjson
 
@@ -21,7 +21,8 @@ from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
 from oz0.edge.plugins.files import plugin_problems
-from oz0.edge.plugins.manifest import AGENT_NAME_RE, VERSION_RE, PluginError, manifest_contract, read_yaml
+from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
+                                      read_yaml)
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -80,6 +81,7 @@ class _Linter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.findings: list[Finding] = []
+        self.sides: dict[str, Any] = {}  # agent name -> edge.flows.lint.AgentSides, for the flows' lint
 
     def rel(self, path: Path) -> str:
         try:
@@ -99,8 +101,9 @@ class _Linter:
             return None
 
 
-def lint_plugin(path: str | Path) -> LintReport:
-    """Every finding in the plugin folder at `path` (errors and warnings), in file order."""
+def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None = None) -> LintReport:
+    """Every finding in the plugin folder at `path` (errors and warnings), in file order. `installed`:
+    the agents installed where the plugin will run, when known (a flow may use them)."""
     root = Path(path)
     lint = _Linter(root)
     if not root.is_dir():
@@ -144,6 +147,20 @@ def lint_plugin(path: str | Path) -> LintReport:
             lint.add("error", file, "$.name", f"two agents are named {agent_name!r} (also {lint.rel(seen[agent_name])})",
                      "give each agent its own name")
         seen.setdefault(agent_name, file)
+    flows_dir = root / "flows"
+    flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
+        if flows_dir.is_dir() and "flows" not in refused else []
+    if flow_files:
+        from oz0.edge.flows.lint import AgentSides, lint_flows
+
+        unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
+        known = None if installed is None else {
+            a.name: AgentSides(*(c if c is not None else (None if a.kind == unknown else "text")
+                                 for c in (a.input, a.output)),
+                               input_file=f"{a.plugin}'s {a.input_schema_file}" if a.input_schema_file else None,
+                               output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
+            for a in installed.values()}
+        lint_flows(root, flow_files, read=lint.yaml, add=lint.add, agents=lint.sides, installed=known)
     return LintReport(root, tuple(lint.findings), name, version)
 
 
@@ -209,6 +226,11 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
                      f"add `{direction}: text`, or `{direction}_schema: schemas/{name}-{direction}.json`")
         if isinstance(schema_ref, str) and schema_ref:
             contracts[direction] = _lint_schema(lint, file, direction, schema_ref)
+    from oz0.edge.flows.lint import AgentSides  # small: no JMESPath until a flow is linted
+
+    lint.sides[name] = AgentSides(*(contracts.get(d) or ("text" if data.get(d) == "text" else None)
+                                    for d in ("input", "output")),
+                                  input_file=data.get("input_schema"), output_file=data.get("output_schema"))
     _lint_example(lint, file, data, contracts.get("input"))
     _lint_kind(lint, file, data)
     _lint_failures(lint, file, data)

@@ -105,9 +105,13 @@ class Plugin:
     path: Path
     description: str = ""
     agents: tuple[AgentSpec, ...] = ()
+    flows: tuple[AgentSpec, ...] = ()  # edge.flows.model.FlowSpec, from flows/*.yaml
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
+
+    def flow(self, name: str) -> AgentSpec | None:
+        return next((f for f in self.flows if f.name == name), None)
 
 
 def read_yaml(path: Path) -> Any:
@@ -151,8 +155,20 @@ def load_plugin(path: str | Path) -> Plugin:
     for name in names:
         if names.count(name) > 1:
             raise PluginError(f"two agents are named {name!r}", file=str(root / "agents"))
+    flows = []
+    flow_files = sorted((root / "flows").glob("*.yaml"))
+    if flow_files:
+        from oz0.edge.flows.model import load_flow  # flows build on this module's AgentSpec
+
+        for flow_file in flow_files:
+            flow = load_flow(root, flow_file, manifest["name"])
+            if flow.name in names:
+                raise PluginError(f"a flow and an agent are both named {flow.name!r}; they are run by name, "
+                                  "so rename one", file=str(flow_file), location="$.name")
+            names.append(flow.name)
+            flows.append(flow)
     return Plugin(manifest["name"], str(manifest["version"]), root, manifest.get("description", ""),
-                  tuple(agents))
+                  tuple(agents), tuple(flows))
 
 
 def _check(data: Any, contract: Contract, file: Path) -> None:

@@ -127,8 +127,9 @@ Schema under `schemas/`), its failure kinds and its limits.
 """
 
 
-def scaffold_plugin(name: str, folder: str | Path | None = None) -> list[Path]:
-    """Write a new plugin named `name` into `folder` (default ./NAME); returns the files written.
+def scaffold_plugin(name: str, folder: str | Path | None = None, *, flow: bool = False) -> list[Path]:
+    """Write a new plugin named `name` into `folder` (default ./NAME); returns the files written. With
+    `flow`, also a complete example flow (edge.plugins.scaffold_flow) and its agents.
 
     Raises ScaffoldError for a bad name or a folder that exists and is not empty.
     """
@@ -147,10 +148,15 @@ def scaffold_plugin(name: str, folder: str | Path | None = None) -> list[Path]:
         "tests/test_agent.py": _TEST_PY,
         "README.md": _README,
     }
+    texts = {rel: template.format(**values) for rel, template in files.items()}
+    if flow:
+        from oz0.edge.plugins.scaffold_flow import flow_files
+
+        texts.update(flow_files(name))
     written = []
-    for rel, template in files.items():
+    for rel, text in texts.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(template.format(**values), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         written.append(path)
     return written

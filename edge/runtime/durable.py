@@ -192,6 +192,8 @@ class Engine:
         }
         _ENGINE = self
         try:
+            import oz0.edge.flows.durable  # noqa: F401  registers the flow workflow before DBOS launches
+
             DBOS(config=config)
             DBOS.launch()
             for spec in self.runtime.agents():
@@ -241,7 +243,7 @@ class Engine:
                 self._progress[job.id] = on_progress
         try:
             with SetWorkflowID(wid):
-                handle = await DBOS.enqueue_workflow_async(queue, _job_workflow, job.id)
+                handle = await DBOS.enqueue_workflow_async(queue, self._workflow_for(job.agent), job.id)
             polled = asyncio.ensure_future(handle.get_result(polling_interval_sec=RESULT_POLL_S))
             try:
                 await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
@@ -315,6 +317,14 @@ class Engine:
             waiters = list(self._waiters.get(job_id, []))
         for loop, done in waiters:
             loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
+
+    def _workflow_for(self, agent: str) -> Any:
+        """A flow's job runs as the flow workflow (edge.flows.durable), every other job as `oz0.job`."""
+        if self._kind(agent) == "flow":
+            from oz0.edge.flows.durable import flow_workflow
+
+            return flow_workflow
+        return _job_workflow
 
     def _kind(self, agent: str) -> str | None:
         try:

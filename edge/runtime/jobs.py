@@ -30,7 +30,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted"]
+JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
 FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
 
 BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
@@ -84,6 +84,7 @@ class Job:
     reply_to: Mapping[str, Any] | None
     plugin: str | None = None
     plugin_version: str | None = None
+    parent_id: str | None = None  # a flow step's job: the flow's job
 
     @property
     def failed(self) -> bool:
@@ -91,7 +92,7 @@ class Job:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("succeeded", "failed", "interrupted")
+        return self.status in ("succeeded", "failed", "interrupted", "skipped")
 
     @property
     def duration_s(self) -> float | None:
@@ -104,7 +105,8 @@ class Job:
         never the credential a channel keeps to answer (a Discord interaction token, a response_url)."""
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
-            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key")}
+            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
+            "parent_id")}
         out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
                            if self.reply_to else self.reply_to)
         return out

@@ -23,6 +23,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import orjson
 
+from oz0.edge.flows.model import FLOW_KIND
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
@@ -169,6 +170,10 @@ class Runtime(PersonSteps):
         """Installed agents, the current version of each plugin, by name."""
         return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
 
+    def flows(self) -> list[AgentSpec]:
+        """Installed flows (edge.flows.model.FlowSpec, run by name like agents), by name."""
+        return sorted((f for p in self.plugins() for f in p.flows), key=lambda f: f.name)
+
     def agent(self, name: str) -> AgentSpec:
         return self._lookup(name)[0]
 
@@ -176,10 +181,10 @@ class Runtime(PersonSteps):
         """The agent of this name and the plugin it comes from, in one read of the installed plugins."""
         plugins = self.plugins()
         for plugin in plugins:
-            for spec in plugin.agents:
+            for spec in (*plugin.agents, *plugin.flows):
                 if spec.name == name:
                     return spec, plugin
-        raise UnknownAgent(name, sorted(a.name for p in plugins for a in p.agents))
+        raise UnknownAgent(name, sorted(a.name for p in plugins for a in (*p.agents, *p.flows)))
 
     # jobs -------------------------------------------------------------------------------------
 
@@ -206,7 +211,8 @@ class Runtime(PersonSteps):
         return value
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
-               dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None) -> tuple[Job, bool]:
+               dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None,
+               parent_id: str | None = None) -> tuple[Job, bool]:
         """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
         plugin = version = None
         try:
@@ -219,7 +225,7 @@ class Runtime(PersonSteps):
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
-            "runner": _runner(),
+            "runner": _runner(), "parent_id": parent_id,
         }
         stored, created = self.store.insert_job(row)
         return _job(stored), created
@@ -233,6 +239,10 @@ class Runtime(PersonSteps):
 
     def jobs(self, *, limit: int = 50) -> list[Job]:
         return [_job(r) for r in self.store.jobs(limit=limit)]
+
+    def children(self, job_id: str) -> list[Job]:
+        """The jobs of a flow's steps, in the order they ran."""
+        return [_job(r) for r in self.store.children(job_id)]
 
     async def run(self, agent: str, text: str, **submit_kwargs: Any) -> Job:
         """Submit and execute: the finished job (a deduplicated one is returned as it stands)."""
@@ -269,6 +279,9 @@ class Runtime(PersonSteps):
             spec, plugin = self._lookup(job.agent)
             spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
             value = self.parse_input(spec, job.input)
+            if spec.kind == FLOW_KIND:
+                return self._end(job_id, "succeeded", attempts=1, output=await self._run_flow(
+                    job, spec, value, on_progress))
             await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
             plugin_path = Path(plugin.path)
             while True:
@@ -304,6 +317,23 @@ class Runtime(PersonSteps):
                           reason="the bot stopped while the job was running")
             raise
         return self._end(job_id, "succeeded", attempts=attempts, output=output)
+
+    async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
+                        on_progress: Callable[[str], Any] | None) -> Any:
+        """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
+        from oz0.edge.flows.runner import run_here
+
+        self.store.update_job(job.id, attempts=1)
+        output, _ = await run_here(self, job, spec, value, on_progress=on_progress)  # type: ignore[arg-type]
+        return self._checked_flow_output(job.id, spec, output)
+
+    def _checked_flow_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:
+        output = self._check_output(spec, output)
+        if spec.output is not None:
+            self._checked[job_id] = spec.output.digest
+            if len(self._checked) > CHECKED_JOBS_MAX:
+                self._checked.popitem(last=False)
+        return output
 
     async def _attempt(self, spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
         """One run of the agent under its limits, its answer checked: the output or a JobFailure."""
@@ -442,7 +472,8 @@ class Runtime(PersonSteps):
         contract = with_known_contracts(spec).output if spec is not None else None
         if job.status == "succeeded":
             checked = contract is not None and self._checked.get(job.id) == contract.digest
-            return choose_card(job.output, contract, title=title, checked=checked)
+            card = choose_card(job.output, contract, title=title, checked=checked)
+            return self._with_steps(card, spec, job)
         if job.status in FAILED_STATUSES:
             kind = job.failure_kind or "Failed"
             status = Status(success=False, message=job.failure_reason or "the job failed",
@@ -452,9 +483,19 @@ class Runtime(PersonSteps):
                 merged = replace(card.status, error_code=snake_case(kind)) if card.status else status
                 return replace(card, status=merged)
             notes = tuple(n for n in (_failure_note(self, spec, job),) if n)
-            return Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
+            card = Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
+            return self._with_steps(card, spec, job)
         return Card(form="text", title=title, text_format="plain",
                     status=Status(success=True, message=f"job {job.id} is {job.status}"), text="")
+
+
+    def _with_steps(self, card: Card, spec: AgentSpec | None, job: Job) -> Card:
+        """A flow's card: its steps' status in one collapsed line (a note) under the card."""
+        if spec is None or spec.kind != FLOW_KIND:
+            return card
+        from oz0.edge.flows.runner import step_note, step_results
+
+        return replace(card, notes=(*card.notes, step_note(step_results(self, spec, job))))  # type: ignore[arg-type]
 
 
 def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
@@ -505,6 +546,7 @@ def _job(row: Mapping[str, Any]) -> Job:
         failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
+        parent_id=row.get("parent_id"),
     )
 
 

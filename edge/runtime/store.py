@@ -109,6 +109,7 @@ jobs = Table(
     Column("dedupe_key", String(300), nullable=True, unique=True),
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
+    Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
@@ -134,7 +135,7 @@ claims = Table(
 
 # Person steps (edge.runtime.questions): one row per question a job asks, (job, step) once. The answer
 # columns are filled once, by a conditional UPDATE ... WHERE action IS NULL, so the first answer wins
-# across replicas. Revision 0003 (migrations/versions/0003_questions.py) makes this table.
+# across replicas. Revision 0004 (migrations/versions/0004_questions.py) makes this table.
 questions = Table(
     "questions", metadata,
     Column("job_id", String(32), primary_key=True),
@@ -253,6 +254,12 @@ class Store:
         query = select(jobs).order_by(jobs.c.created.desc(), jobs.c.id).limit(limit)
         if statuses is not None:
             query = query.where(jobs.c.status.in_(list(statuses)))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def children(self, parent_id: str) -> list[dict[str, Any]]:
+        """The jobs of a flow's steps, in the order they were journaled."""
+        query = select(jobs).where(jobs.c.parent_id == parent_id).order_by(jobs.c.created, jobs.c.id)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(query).mappings()]
 

@@ -1,0 +1,141 @@
+"""A flow as a durable DBOS workflow (`oz0 serve`): its agent steps child workflows, its person steps
+durable waits, so a restart (or a replica's death) resumes the flow where it was.
+
+The workflow `oz0.flow` claims the flow's job, then runs `edge.flows.runner.drive` with steps that
+DBOS checkpoints: a child job journaled once (its dedupe key is the parent and the step), run as the
+child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
+recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (DBOS.recv). The
+expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
+Imported by edge.runtime.durable (it imports dbos), before DBOS launches, so the workflow is registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbos import DBOS, SetWorkflowID
+
+from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
+from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question
+from oz0.edge.runtime.jobs import Job, JobFailure
+
+__all__ = ["flow_workflow"]
+
+
+@DBOS.workflow(name="oz0.flow")
+async def flow_workflow(job_id: str) -> str:
+    from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name  # the engine this process runs
+    from oz0.edge.runtime.questions import wait_in_workflow
+
+    engine = _current()
+    runtime = engine.runtime
+    started = await DBOS.run_step_async({"name": "oz0.flow.start"}, _start, runtime, job_id)
+    if started["run"]:
+        spec = runtime.agent(started["agent"])
+        assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
+        job = runtime.job(job_id)
+        assert job is not None
+
+        async def run_agent(step: FlowStep, text: str) -> Job:
+            assert step.agent is not None
+            child_id = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text)
+            await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
+            with SetWorkflowID(child_dedupe_key(job_id, step.id)):
+                handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
+            await handle.get_result()
+            ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
+            return _as_job(ended)
+
+        async def ask_person(step: FlowStep, message: str) -> Any:
+            await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
+            return await wait_in_workflow(job_id, step.id, step.timeout_s)
+
+        async def skipped(result: StepResult) -> None:
+            if result.status == "skipped":
+                await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, runtime, job,
+                                          spec.step(result.step))
+
+        pending: list[StepResult] = []
+        try:
+            output = await drive(spec, started["value"], run_agent=_flushing(run_agent, pending, skipped),
+                                 ask_person=_flushing(ask_person, pending, skipped), record=pending.append)
+            for result in pending:
+                await skipped(result)
+            await DBOS.run_step_async({"name": "oz0.flow.end"}, _succeed, runtime, job_id, output)
+        except JobFailure as failure:
+            for result in pending:
+                await skipped(result)
+            await DBOS.run_step_async({"name": "oz0.flow.end"}, _fail, runtime, job_id, failure.kind,
+                                      failure.reason, failure.partial_output)
+    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    engine.finished(job_id)
+    ended = runtime.job(job_id)
+    return ended.status if ended is not None else "missing"
+
+
+def _flushing(call: Any, pending: list[StepResult], skipped: Any) -> Any:
+    """`call`, after journaling the skipped steps recorded since the last step (drive records them
+    synchronously; journaling them is a checkpointed step)."""
+    async def wrapped(step: FlowStep, text: str) -> Any:
+        while pending:
+            await skipped(pending.pop(0))
+        return await call(step, text)
+    return wrapped
+
+
+def _start(runtime: Any, job_id: str) -> dict[str, Any]:
+    job = runtime.job(job_id)
+    if job is None or job.finished:
+        return {"run": False}
+    import time
+
+    runtime.store.update_job(job_id, only_if_status=("queued",), status="running", started=time.time(),
+                             attempts=1)
+    try:
+        spec = runtime.agent(job.agent)
+        value = runtime.parse_input(spec, job.input)
+    except JobFailure as failure:
+        runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason)
+        return {"run": False}
+    except ValueError as exc:  # UnknownAgent: uninstalled since it was asked
+        runtime._end(job_id, "failed", attempts=0, kind="UnknownAgent", reason=str(exc))
+        return {"run": False}
+    return {"run": True, "agent": job.agent, "value": value}
+
+
+def _child(runtime: Any, job: Job, step: FlowStep, text: str) -> str:
+    child, _ = runtime.submit(step.agent, text, requester=job.requester, channel=job.channel,
+                              dedupe_key=child_dedupe_key(job.id, step.id), parent_id=job.id)
+    return child.id
+
+
+def _read(runtime: Any, child_id: str) -> dict[str, Any]:
+    child = runtime.job(child_id)
+    assert child is not None
+    return {"id": child.id, "status": child.status, "output": child.output, "failure_kind": child.failure_kind,
+            "failure_reason": child.failure_reason}
+
+
+def _as_job(row: dict[str, Any]) -> Job:
+    return Job(id=row["id"], agent="", requester="", channel="", input="", status=row["status"],
+               output=row["output"], failure_kind=row["failure_kind"], failure_reason=row["failure_reason"],
+               created=0.0, started=None, ended=None, attempts=0, dedupe_key=None, reply_to=None)
+
+
+def _ask(runtime: Any, job: Job, step: FlowStep, message: str) -> None:
+    runtime.ask(person_question(job, step, message))
+
+
+def _succeed(runtime: Any, job_id: str, output: Any) -> None:
+    spec = runtime.agent(runtime.job(job_id).agent)
+    try:
+        checked = runtime._checked_flow_output(job_id, spec, output)
+    except JobFailure as failure:
+        runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason,
+                     output=failure.partial_output)
+        return
+    runtime._end(job_id, "succeeded", attempts=1, output=checked)
+
+
+def _fail(runtime: Any, job_id: str, kind: str, reason: str, partial: Any) -> None:
+    runtime._end(job_id, "failed", attempts=1, kind=kind, reason=reason, output=partial)

@@ -1,0 +1,216 @@
+"""Running a flow: its steps in order, each agent step a child job of the flow's job.
+
+The loop is written once (`drive`) over two ways of doing a step: in this process (`oz0 run`, no
+engine: the child job runs here, a person step waits on the runtime) or inside the flow's durable
+workflow (edge.runtime.durable: the child is a child workflow, a person step waits with DBOS.recv,
+so both survive a restart). A step's state is `{output, answer}`; expressions see
+`{input, steps: {ID: {output, answer}}}`. The flow's output is the output of the last agent step
+that ran, checked against the flow's output contract by the runtime like any agent's answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+
+from oz0.edge.contracts.json_data import dumps_exact
+from oz0.edge.flows.expressions import ExpressionError, evaluate, render_text, truthy
+from oz0.edge.flows.model import FlowSpec, FlowStep
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime
+
+__all__ = [
+    "StepResult",
+    "child_dedupe_key",
+    "child_input",
+    "drive",
+    "run_here",
+    "step_note",
+    "step_results",
+    "journal_skipped",
+    "person_question",
+]
+
+RunAgent = Callable[[FlowStep, str], Awaitable[Job]]
+AskPerson = Callable[[FlowStep, str], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step: str
+    status: str            # succeeded, failed, skipped, answered, declined, timed out
+    job_id: str | None = None
+
+
+def child_dedupe_key(parent_id: str, step: str) -> str:
+    """The child job of a step is journaled once, however often the flow resumes."""
+    return f"flow:{parent_id}:{step}"
+
+
+def child_input(step: FlowStep, state: Mapping[str, Any], previous: Any) -> str:
+    """The text a step's agent gets: its `input:` mapping evaluated, else the previous output."""
+    if step.input is None:
+        value = previous
+    elif isinstance(step.input, str):
+        value = _eval(step, "input", step.input, state)
+    else:
+        value = {key: _eval(step, f"input.{key}", expr, state) for key, expr in step.input.items()}
+    return value if isinstance(value, str) else dumps_exact(value).decode()
+
+
+def _eval(step: FlowStep, where: str, expr: str, state: Mapping[str, Any]) -> Any:
+    try:
+        return evaluate(expr, state)
+    except ExpressionError as exc:
+        raise JobFailure("Misconfigured", f"step {step.id} {where}: {exc}") from None
+
+
+def _step_failure(spec: FlowSpec, step: FlowStep, child: Job) -> JobFailure:
+    kind = child.failure_kind or "AgentError"
+    reason = f"step {step.id} ({step.agent}, job {child.id}) failed with {kind}: {child.failure_reason or ''}".rstrip(": ")
+    if spec.failure(kind) is not None or kind in BUILTIN_FAILURES:
+        return JobFailure(kind, reason, partial_output=child.output)
+    return JobFailure("StepFailed", reason, partial_output=child.output)
+
+
+async def drive(spec: FlowSpec, value: Any, *, run_agent: RunAgent, ask_person: AskPerson,
+                record: Callable[[StepResult], None]) -> Any:
+    """The flow's steps in order; its output. Raises JobFailure as a flow fails."""
+    state: dict[str, Any] = {"input": value, "steps": {}}
+    previous: Any = value
+    for step in spec.steps:
+        if step.condition is not None and not truthy(_eval(step, "if", step.condition, state)):
+            state["steps"][step.id] = {"output": None, "answer": None}
+            record(StepResult(step.id, "skipped"))
+            continue
+        if step.is_ask:
+            assert step.ask is not None
+            try:
+                message = render_text(step.ask, state)
+            except ExpressionError as exc:
+                raise JobFailure("Misconfigured", f"step {step.id} ask: {exc}") from None
+            answer = await ask_person(step, message)
+            action = getattr(answer, "action", "accept")
+            content = getattr(answer, "content", None)
+            if action == "timeout":
+                if step.on_timeout is None:
+                    record(StepResult(step.id, "timed out"))
+                    raise JobFailure("NoAnswer", f"step {step.id}: nobody answered within {step.timeout_s:g} s "
+                                                 "(its timeout_s)")
+                content = dict(step.on_timeout["answer"])
+                record(StepResult(step.id, "timed out, answered by on_timeout"))
+            elif action != "accept":
+                record(StepResult(step.id, "declined"))
+                raise JobFailure("Declined", f"step {step.id}: {getattr(answer, 'by', 'the person')} "
+                                             f"{'declined' if action == 'decline' else 'cancelled'}")
+            else:
+                record(StepResult(step.id, f"answered by {getattr(answer, 'by', '?')}"))
+            state["steps"][step.id] = {"output": None, "answer": content}
+            continue
+        child = await run_agent(step, child_input(step, state, previous))
+        if child.status != "succeeded":
+            record(StepResult(step.id, child.status, child.id))
+            raise _step_failure(spec, step, child)
+        record(StepResult(step.id, "succeeded", child.id))
+        state["steps"][step.id] = {"output": child.output, "answer": None}
+        previous = child.output
+    return previous
+
+
+def step_note(results: list[StepResult] | tuple[StepResult, ...]) -> str:
+    """The collapsed line under a flow's card: each step and how it went."""
+    return "steps: " + "; ".join(f"{r.step} {r.status}" for r in results)
+
+
+async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
+                   on_progress: Callable[[str], Any] | None = None) -> tuple[Any, list[StepResult]]:
+    """The flow in this process (no engine): each agent step a child job run here, each person step
+    a wait on the runtime (not durable: a restart ends the flow interrupted)."""
+    results: list[StepResult] = []
+
+    async def run_agent(step: FlowStep, text: str) -> Job:
+        assert step.agent is not None
+        child, _ = runtime.submit(step.agent, text, requester=job.requester, channel=job.channel,
+                                  dedupe_key=child_dedupe_key(job.id, step.id), parent_id=job.id)
+        if child.finished:
+            return child
+        if on_progress is not None:
+            on_progress(f"step {step.id}: {step.agent} (job {child.id})")
+        return await runtime.execute_here(child.id, on_progress=on_progress)
+
+    async def ask_person(step: FlowStep, message: str) -> Any:
+        runtime.ask(person_question(job, step, message))
+        return await runtime.wait_answer_async(job.id, step.id, timeout_s=step.timeout_s)
+
+    def record(result: StepResult) -> None:
+        results.append(result)
+        if result.status == "skipped":
+            journal_skipped(runtime, job, spec.step(result.step))
+
+    output = await drive(spec, value, run_agent=run_agent, ask_person=ask_person, record=record)
+    return output, results
+
+
+def journal_skipped(runtime: "Runtime", job: Job, step: FlowStep) -> None:
+    """A step whose `if:` was false is a child job too, ended as `skipped`, so the tree shows it."""
+    if step.is_ask:
+        return
+    assert step.agent is not None
+    child, created = runtime.submit(step.agent, "", requester=job.requester, channel=job.channel,
+                                    dedupe_key=child_dedupe_key(job.id, step.id), parent_id=job.id)
+    if created:
+        now = time.time()
+        runtime.store.update_job(child.id, only_if_status=("queued",), status="skipped", started=now, ended=now,
+                                 failure_reason=f"its condition `{step.condition}` was false")
+
+
+def person_question(job: Job, step: FlowStep, message: str) -> Any:
+    """The Question (edge.runtime.questions) a person step asks."""
+    from oz0.edge.runtime.questions import Question
+
+    assert step.answer_schema is not None
+    expires = time.time() + step.timeout_s if step.timeout_s else None
+    return Question(job_id=job.id, step=step.id, message=message, answer_schema=step.answer_schema.schema,
+                    answerers=dict(step.answerers), expires_at=expires)
+
+
+def step_results(runtime: "Runtime", spec: FlowSpec, job: Job) -> list[StepResult]:
+    """How each step of a flow's job went, read back from the journal (its child jobs) and the
+    person steps' answers."""
+    children = {c.dedupe_key: c for c in runtime.children(job.id)}
+    results: list[StepResult] = []
+    reached = True
+    for step in spec.steps:
+        if step.is_ask:
+            answer = _recorded_answer(runtime, job.id, step.id)
+            if answer is not None:
+                results.append(StepResult(step.id, answer))
+            elif reached and job.status == "waiting":
+                results.append(StepResult(step.id, "waiting"))
+                reached = False
+            else:
+                results.append(StepResult(step.id, "not reached" if not reached or job.failed else "skipped"))
+            continue
+        child = children.get(child_dedupe_key(job.id, step.id))
+        if child is not None:
+            results.append(StepResult(step.id, child.status, child.id))
+            if child.status != "succeeded":
+                reached = False
+        else:
+            reached = False
+            results.append(StepResult(step.id, "not run"))
+    return results
+
+
+def _recorded_answer(runtime: "Runtime", job_id: str, step: str) -> str | None:
+    """`answered by X` for a person step the runtime holds an answer to, else None."""
+    found = runtime.questions.asked(job_id, step)
+    answer = found[1] if found is not None else None
+    if answer is None:
+        return None
+    if answer.action == "accept":
+        return f"answered by {answer.by}"
+    return {"timeout": "timed out", "decline": "declined", "cancel": "cancelled"}.get(answer.action, answer.action)
