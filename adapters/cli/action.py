@@ -24,7 +24,7 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.contracts.compat import refusal_message
