@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Coroutine, Mapping, TypeVar
 
 from oz0.edge.mcp.elicit import ELICIT_OPTIONS, Elicitor, ElicitingSessions
+from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
     protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
@@ -79,6 +80,10 @@ class McpServers:
     _thread: LoopThread | None = field(default=None, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eliciting: ElicitingSessions | None = field(default=None, repr=False)
+    changes: ToolsChanged = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.changes = ToolsChanged(self._relist)
 
     def _loop(self) -> LoopThread:
         with self._guard:
@@ -130,6 +135,19 @@ class McpServers:
         self._listed[server] = tools
         return tools
 
+    async def _relist(self, server: ServerSpec, client: Any) -> dict[str, ToolInfo]:
+        """The tools again, after a list_changed notification: over the session that got it (a stdio
+        server's), or a new connection (an HTTP server's sessions last one call)."""
+        if server.is_stdio and client is not None:
+            tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S)
+            for entry in (self._stdio.get(server), *(self._eliciting.entries() if self._eliciting else ())):
+                if entry is not None and entry.client is client:
+                    entry.tools = tools
+            return tools
+        if server.is_stdio:
+            raise McpFailure("Unavailable", f"the session of `{server.label()}` has ended")
+        return await self._http_call(server, None, None, DEFAULT_CALL_TIMEOUT_S)
+
     async def _stdio_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                           timeout_s: float, *, entry: StdioServer | None = None) -> Any:
         entry = entry or self._stdio.get(server)
@@ -168,6 +186,8 @@ class McpServers:
                 http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(
                     HTTP_CONNECT_TIMEOUT_S, read=timeout_s + 5.0))
                 options = {"elicitation_callback": elicit, **ELICIT_OPTIONS} if elicit is not None else {}
+                if tool is not None:  # a listing is the re-listing itself: a change it hears is not chased
+                    options["message_handler"] = self.changes.handler(server, lambda: None)
                 async with http, Client(streamable_http_client(server.url or "", http_client=http),
                                         cache=None, **options) as client:
                     edge_session(client)

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from oz0.edge.mcp.list_changed import listening
 from oz0.edge.mcp.session import describe, edge_session, is_connection_error, leaves
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
@@ -127,10 +128,12 @@ class StdioServer:
         async def own() -> None:
             try:
                 async with Client(stdio_client(params, errlog=stderr.writer), cache=None,
+                                  message_handler=self.pool.changes.handler(self.spec, lambda: self.client),
                                   **self._elicit_options()) as client:
                     edge_session(client)
-                    ready.set_result(client)
-                    await stop.wait()
+                    async with listening(client):
+                        ready.set_result(client)
+                        await stop.wait()
             except BaseException as exc:  # reported to the caller through `ready`, or logged at teardown
                 if not ready.done():
                     ready.set_exception(exc)

@@ -98,13 +98,19 @@ class Runtime(PersonSteps):
         url = database_url or os.environ.get("OZ0_DATABASE_URL") or f"sqlite:///{self.home / 'oz0.db'}"
         self.store = Store(url)
         self.backoff_s = backoff_s
-        self._plugins: dict[int, Plugin] = {}
+        self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
+        from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
+
+        watch_tools(self)
 
     def close(self) -> None:
+        from oz0.edge.plugins.tool_refresh import unwatch_tools
+
+        unwatch_tools(self)
         if self.engine is not None:
             self.engine.shutdown()
             self.engine = None
@@ -151,7 +157,9 @@ class Runtime(PersonSteps):
         return self.store.current_versions()
 
     def _load_installed(self, version: InstalledVersion) -> Plugin | None:
-        plugin = self._plugins.get(version.id)
+        key = (version.id, tuple((a.name, a.input_hash, a.output_hash) for a in version.agents))
+        cached = self._plugins.get(version.id)
+        plugin = cached[1] if cached is not None and cached[0] == key else None
         if plugin is None:
             try:
                 plugin = with_stored_contracts(load_plugin(version.path), version.agents)
@@ -159,7 +167,7 @@ class Runtime(PersonSteps):
                 log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
                           version.version, version.path, exc)
                 return None
-            self._plugins[version.id] = plugin
+            self._plugins[version.id] = (key, plugin)  # stored contracts that change load again
         return plugin
 
     def plugins(self) -> list[Plugin]:

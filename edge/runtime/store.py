@@ -356,6 +356,13 @@ class Store:
             ) for a in agent_rows),
         )
 
+    def update_agent_contracts(self, version_id: int, name: str, *, contracts: Mapping[str, Any]) -> None:
+        """Replace one stored agent's contracts (`contracts`: its `input_schema*`/`output_schema*`/`*_hash`
+        columns): an `mcp` agent's tool changed compatibly (edge.plugins.tool_refresh)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(agents).where(agents.c.version_id == version_id, agents.c.name == name)
+                         .values(**contracts))
+
     def record_version(self, *, plugin: str, version: str, content_hash: str, path: str, description: str,
                        installed_by: str, agent_rows: Iterable[Mapping[str, Any]],
                        audit_detail: Mapping[str, Any]) -> InstalledVersion:
