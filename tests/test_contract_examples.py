@@ -240,3 +240,42 @@ def test_help_agent_lists_the_examples(tmp_path: Path, oz0_home: Path) -> None:
     shown = asyncio.run(asyncio.wait_for(main(), 60))
     assert 'Who owns api: /ask lookup {\\"service\\":\\"api\\"} -> {\\"owner\\":\\"team-api\\"}' in shown
     assert 'Who owns search, 2 rows: /ask lookup {\\"service\\":\\"search\\",\\"rows\\":2}' in shown
+
+
+# ---- oz0 mcp tools ---------------------------------------------------------------------------------
+
+def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path, oz0_home: Path,
+                                                                  capsys: Any, monkeypatch: Any) -> None:
+    import shlex
+    import shutil
+    import sys
+
+    from mcp_harness import SERVER
+    from oz0.edge.mcp.pool import servers
+
+    src = tmp_path / "mcp-plugin"
+    (src / "agents").mkdir(parents=True)
+    shutil.copy(SERVER, src / "cards_server.py")
+    (src / "plugin.yaml").write_text("name: mcp-cards\nversion: 1.0.0\n")
+    (src / "agents" / "deploys.yaml").write_text(
+        f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\ntool: deploys\n"
+        "examples:\n  - description: The api's deploys\n    input: {service: api}\n")
+    runtime = Runtime(oz0_home)
+    try:
+        install_plugin(runtime, load_plugin(src), actor="test")
+    finally:
+        runtime.close()
+    monkeypatch.chdir(src)
+    try:
+        code, out, err = oz0(capsys, "mcp", "tools", "--command", shlex.join([sys.executable, "cards_server.py"]))
+        assert code == 0, err
+        block = out.split("\ndeploys\n", 1)[1].split("\n\n", 1)[0]
+        assert '  example (agent deploys): The api\'s deploys: {"service":"api"}' in block
+        assert out.count("example (agent") == 1
+        code, out, err = oz0(capsys, "mcp", "tools", "--json", "--command", shlex.join([sys.executable, "cards_server.py"]))
+        tools = {t["name"]: t for t in json.loads(out)}
+        assert tools["deploys"]["examples"] == [{"agent": "deploys", "description": "The api's deploys",
+                                                 "input": {"service": "api"}}]
+        assert all("examples" not in t for name, t in tools.items() if name != "deploys")
+    finally:
+        servers().close()
