@@ -279,3 +279,17 @@ def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path
         assert all("examples" not in t for name, t in tools.items() if name != "deploys")
     finally:
         servers().close()
+
+
+def test_a_flows_examples_are_linted_and_loaded(tmp_path: Path) -> None:
+    root = plugin(tmp_path / "p")
+    (root / "flows").mkdir()
+    (root / "flows" / "owners-flow.yaml").write_text(
+        "input_schema: schemas/in.json\noutput_schema: schemas/out.json\nsteps:\n  - {id: look, agent: lookup}\n"
+        "examples:\n  - {description: fine, input: {service: api}, output: {owner: team-api}}\n"
+        "  - {input: {service: api, colour: red}}\n")
+    found = [(f.path, f.message) for f in lint_plugin(root).findings if "examples" in f.path]
+    assert len(found) == 1 and found[0][0] == "$.examples[1].input"
+    assert found[0][1].startswith("example 1: the input breaks in.json at $ (rule additionalProperties)")
+    flow = load_plugin(root).flow("owners-flow")
+    assert [e.description for e in flow.examples] == ["fine", ""] and flow.examples[0].output == {"owner": "team-api"}
