@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+import orjson
+
 from oz0.adapters.chat.wire import Syntax
 from oz0.edge.cards.model import Action, Card, Status
 from oz0.edge.contracts.summary import example_input, input_summary, schema_summary
@@ -68,6 +70,11 @@ def agent_help_card(spec: AgentSpec, syntax: Syntax) -> Card:
         values.append(", ".join(f.name for f in spec.failures))
     keys.append("example")
     values.append(syntax.example(spec.name, example_input(spec)))
+    for i, example in enumerate(spec.examples, start=1):
+        keys.append(f"example {i}")
+        answer = f" -> {orjson.dumps(example.output).decode()}" if example.has_output else ""
+        said = f"{example.description}: " if example.description else ""
+        values.append(f"{said}{syntax.example(spec.name, example.input_text)}{answer}")
     return Card(form="key_values", title=spec.name, keys=tuple(keys), values=tuple(values),
                 notes=syntax.help_notes)
 

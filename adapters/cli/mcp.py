@@ -106,17 +106,53 @@ def _run(args: argparse.Namespace, work: Any) -> int:
 def _tools(args: argparse.Namespace) -> int:
     async def work(spec: ServerSpec) -> int:
         tools = await servers().tools(spec, timeout_s=args.timeout)
+        declared = _declared_examples(spec)
         if args.json:
-            out = [{**t.to_dict(), "card": card_form(t)} for t in tools.values()]
+            out = [{**t.to_dict(), "card": card_form(t),
+                    **({"examples": [{"agent": agent, "description": e.description, "input": e.input,
+                                      **({"output": e.output} if e.has_output else {})}
+                                     for agent, e in declared[t.name]]} if t.name in declared else {})}
+                   for t in tools.values()]
             sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
             return 0
         print(f"{len(tools)} tool{'s' if len(tools) != 1 else ''} on `{spec.label()}`")
         for tool in tools.values():
             print()
             print(_tool_text(tool))
+            for agent, e in declared.get(tool.name, ()):
+                said = f"{e.description}: " if e.description else ""
+                answer = f" -> {orjson.dumps(e.output).decode()}" if e.has_output else ""
+                print(f"  example (agent {agent}): {said}{e.input_text}{answer}")
         return 0
 
     return _run(args, work)
+
+
+def _declared_examples(server: ServerSpec) -> dict[str, list[tuple[str, Any]]]:
+    """The examples installed `mcp` agents declare for this server's tools, by tool name. Read only when
+    OZ0_HOME exists (listing a server never creates one). An agent's server is this one when its command
+    is the same argv as written (`--command 'python server.py'` in the plugin folder), or its URL the same."""
+    from oz0.edge.mcp.kind import server_for_agent
+    from oz0.edge.runtime.runner import default_home
+
+    if not default_home().is_dir():
+        return {}
+    from oz0.adapters.cli.runtime import open_runtime
+
+    runtime = open_runtime()
+    try:
+        agents = [a for a in runtime.agents() if a.kind == "mcp" and a.examples]
+    finally:
+        runtime.close()
+    found: dict[str, list[tuple[str, Any]]] = {}
+    for agent in agents:
+        try:
+            same = server_for_agent(agent).label() == server.label()
+        except McpFailure:
+            continue
+        if same:
+            found.setdefault(str(agent.config.get("tool")), []).extend((agent.name, e) for e in agent.examples)
+    return found
 
 
 def _tool_text(tool: ToolInfo) -> str:

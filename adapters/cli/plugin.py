@@ -175,6 +175,10 @@ def _install(args: argparse.Namespace) -> int:
     print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "
           f"({names}) into {runtime.home}")
     cli_upgrade.print_changes(result.changes)
+    if result.previous is not None:
+        for line in cli_upgrade.contract_hash_lines({a.name: a.contract_hash for a in result.previous.agents},
+                                                    {a.name: a.contract_hash for a in v.agents}):
+            print(line)
     return 0
 
 
@@ -182,6 +186,14 @@ def _contract(file: str | None, digest: str | None) -> str:
     if file is None:
         return "text"
     return f"{file} (sha256:{digest[:8]})" if digest else file
+
+
+def _contract_id(digest: str | None, version: str | None) -> str:
+    """An agent's contract hash (its first 12 hex digits, as `oz0 plugin list --json` gives it whole)
+    and the version that introduced it; `-` for an agent installed before contract hashes."""
+    if digest is None:
+        return "-"
+    return f"{digest[:12]} (since {version})" if version else digest[:12]
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -198,7 +210,8 @@ def _list(args: argparse.Namespace) -> int:
                     "agents": [{"name": a.name, "kind": a.kind,
                                 "input": _contract(a.input_schema_file, a.input_hash),
                                 "output": _contract(a.output_schema_file, a.output_hash),
-                                "failures": dict(a.failures)} for a in v.agents],
+                                "failures": dict(a.failures), "contract_hash": a.contract_hash,
+                                "contract_version": a.contract_version} for a in v.agents],
                     "latest_changes": cli_upgrade.latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -206,9 +219,10 @@ def _list(args: argparse.Namespace) -> int:
         print("No plugins installed. Try: oz0 plugin install --example")
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
-                  _contract(a.output_schema_file, a.output_hash)) for v in versions for a in v.agents)
+                  _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version))
+                 for v in versions for a in v.agents)
     card = Card(form="table", title=f"Installed plugins ({runtime.home})",
-                columns=("plugin", "version", "agent", "kind", "input", "output"), rows=rows)
+                columns=("plugin", "version", "agent", "kind", "input", "output", "contract"), rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
     cli_upgrade.print_latest_changes(versions, latest)
     return 0

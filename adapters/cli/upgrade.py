@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions
 __all__ = [
     "MAX_AUDIT_SCAN",
     "change_lines",
+    "contract_hash_lines",
     "latest_changes",
     "latest_json",
     "print_changes",
@@ -111,7 +112,17 @@ def _diff(args: argparse.Namespace) -> int:
                     rows=tuple((c.agent, c.direction, c.json_path, c.what,
                                 "breaking" if c.breaking else "not breaking") for c in changes))
         print(render_payload(card, "text").rstrip("\n"))
+    for line in contract_hash_lines({a.name: a.contract_hash for a in (*old.agents, *old.flows)},
+                                    {a.name: a.contract_hash for a in (*new.agents, *new.flows)}):
+        print(line)
     return 0
+
+
+def contract_hash_lines(old: Mapping[str, str | None], new: Mapping[str, str | None]) -> list[str]:
+    """A line for every agent (or flow) of both versions whose contract hash changed: what a caller that
+    pinned the old hash (`If-Match`) must look at again."""
+    return [f"contract of {name} changed: {old[name]} -> {new[name]}"
+            for name in sorted(old.keys() & new.keys()) if old[name] is not None and old[name] != new[name]]
 
 
 def _verdict(old: Plugin, new: Plugin, changes: list[Change]) -> str:

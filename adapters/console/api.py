@@ -150,6 +150,9 @@ class _Api:
             there = f"{API_PREFIX}/{'flows' if spec.kind == 'flow' else 'agents'}/{name}/runs"
             return failure(f"{name} is {'a flow' if spec.kind == 'flow' else 'an agent, not a flow'}: POST {there}",
                            "unknown_agent", status_code=404, command=command)
+        stale = _stale_pin(spec, request.headers.get("if-match"), command)
+        if stale is not None:
+            return stale
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_BODY_BYTES:
             return _too_large(size, command)
@@ -265,10 +268,14 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(_COMMON_SCHEMAS)
     hints = {spec.name: known_annotations(spec) for spec in agents}
+    by_name = {spec.name: spec for spec in agents}
     for path_item in doc.get("paths", {}).values():
         op = path_item.get("post")
         if not op:
             continue
+        spec = by_name.get(op.get("x-oz0-agent") or op.get("x-oz0-flow"))
+        if spec is not None:
+            op["x-contract-hash"], op["x-contract-version"] = spec.contract_hash, spec.contract_version
         if hints.get(op.get("x-oz0-agent")):
             op["x-annotations"] = hints[op["x-oz0-agent"]]
         responses = op["responses"]
@@ -296,7 +303,13 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
         body = op.get("requestBody", {}).get("content", {})
         if "text/plain" in body and "application/json" not in body:
             body["application/json"] = {"schema": {"type": "string"}}
-        for code, text in (("404", "No installed agent has this name."),
+        op["parameters"].append(
+            {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+             "description": 'Pin the contract: `"<x-contract-hash>"`; another installed contract answers 412.'})
+        if spec is not None:
+            _with_examples(op, spec)
+        for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
+                           ("404", "No installed agent has this name."),
                            ("415", "The body is not of a media type this agent takes."),
                            ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
             responses[code] = {"description": text, "content": {"application/json": {
@@ -332,6 +345,8 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "channel": {"type": "string"}, "input": {"type": "string"},
         "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
         "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
+        "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
+        "contract_version": {"type": ["string", "null"]},
         "question": {"$ref": "#/components/schemas/Question"},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
@@ -359,7 +374,11 @@ _COMMON_SCHEMAS: dict[str, Any] = {
             "output": {"description": "The output JSON Schema, or \"text\"."},
             "failures": {"type": "array", "items": {"type": "object"}},
             "annotations": {"type": "object", "description": "MCP tool annotations: title, readOnlyHint, "
-                            "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."}}}}}},
+                            "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."},
+            "contract_hash": {"type": "string", "description": "SHA-256 of the contract parts; pin it with If-Match."},
+            "contract_version": {"type": ["string", "null"], "description": "The plugin version that introduced it."},
+            "examples": {"type": "array", "items": {"type": "object", "required": ["input"], "properties": {
+                "description": {"type": "string"}, "input": {}, "output": {}}}}}}}}},
 }
 
 
@@ -417,10 +436,49 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "failures": [{"name": f.name, "retryable": f.retryable, "partial": f.partial, "person": f.person,
                       "description": f.description} for f in failure_kinds(spec)],
         "annotations": known_annotations(spec),
+        "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "examples": [{"description": e.description, "input": e.input,
+                      **({"output": e.output} if e.has_output else {})} for e in spec.examples],
         **({"steps": [{"id": s.id, **({"ask": s.ask} if s.is_ask else {"agent": s.agent}),
                        **({"if": s.condition} if s.condition else {})} for s in spec.steps]}
            if spec.kind == "flow" else {}),
     }
+
+
+def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
+    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+    if header is None:
+        return None
+    pins = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
+    if "*" in pins or spec.contract_hash in pins:
+        return None
+    return failure(f"{spec.name}'s installed contract is {spec.contract_hash} (since version "
+                   f"{spec.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read its contract "
+                   f"at GET {API_PREFIX}/agents and pin the new hash", "contract_changed", status_code=412,
+                   command=command, details={"agent": spec.name, "pinned": pins, "installed": spec.contract_hash,
+                                             "contract_version": spec.contract_version})
+
+
+def _with_examples(op: dict[str, Any], spec: Any) -> None:
+    """The agent's declared examples as the operation's request and 200 response `examples`."""
+    if not spec.examples:
+        return
+    def value(example: Any) -> Any:
+        if spec.input is None or not isinstance(example.input, str):
+            return example.input
+        try:
+            return json.loads(example.input)
+        except json.JSONDecodeError:  # lint reports it; the document still shows what was written
+            return example.input
+
+    for media in op.get("requestBody", {}).get("content", {}).values():
+        media["examples"] = {f"example-{i}": {"summary": e.description or f"example {i}", "value": value(e)}
+                             for i, e in enumerate(spec.examples)}
+    answered = {f"example-{i}": {"summary": e.description or f"example {i}",
+                                 "value": {"success": True, "output": e.output}}
+                for i, e in enumerate(spec.examples) if e.has_output}
+    if answered:
+        op["responses"]["200"]["content"]["application/json"]["examples"] = answered
 
 
 def _job_json(job: Any) -> dict[str, Any]:

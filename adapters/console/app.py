@@ -297,7 +297,11 @@ class _Pages:
             return self._unknown_agent(request)
         view = _agent_view(spec, console_api.plugin_versions(self.runtime))
         fields = fields_for(spec.input)
-        values = _example_values(spec, fields) if spec.example else {}
+        chosen = request.query_params.get("example", "")
+        if chosen.isdigit() and int(chosen) < len(spec.examples):  # an example's link fills the form
+            values = _example_values(spec, fields, spec.examples[int(chosen)].input_text)
+        else:
+            values = _example_values(spec, fields, spec.example) if spec.example else {}
         return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
 
     async def run(self, request: Request) -> Response:
@@ -487,15 +491,19 @@ def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "path": f"/{'flows' if spec.kind == 'flow' else 'agents'}/{quote(spec.name, safe='')}",
         "steps": [{"id": s.id, "what": f"asks: {s.ask}" if s.is_ask else f"runs {s.agent}",
                    "condition": s.condition} for s in getattr(spec, "steps", ())],
+        "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "examples": [{"description": e.description, "input": e.input_text,
+                      "output": json.dumps(e.output, ensure_ascii=False) if e.has_output else None}
+                     for e in spec.examples],
     }
 
 
-def _example_values(spec: Any, fields: tuple[Field, ...]) -> dict[str, str]:
-    """The agent's declared example, put into its form's `fields` as a starting point."""
+def _example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str, str]:
+    """An example input of the agent (`text`), put into its form's `fields` as a starting point."""
     if spec.input is None:
-        return {fields[0].html_id: spec.example}
+        return {fields[0].html_id: text}
     try:
-        example = json.loads(spec.example)
+        example = json.loads(text)
     except (TypeError, json.JSONDecodeError):
         return {}
     if len(fields) == 1 and fields[0].widget == "json":

@@ -31,6 +31,7 @@ __all__ = [
     "OPENAPI_VERSION",
     "agent_path",
     "component_key",
+    "embed_contract",
     "failure_kinds",
     "failure_schema",
     "flow_failures",
@@ -103,6 +104,7 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "x-oz0-flow" if flow else "x-oz0-agent": agent.name,
             "x-oz0-plugin": agent.plugin,
             "x-oz0-kind": agent.kind,
+            "x-contract-hash": agent.contract_hash,
         }
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)
@@ -124,7 +126,7 @@ def _body(agent: AgentSpec, direction: str, contract: Contract | None, schemas: 
     if contract is None:
         return {"content": {TEXT: {"schema": {"type": "string"}}}}
     key = component_key(agent.name, direction)
-    schemas[key] = _embed(contract, f"#/components/schemas/{_escape(key)}")
+    schemas[key] = embed_contract(contract, f"#/components/schemas/{_escape(key)}")
     return {"content": {JSON: {"schema": {"$ref": f"#/components/schemas/{_escape(key)}"}}}}
 
 
@@ -181,7 +183,7 @@ def _pointer(parts: tuple[Any, ...]) -> str:
     return "".join("/" + _escape(str(p)) for p in parts)
 
 
-def _embed(contract: Contract, prefix: str) -> Any:
+def embed_contract(contract: Contract, prefix: str) -> Any:
     """A copy of the contract's schema whose local references are pointers from the document root."""
     schema = contract.schema
     if not isinstance(schema, dict):

@@ -44,6 +44,7 @@ Add = Callable[..., None]
 def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], add: Add,
                agents: Mapping[str, AgentSides], installed: Mapping[str, AgentSides] | None) -> None:
     """Every finding of the plugin's flow files, through `add(severity, file, path, message, fix)`."""
+    from oz0.edge.plugins.lint_examples import lint_examples
     from oz0.edge.plugins.manifest import manifest_contract
 
     for file in files:
@@ -62,7 +63,9 @@ def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], ad
                 "rename one: agents and flows are run by name")
         if shape:
             continue
-        _Flow(root, file, data, add, agents, installed).check()
+        flow = _Flow(root, file, data, add, agents, installed)
+        flow.check()
+        lint_examples(add, file, data, input=flow.contracts.get("input"), output=flow.contracts.get("output"))
 
 
 class _Flow:
@@ -71,6 +74,7 @@ class _Flow:
         self.root, self.file, self.data, self._add = root, file, data, add
         self.agents, self.installed = agents, installed
         self.steps: list[dict[str, Any]] = data["steps"]
+        self.contracts: dict[str, Contract | None] = {}
         self.flow_input = self._contract_side("input", data)
         self.flow_output = self._contract_side("output", data)
         self.answers: dict[str, Side] = {}
@@ -86,7 +90,8 @@ class _Flow:
             self.add("warning", "$", f"the flow declares no contract for its {direction}",
                      f"add `{direction}: text`, or `{direction}_schema: schemas/NAME.json`")
             return None
-        return _named(self._load(ref, f"$.{direction}_schema"), ref)
+        self.contracts[direction] = self._load(ref, f"$.{direction}_schema")
+        return _named(self.contracts[direction], ref)
 
     def _load(self, ref: str, where: str) -> Contract | None:
         target = (self.root / ref).resolve()

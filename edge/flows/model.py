@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.flows.expressions import ExpressionError, compile_expression, holes
-from oz0.edge.plugins.manifest import AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, read_yaml
+from oz0.edge.plugins.manifest import AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, examples_of, read_yaml
 
 __all__ = [
     "FLOW_FAILURES",
@@ -151,7 +151,8 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
         name=data.get("name") or file.stem, plugin=plugin, kind=FLOW_KIND, file=str(file),
         description=data.get("description", ""), input=contracts["input"], output=contracts["output"],
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
-        failures=failures, limits=Limits(**(data.get("limits") or {})), example=example, steps=tuple(steps))
+        failures=failures, limits=Limits(**(data.get("limits") or {})), example=example, examples=examples_of(data),
+        steps=tuple(steps))
 
 
 def stored_steps(rows: list[Mapping[str, Any]], *, source: str) -> tuple[FlowStep, ...]:

@@ -17,7 +17,7 @@ from oz0.edge.plugins.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
-__all__ = ["InstallResult", "content_hash", "install_plugin"]
+__all__ = ["InstallResult", "content_hash", "contract_version", "install_plugin"]
 
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
@@ -40,7 +40,16 @@ class InstallResult:
         self.changes = changes
 
 
-def _agent_row(spec: AgentSpec) -> dict[str, Any]:
+def contract_version(spec: AgentSpec, version: str, previous: InstalledVersion | None) -> str:
+    """The plugin version that introduced `spec`'s contract hash: the previous version's, while the
+    hash it stored is equal, else `version` (the one being installed)."""
+    before = next((a for a in previous.agents if a.name == spec.name), None) if previous is not None else None
+    if before is not None and before.contract_hash == spec.contract_hash and before.contract_version:
+        return before.contract_version
+    return version
+
+
+def _agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | None) -> dict[str, Any]:
     """An agent's row in the plugin store; a flow's (kind `flow`) also keeps its person steps with its
     limits, so a later version's upgrade check can compare them."""
     limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
@@ -60,6 +69,8 @@ def _agent_row(spec: AgentSpec) -> dict[str, Any]:
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
                               "description": f.description} for f in spec.failures},
         "limits": limits,
+        "contract_hash": spec.contract_hash,
+        "contract_version": contract_version(spec, version, previous),
     }
 
 
@@ -109,7 +120,8 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
-        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a)
+        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+                               previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
     if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):

@@ -21,6 +21,7 @@ from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
 from oz0.edge.plugins.files import plugin_problems
+from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
                                       read_yaml)
 
@@ -232,6 +233,7 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
                                     for d in ("input", "output")),
                                   input_file=data.get("input_schema"), output_file=data.get("output_schema"))
     _lint_example(lint, file, data, contracts.get("input"))
+    lint_examples(lint.add, file, data, input=contracts.get("input"), output=contracts.get("output"))
     _lint_kind(lint, file, data)
     _lint_failures(lint, file, data)
     return name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -26,12 +27,14 @@ __all__ = [
     "AGENT_KINDS",
     "AGENT_NAME_RE",
     "AgentSpec",
+    "Example",
     "FailureKind",
     "Limits",
     "Plugin",
     "PluginError",
     "load_plugin",
     "manifest_contract",
+    "examples_of",
     "read_yaml",
 ]
 
@@ -75,6 +78,22 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Example:
+    """One declared example of an agent's contract: an input (text, or JSON data), what it shows, and
+    optionally the answer it gives (lint checks both against the contracts)."""
+
+    input: Any
+    description: str = ""
+    output: Any = None
+    has_output: bool = False
+
+    @property
+    def input_text(self) -> str:
+        """The input as one types it: the text itself, or compact JSON."""
+        return self.input if isinstance(self.input, str) else orjson.dumps(self.input).decode()
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     """One agent as declared. `input`/`output` are None for text, else the loaded Contract."""
 
@@ -91,6 +110,15 @@ class AgentSpec:
     limits: Limits = Limits()
     config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     example: str | None = None
+    examples: tuple[Example, ...] = ()
+    contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
+
+    @cached_property
+    def contract_hash(self) -> str:
+        """SHA-256 of the canonical JSON of the contract parts (edge.contracts.contract_hash)."""
+        from oz0.edge.contracts.contract_hash import contract_hash
+
+        return contract_hash(self)
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:
@@ -206,7 +234,7 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
     )
     limits = Limits(**(data.get("limits") or {}))
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example"}
+             "limits", "example", "examples"}
     config = MappingProxyType({k: v for k, v in data.items() if k not in known})
     example = data.get("example")
     return AgentSpec(
@@ -215,4 +243,12 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
         failures=failures, limits=limits, config=config,
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
+        examples=examples_of(data),
     )
+
+
+def examples_of(data: Mapping[str, Any]) -> tuple[Example, ...]:
+    """An agent or flow file's `examples:` (checked in shape by its manifest schema), in order."""
+    return tuple(Example(input=e["input"], description=str(e.get("description", "")), output=e.get("output"),
+                         has_output="output" in e)
+                 for e in data.get("examples") or () if isinstance(e, Mapping) and "input" in e)

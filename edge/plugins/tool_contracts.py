@@ -74,5 +74,13 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
                 raise PluginError(f"agent {spec.name!r}: its stored tool contract cannot be loaded: {exc}",
                                   file=spec.file) from None
             spec = replace(spec, **changes)
-        agents.append(spec)
-    return replace(plugin, agents=tuple(agents))
+        agents.append(_with_version(spec, by_name.get(spec.name)))
+    flows = tuple(_with_version(spec, by_name.get(spec.name)) for spec in plugin.flows)
+    return replace(plugin, agents=tuple(agents), flows=flows)
+
+
+def _with_version(spec: AgentSpec, row: Any) -> AgentSpec:
+    """The spec with the contract_version stored at install, while its contract is the one stored."""
+    if row is None or row.contract_version is None or row.contract_hash != spec.contract_hash:
+        return spec
+    return replace(spec, contract_version=row.contract_version)

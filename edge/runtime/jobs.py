@@ -85,6 +85,8 @@ class Job:
     plugin: str | None = None
     plugin_version: str | None = None
     parent_id: str | None = None  # a flow step's job: the flow's job
+    contract_hash: str | None = None     # the contract the job ran under (edge.contracts.contract_hash)
+    contract_version: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -106,7 +108,7 @@ class Job:
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
             "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
-            "parent_id")}
+            "parent_id", "contract_hash", "contract_version")}
         out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
                            if self.reply_to else self.reply_to)
         return out

@@ -222,10 +222,11 @@ class Runtime(PersonSteps):
                dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None,
                parent_id: str | None = None) -> tuple[Job, bool]:
         """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
-        plugin = version = None
+        plugin = version = contract = contract_version = None
         try:
-            _, found = self._lookup(agent)
+            spec, found = self._lookup(agent)
             plugin, version = found.name, found.version
+            contract, contract_version = spec.contract_hash, spec.contract_version
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
         row = {
@@ -233,7 +234,8 @@ class Runtime(PersonSteps):
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
-            "runner": _runner(), "parent_id": parent_id,
+            "runner": _runner(), "parent_id": parent_id, "contract_hash": contract,
+            "contract_version": contract_version,
         }
         stored, created = self.store.insert_job(row)
         return _job(stored), created
@@ -554,7 +556,8 @@ def _job(row: Mapping[str, Any]) -> Job:
         failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
-        parent_id=row.get("parent_id"),
+        parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
+        contract_version=row.get("contract_version"),
     )
 
 

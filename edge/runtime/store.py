@@ -86,6 +86,8 @@ agents = Table(
     Column("output_hash", String(64), nullable=True),
     Column("failures", JSON, nullable=False),
     Column("limits", JSON, nullable=False),
+    Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.contracts.contract_hash
+    Column("contract_version", String(64), nullable=True),  # revision 0006: the version that introduced it
     UniqueConstraint("version_id", "name", name="uq_agent_per_version"),
 )
 
@@ -110,6 +112,8 @@ jobs = Table(
     Column("reply_to", JSON(none_as_null=True), nullable=True),
     Column("runner", String(200), nullable=True),
     Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
+    Column("contract_hash", String(64), nullable=True),     # revision 0006: the contract the job ran under
+    Column("contract_version", String(64), nullable=True),  # revision 0006
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
@@ -178,6 +182,8 @@ class InstalledAgent:
     output_hash: str | None
     failures: Mapping[str, Any]
     limits: Mapping[str, Any]
+    contract_hash: str | None = None     # None: installed before revision 0006
+    contract_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +359,7 @@ class Store:
                 input_hash=a["input_hash"], output_schema_file=a["output_schema_file"],
                 output_schema=a["output_schema"], output_hash=a["output_hash"],
                 failures=a["failures"] or {}, limits=a["limits"] or {},
+                contract_hash=a["contract_hash"], contract_version=a["contract_version"],
             ) for a in agent_rows),
         )
 

@@ -1,0 +1,58 @@
+"""An agent's or flow's contract hash: what a caller pins, and what tells two versions' contracts apart.
+
+The hash is SHA-256 of the canonical JSON (sorted keys, compact separators, UTF-8) of the contract parts:
+the input and output schemas (each local `$ref` rewritten to one pointer into the hashed document, so
+two spellings of the same reference hash alike and a recursive schema still has a finite form), the
+answer schemas of its person steps, its declared annotations, its failure kinds and its limits. The
+file it was read from, descriptions of the agent and its prose are not part of it: editing the words
+changes nothing a caller relies on. A `contract_version` is the plugin version that introduced the
+hash (edge.plugins.install keeps the previous one while the hash stays equal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from oz0.edge.runtime.confirm import ANNOTATION_KEYS
+
+if TYPE_CHECKING:
+    from oz0.edge.plugins.manifest import AgentSpec
+
+__all__ = ["canonical_json", "contract_hash", "contract_parts"]
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted keys, no insignificant whitespace, UTF-8: the same value gives the same bytes anywhere."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def _schema(contract: Any, prefix: str) -> Any:
+    from oz0.edge.contracts.openapi import embed_contract
+
+    return "text" if contract is None else embed_contract(contract, prefix)
+
+
+def contract_parts(spec: "AgentSpec") -> dict[str, Any]:
+    """The parts of `spec`'s contract, as the hash reads them."""
+    limits = spec.limits
+    annotations = spec.config.get("annotations") or {}
+    return {
+        "input": _schema(spec.input, "#/input"),
+        "output": _schema(spec.output, "#/output"),
+        "person_steps": [{"step": s.id, "answer_schema": _schema(s.answer_schema, f"#/person_steps/{i}/answer_schema")
+                          if s.answer_schema is not None else {}}
+                         for i, s in enumerate(s for s in getattr(spec, "steps", ()) if s.is_ask)],
+        "annotations": {k: v for k, v in dict(annotations).items() if k in ANNOTATION_KEYS},
+        "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person}
+                     for f in spec.failures},
+        "limits": {"timeout_s": float(limits.timeout_s), "max_output_bytes": limits.max_output_bytes,
+                   "max_attempts": limits.max_attempts, "concurrency": limits.concurrency},
+    }
+
+
+def contract_hash(spec: "AgentSpec") -> str:
+    """SHA-256 (hex) of the canonical JSON of `spec`'s contract parts."""
+    return hashlib.sha256(canonical_json(contract_parts(spec))).hexdigest()
