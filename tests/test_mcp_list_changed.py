@@ -61,11 +61,13 @@ def wait_for(check, seconds: float = 10.0) -> None:
 
 def test_a_compatible_tool_change_updates_the_stored_contract(runtime: Runtime) -> None:
     assert set(input_properties(runtime)) == {"host"}
+    (before,) = [a for a in runtime.installed()[0].agents if a.name == "lookup"]
     job = asyncio.run(runtime.run("evolve", '{"step": "compatible"}'))
     assert job.status == "succeeded", job.failure_reason
     wait_for(lambda: "verbose" in input_properties(runtime))
     (row,) = [a for a in runtime.installed()[0].agents if a.name == "lookup"]
     assert "verbose" in row.input_schema["properties"]
+    assert row.contract_hash != before.contract_hash  # the contract it now promises has its own hash
     done = asyncio.run(runtime.run("lookup", '{"host": "db-1", "verbose": true}'))
     assert done.status == "succeeded" and done.output["zone"] == "eu-1 (verbose)"
     assert not [r for r in runtime.audit_log() if r.action == "mcp.tools.breaking"]

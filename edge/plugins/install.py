@@ -17,7 +17,7 @@ from oz0.edge.plugins.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
-__all__ = ["InstallResult", "content_hash", "contract_version", "install_plugin"]
+__all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
 
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
@@ -49,7 +49,7 @@ def contract_version(spec: AgentSpec, version: str, previous: InstalledVersion |
     return version
 
 
-def _agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | None) -> dict[str, Any]:
+def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | None) -> dict[str, Any]:
     """An agent's row in the plugin store; a flow's (kind `flow`) also keeps its person steps with its
     limits, so a later version's upgrade check can compare them."""
     limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
@@ -120,7 +120,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
-        agent_rows=[_agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)

@@ -52,7 +52,7 @@ def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dic
     store the compatible changes, audit the breaking ones. Returns every change found."""
     from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
     from oz0.edge.mcp.spec import McpFailure
-    from oz0.edge.plugins.install import _agent_row
+    from oz0.edge.plugins.install import agent_row
 
     found: list[Change] = []
     for version in runtime.installed():
@@ -91,10 +91,10 @@ def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dic
             if any(c.breaking for c in changes) or candidate is None:
                 _breaking(runtime, version, spec.name, name, server, changes)
                 continue
-            row = _agent_row(candidate)
+            row = agent_row(candidate, version=version.version, previous=None)  # a new hash, from this version on
             runtime.store.update_agent_contracts(version.id, spec.name, contracts={
-                k: row[k] for k in ("input_schema_file", "input_schema", "input_hash",
-                                    "output_schema_file", "output_schema", "output_hash")})
+                k: row[k] for k in ("input_schema_file", "input_schema", "input_hash", "output_schema_file",
+                                    "output_schema", "output_hash", "contract_hash", "contract_version")})
             log.info("agent %s follows the new schemas of tool %s on %s: %s", spec.name, name, server.label(),
                      "; ".join(c.clause() for c in changes))
     return found
