@@ -186,7 +186,8 @@ class ConsoleThread:
         import asyncio
         import threading
 
-        from oz0.adapters.console.app import ConsoleServer, ConsoleSettings
+        from oz0.adapters.console.app import ConsoleSettings
+        from oz0.adapters.console.server import ConsoleServer
 
         self.settings = ConsoleSettings(host=host, port=0, token=token, admin_token=admin_token)
         self.runtime = runtime

@@ -313,7 +313,7 @@ def test_after_a_restart_a_job_that_was_running_is_reported_as_interrupted(home)
     import subprocess
     import sys
 
-    from oz0.edge.runtime import runner as runtime_module
+    from oz0.edge.runtime import recovery as runtime_module
     from oz0.edge.runtime.runner import Runtime
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,

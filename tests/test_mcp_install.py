@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_harness import SERVER
-from oz0.adapters.console.api import api_document
+from oz0.adapters.console.api_doc import api_document
 from oz0.edge.contracts.compat import UpgradeRefused
 from oz0.edge.contracts.openapi import agent_path
 from oz0.edge.mcp.pool import servers

@@ -15,7 +15,7 @@ import pytest
 from oz0.edge.plugins.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.questions import Answer, AnswerRefused, Question, check_answer_schema
-from oz0.edge.runtime import runner
+from oz0.edge.runtime import recovery
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 
@@ -221,7 +221,7 @@ def test_a_restart_ends_a_waiting_job_interrupted_and_closes_its_question(runtim
         job, _ = runtime.submit("merge", "x", requester="cli:me")
         gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True, check=True)  # a process that died, on this host
-        runtime.store.update_job(job.id, status="running", runner=f"{runner._HOST}:{gone.stdout.strip()}:dead")
+        runtime.store.update_job(job.id, status="running", runner=f"{recovery._HOST}:{gone.stdout.strip()}:dead")
         runtime.ask(Question(job.id, "approve", "go?", APPROVE, {}, None))
         later = Runtime(oz0_home)
         try:

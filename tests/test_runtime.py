@@ -17,7 +17,8 @@ import pytest
 from oz0.edge.runtime.jobs import JobFailure
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.plugins.install import install_plugin
-from oz0.edge.runtime.runner import Runtime, UnknownAgent
+from oz0.edge.runtime.jobs import UnknownAgent
+from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
 

@@ -119,7 +119,7 @@ def test_a_missing_channel_module_is_a_log_line_not_a_crash(home, caplog):
     async def main() -> int:
         task = asyncio.create_task(serve_channels(
             runtime, env={"OZ0_CONSOLE_PORT": "0"},
-            channels={"console": "oz0.adapters.console.app", "pager": "oz0.adapters.no_such_pager"}))
+            channels={"console": "oz0.adapters.console.server", "pager": "oz0.adapters.no_such_pager"}))
         for _ in range(200):
             if any("console listening on" in r.getMessage() for r in caplog.records):
                 break

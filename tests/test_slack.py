@@ -368,7 +368,7 @@ def test_a_job_cut_short_by_a_stop_is_reported_as_interrupted_in_its_thread(home
 
 
 def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
-    from oz0.edge.runtime import runner as runtime_module
+    from oz0.edge.runtime import recovery as runtime_module
     from oz0.edge.runtime.runner import Runtime
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,

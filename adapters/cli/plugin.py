@@ -198,11 +198,12 @@ def _contract_id(digest: str | None, version: str | None) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
+    from oz0.edge.plugins.history import latest_changes, latest_json
 
     runtime = open_runtime()
     try:
         versions = runtime.installed()
-        latest = cli_upgrade.latest_changes(runtime.audit_log(limit=cli_upgrade.MAX_AUDIT_SCAN))
+        latest = latest_changes(runtime.audit_log(limit=cli_upgrade.MAX_AUDIT_SCAN))
     finally:
         runtime.close()
     if args.json:
@@ -212,7 +213,7 @@ def _list(args: argparse.Namespace) -> int:
                                 "output": _contract(a.output_schema_file, a.output_hash),
                                 "failures": dict(a.failures), "contract_hash": a.contract_hash,
                                 "contract_version": a.contract_version} for a in v.agents],
-                    "latest_changes": cli_upgrade.latest_json(latest.get(v.plugin))} for v in versions]
+                    "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
     if not versions:

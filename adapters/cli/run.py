@@ -33,7 +33,8 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.runtime.runner import UnknownAgent, local_user
+    from oz0.edge.runtime.jobs import UnknownAgent
+    from oz0.edge.runtime.runner import local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input

@@ -31,7 +31,7 @@ __all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_chann
 log = logging.getLogger("oz0.serve")
 
 CHANNELS: dict[str, str] = {
-    "console": "oz0.adapters.console.app",
+    "console": "oz0.adapters.console.server",
     "slack": "oz0.adapters.chat.slack",
     "discord": "oz0.adapters.chat.discord",
 }

@@ -26,8 +26,6 @@ __all__ = [
     "MAX_AUDIT_SCAN",
     "change_lines",
     "contract_hash_lines",
-    "latest_changes",
-    "latest_json",
     "print_changes",
     "print_latest_changes",
     "refusal_line",
@@ -161,31 +159,6 @@ def print_changes(changes: Iterable[Change], *, stream: TextIO | None = None) ->
 def refusal_line(exc: UpgradeRefused) -> str:
     """The line an install refused by the upgrade check prints: `Error: invalid_argument: invalid request: ...`."""
     return f"Error: {exc.code}: {exc}"
-
-
-def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    """Per plugin, the changes its latest install recorded (newest audit records first, as the
-    store lists them): {"previous_version", "version", "changes": [Change]}."""
-    from oz0.edge.contracts.changes import Change
-
-    latest: dict[str, dict[str, Any]] = {}
-    for record in audit:
-        detail: Mapping[str, Any] = record.detail
-        if record.action != "plugin.install" or detail.get("plugin") in latest:
-            continue
-        latest[str(detail.get("plugin"))] = {
-            "previous_version": detail.get("previous_version"), "version": detail.get("version"),
-            "changes": [Change(**c) for c in detail.get("changes") or []],
-        }
-    return latest
-
-
-def latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """One plugin's latest changes for `plugin list --json`."""
-    if entry is None:
-        return None
-    return {"previous_version": entry["previous_version"], "version": entry["version"],
-            "changes": [c.to_dict() for c in entry["changes"]]}
 
 
 def print_latest_changes(versions: Iterable[Any], latest: Mapping[str, Mapping[str, Any]]) -> None:

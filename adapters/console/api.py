@@ -1,14 +1,10 @@
-"""The runtime API served beside the console: run an agent, read a job, list agents, the OpenAPI document.
+"""The runtime API served beside the console: run an agent or a flow, read a job, answer it, list agents.
 
 Every answer is a QZX result (`success`, `message`, `meta.command`, and on failure `error` and
 `error_code`), built by edge.qzx.result_envelope so it is checked before it leaves. A run answers with
 the job, its neutral card and the raw output. Input that breaks the contract is 422 `InvalidInput`
 with the JSON path and the rule, before any job is journaled; a job that ends with one of the agent's
-failure kinds is 502, as the OpenAPI document says.
-
-`/openapi.json` is the upgrade check's document (edge.openapi, a function of the installed contracts
-only) with what this server adds around it: the `/v1` prefix, the QZX envelope around the output
-contract, 422 for `InvalidInput`, and the read-only endpoints.
+failure kinds is 502, as the OpenAPI document (adapters/console/api_doc.py) says.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any, Mapping
 
 from starlette.requests import Request
@@ -29,15 +24,15 @@ from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
-from oz0.edge.contracts.openapi import INVALID_INPUT_STATUS, openapi_document
 from oz0.edge.plugins.manifest import INVALID_INPUT, FailureKind
 from oz0.edge.qzx.core import result_envelope
 
 __all__ = [
     "API_PREFIX",
+    "FAILED_JOB_HTTP",
+    "INVALID_INPUT_HTTP",
     "MAX_BODY_BYTES",
     "Refusal",
-    "api_document",
     "check_input",
     "failure",
     "failure_kinds",
@@ -120,7 +115,6 @@ def routes(runtime: Any) -> list[Route]:
         Route(f"{API_PREFIX}/flows/{{name}}/runs", api.run_flow, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
-        Route("/openapi.json", api.openapi, methods=["GET"]),
     ]
 
 
@@ -254,178 +248,6 @@ class _Api:
         return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
-    async def openapi(self, request: Request) -> Response:
-        return JSONResponse(api_document((*self.runtime.agents(), *self.runtime.flows()),
-                                         versions=plugin_versions(self.runtime)))
-
-
-def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of this server: the upgrade check's document of the installed
-    contracts, placed under `/v1` and wrapped the way this server answers."""
-    agents = list(agents)
-    doc = openapi_document(agents, title="oz0-edge runtime API", version=_package_version())
-    doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
-    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-    schemas.update(_COMMON_SCHEMAS)
-    hints = {spec.name: known_annotations(spec) for spec in agents}
-    by_name = {spec.name: spec for spec in agents}
-    for path_item in doc.get("paths", {}).values():
-        op = path_item.get("post")
-        if not op:
-            continue
-        spec = by_name.get(op.get("x-oz0-agent") or op.get("x-oz0-flow"))
-        if spec is not None:
-            op["x-contract-hash"], op["x-contract-version"] = spec.contract_hash, spec.contract_version
-        if hints.get(op.get("x-oz0-agent")):
-            op["x-annotations"] = hints[op["x-oz0-agent"]]
-        responses = op["responses"]
-        output = responses["200"].get("content", {})
-        output_schema = next(iter(output.values()))["schema"] if output else {}
-        responses["200"] = {
-            "description": responses["200"].get("description", "The answer"),
-            "content": {"application/json": {"schema": _run_result(output_schema)}},
-        }
-        invalid = responses.pop(INVALID_INPUT_STATUS, None)
-        responses[str(INVALID_INPUT_HTTP)] = {
-            "description": (invalid or {}).get("description", "The input does not match the contract."),
-            "content": {"application/json": {"schema": _failure_result(
-                (invalid or {}).get("content", {}).get("application/json", {}).get("schema", {}))}},
-        }
-        failed = responses.get(str(FAILED_JOB_HTTP))
-        if failed:
-            failed["content"] = {"application/json": {"schema": _failure_result(
-                failed["content"]["application/json"]["schema"])}}
-        responses["202"] = {"description": "Queued with `?wait=false`; follow Location to the job.",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobResult"}}}}
-        op.setdefault("parameters", []).append(
-            {"name": "wait", "in": "query", "required": False, "schema": {"type": "boolean", "default": True},
-             "description": "false: journal the job, answer 202 at once and run it in the background."})
-        body = op.get("requestBody", {}).get("content", {})
-        if "text/plain" in body and "application/json" not in body:
-            body["application/json"] = {"schema": {"type": "string"}}
-        op["parameters"].append(
-            {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
-             "description": 'Pin the contract: `"<x-contract-hash>"`; another installed contract answers 412.'})
-        if spec is not None:
-            _with_examples(op, spec)
-        for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
-                           ("404", "No installed agent has this name."),
-                           ("415", "The body is not of a media type this agent takes."),
-                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
-            responses[code] = {"description": text, "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/Failure"}}}}
-    doc["paths"]["/agents"] = {"get": {
-        "operationId": "agents.list", "summary": "The installed agents and their contracts",
-        "responses": {"200": {"description": "The agents", "content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
-    doc["paths"]["/jobs/{job_id}"] = {"get": {
-        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output",
-        "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-        "responses": {
-            "200": {"description": "The job", "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/JobResult"}}}},
-            "404": {"description": "No job has this id", "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
-    from oz0.adapters.console.plugins_api import operations
-
-    doc["paths"].update(operations())
-    doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
-    if versions:
-        doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
-    return doc
-
-
-_META = {"type": "object", "required": ["schema_version", "command"],
-         "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
-                        "duration_ms": {"type": "number"}}}
-_COMMON_SCHEMAS: dict[str, Any] = {
-    "Job": {"type": "object", "required": ["id", "agent", "status", "created"], "properties": {
-        "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
-        "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
-        "channel": {"type": "string"}, "input": {"type": "string"},
-        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
-        "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
-        "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
-        "contract_version": {"type": ["string", "null"]},
-        "question": {"$ref": "#/components/schemas/Question"},
-        "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
-        "created": {"type": "number"}, "started": {"type": ["number", "null"]},
-        "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
-        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers (platform, "
-                     "channel, user, thread); its credentials are never shown."}}},
-    "Card": {"type": "object", "required": ["form", "drawn"], "description": "The neutral card (oz0 render --to card).",
-             "properties": {"form": {"enum": ["table", "key_values", "diff", "text"]}, "drawn": {"type": "boolean"}}},
-    "Failure": {"type": "object", "required": ["success", "message", "error", "error_code", "meta"], "properties": {
-        "success": {"const": False}, "message": {"type": "string"}, "error": {"type": "string"},
-        "error_code": {"type": "string"}, "details": {"type": "object"}, "meta": _META}},
-    "JobResult": {"type": "object", "required": ["success", "message", "job", "meta"], "properties": {
-        "success": {"type": "boolean"}, "message": {"type": "string"}, "job": {"$ref": "#/components/schemas/Job"},
-        "card": {"$ref": "#/components/schemas/Card"}, "output": {}, "error": {"type": "string"},
-        "error_code": {"type": "string"}, "details": {"type": "object"}, "meta": _META}},
-    "PluginResult": {"type": "object", "required": ["success", "message", "meta"], "properties": {
-        "success": {"const": True}, "message": {"type": "string"}, "meta": _META},
-        "description": "A management API answer: `plugins`, `plugin`, or the install's or diff's `changes`."},
-    "AgentList": {"type": "object", "required": ["success", "message", "agents", "meta"], "properties": {
-        "success": {"const": True}, "message": {"type": "string"}, "meta": _META,
-        "agents": {"type": "array", "items": {"type": "object", "required": ["name", "plugin"], "properties": {
-            "name": {"type": "string"}, "plugin": {"type": "string"}, "version": {"type": "string"},
-            "kind": {"type": "string"}, "description": {"type": "string"},
-            "input": {"description": "The input JSON Schema, or \"text\"."},
-            "output": {"description": "The output JSON Schema, or \"text\"."},
-            "failures": {"type": "array", "items": {"type": "object"}},
-            "annotations": {"type": "object", "description": "MCP tool annotations: title, readOnlyHint, "
-                            "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."},
-            "contract_hash": {"type": "string", "description": "SHA-256 of the contract parts; pin it with If-Match."},
-            "contract_version": {"type": ["string", "null"], "description": "The plugin version that introduced it."},
-            "examples": {"type": "array", "items": {"type": "object", "required": ["input"], "properties": {
-                "description": {"type": "string"}, "input": {}, "output": {}}}}}}}}},
-}
-
-
-_COMMON_SCHEMAS["Question"] = {
-    "type": "object", "required": ["step", "message", "answer_schema", "answerers", "expires"],
-    "description": "What a waiting job asks (a person step); answer it at POST /jobs/{job_id}/answer.",
-    "properties": {"step": {"type": "string"}, "message": {"type": "string"},
-                   "answer_schema": {"type": "object", "description": "An object of primitive fields."},
-                   "answerers": {"type": "object", "description": "users, groups, roles; {} = the asker."},
-                   "expires": {"type": ["number", "null"]}, "source": {"type": ["string", "null"]}}}
-
-
-def _failure_response(text: str) -> dict[str, Any]:
-    return {"description": text, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}}
-
-
-_ANSWER_PATH = {"post": {
-    "operationId": "jobs.answer", "summary": "Answer a waiting job's question (the first answer wins)",
-    "parameters": [
-        {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}},
-        {"name": "step", "in": "query", "required": False, "schema": {"type": "string"},
-         "description": "The step answered; default: the job's open question."},
-        {"name": "action", "in": "query", "required": False,
-         "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
-         "description": "decline or cancel: no body."}],
-    "requestBody": {"required": False, "content": {"application/json": {"schema": {
-        "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
-    "responses": {
-        "202": {"description": "Answered; the job goes on.", "content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
-        "403": _failure_response("You are not among the question's answerers."),
-        "404": _failure_response("No job has this id."),
-        "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
-        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
-    }}}
-
-
-def _run_result(output_schema: Any) -> dict[str, Any]:
-    return {"allOf": [{"$ref": "#/components/schemas/JobResult"}],
-            "properties": {"success": {"const": True}, "output": output_schema or {}},
-            "required": ["card", "output"]}
-
-
-def _failure_result(kinds_schema: Any) -> dict[str, Any]:
-    return {"allOf": [{"$ref": "#/components/schemas/Failure"}],
-            "properties": {"details": kinds_schema or {"type": "object"}}}
-
 
 def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
     return {
@@ -457,28 +279,6 @@ def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | No
                    f"at GET {API_PREFIX}/agents and pin the new hash", "contract_changed", status_code=412,
                    command=command, details={"agent": spec.name, "pinned": pins, "installed": spec.contract_hash,
                                              "contract_version": spec.contract_version})
-
-
-def _with_examples(op: dict[str, Any], spec: Any) -> None:
-    """The agent's declared examples as the operation's request and 200 response `examples`."""
-    if not spec.examples:
-        return
-    def value(example: Any) -> Any:
-        if spec.input is None or not isinstance(example.input, str):
-            return example.input
-        try:
-            return json.loads(example.input)
-        except json.JSONDecodeError:  # lint reports it; the document still shows what was written
-            return example.input
-
-    for media in op.get("requestBody", {}).get("content", {}).values():
-        media["examples"] = {f"example-{i}": {"summary": e.description or f"example {i}", "value": value(e)}
-                             for i, e in enumerate(spec.examples)}
-    answered = {f"example-{i}": {"summary": e.description or f"example {i}",
-                                 "value": {"success": True, "output": e.output}}
-                for i, e in enumerate(spec.examples) if e.has_output}
-    if answered:
-        op["responses"]["200"]["content"]["application/json"]["examples"] = answered
 
 
 def _job_json(job: Any) -> dict[str, Any]:
@@ -519,10 +319,3 @@ def _too_large(size: int | None, command: str) -> JSONResponse:
 
 def _requester(request: Request) -> str:
     return "api-token" if request.headers.get("authorization") else "api-local"
-
-
-def _package_version() -> str:
-    try:
-        return metadata.version("oz0-edge")
-    except metadata.PackageNotFoundError:
-        return "0.0.0"

@@ -3,16 +3,13 @@
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
 fragment, drawn beside previews of how Slack and Discord show it (adapters/console/preview.py, from the
 very payloads), and those payloads are one click away, so a plugin author sees exactly what the
-channels will get. The JSON API lives in adapters/console_api.py; the guards (token,
-CSRF, Content-Security-Policy) in adapters/console_security.py.
-
-As a channel of `oz0 serve` this module exposes `configured(env)` (always true: the console is the
-embedded default) and `serve(runtime, env=, stop=)`.
+channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
+CSRF, Content-Security-Policy) in adapters/console/security.py; what the templates show in
+adapters/console/views.py; the server `oz0 serve` runs in adapters/console/server.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -20,9 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import quote, urlsplit
 
-import uvicorn
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -33,9 +28,10 @@ from starlette.staticfiles import StaticFiles
 
 from oz0.adapters.console import answers
 from oz0.adapters.console import api as console_api
+from oz0.adapters.console import api_doc
 from oz0.adapters.console import plugin_pages, plugins_api
 from oz0.adapters.console import probes
-from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
+from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -45,19 +41,14 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
-from oz0.edge.cards.model import Card
-from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
+from oz0.adapters.console.views import agent_view, drawn_card, example_values, job_view
 from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
-    "ConsoleConfigError",
-    "ConsoleServer",
     "ConsoleSettings",
-    "configured",
     "create_app",
-    "serve",
 ]
 
 log = logging.getLogger("oz0.console")
@@ -91,11 +82,6 @@ class ConsoleSettings:
         return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
-def configured(env: Mapping[str, str]) -> bool:
-    """The console always runs under `oz0 serve`: it is the embedded default and needs no token on loopback."""
-    return True
-
-
 def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
@@ -118,6 +104,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/logout", pages.logout, methods=["POST"]),
         Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),
         *console_api.routes(runtime),
+        *api_doc.routes(runtime),
         *probes.routes(runtime),
         *plugins_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
@@ -129,64 +116,6 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
     ]
     return Starlette(routes=routes, middleware=middleware,
                      exception_handlers={404: pages.not_found, 405: pages.not_allowed})
-
-
-async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
-    """Run the console until `stop` is set; logs the address it listens on."""
-    server = ConsoleServer(runtime, ConsoleSettings.from_env(env))
-    for url in await server.start():
-        log.info("console listening on %s%s", url, " (token required)" if server.settings.token else "")
-    stopper = asyncio.create_task(stop.wait())
-    await asyncio.wait({server.task, stopper}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[arg-type]
-    stopper.cancel()
-    await server.stop()
-    log.info("console stopped")
-
-
-class ConsoleServer:
-    """The console app under uvicorn on the settings' address: `start` returns the URLs it listens on."""
-
-    def __init__(self, runtime: Any, settings: ConsoleSettings) -> None:
-        self.settings = settings
-        self.app = create_app(runtime, settings=settings)
-        config = uvicorn.Config(self.app, host=settings.host, port=settings.port, lifespan="off",
-                                log_config=None, log_level="warning", access_log=False, server_header=False)
-        self.server = _Server(config)
-        self.task: asyncio.Task[None] | None = None
-
-    async def start(self) -> list[str]:
-        self.task = asyncio.create_task(self.server.serve(), name="oz0-console")
-        while not self.server.started and not self.task.done():
-            await asyncio.sleep(0.01)
-        if self.task.done():
-            self.task.result()
-            raise ConsoleConfigError(f"the console could not listen on {self.settings.host}:{self.settings.port}")
-        urls = []
-        for sock in (s for srv in self.server.servers for s in srv.sockets):
-            host, port = sock.getsockname()[:2]
-            urls.append(f"http://{f'[{host}]' if ':' in host else host}:{port}")
-        return urls
-
-    async def stop(self) -> None:
-        self.server.should_exit = True
-        if self.task is not None:
-            await self.task
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handlers: `oz0 serve` owns SIGINT/SIGTERM and sets the stop event."""
-
-    def capture_signals(self):  # type: ignore[override]
-        import contextlib
-
-        return contextlib.nullcontext()
-
-    async def startup(self, sockets: Any = None) -> None:
-        try:
-            await super().startup(sockets=sockets)
-        except SystemExit:  # uvicorn logs the OSError and exits; here it becomes one clear error
-            raise ConsoleConfigError(f"the console could not listen on {self.config.host}:{self.config.port} "
-                                     "(is the port in use? set OZ0_CONSOLE_PORT)") from None
 
 
 class _GuardMiddleware:
@@ -288,20 +217,20 @@ class _Pages:
     # pages -----------------------------------------------------------------------------------
     async def agents(self, request: Request) -> Response:
         versions = console_api.plugin_versions(self.runtime)
-        agents = [_agent_view(a, versions) for a in (*self.runtime.agents(), *self.runtime.flows())]
+        agents = [agent_view(a, versions) for a in (*self.runtime.agents(), *self.runtime.flows())]
         return self.page(request, "agents.html", nav="agents", agents=agents)
 
     async def agent(self, request: Request) -> Response:
         spec = self._spec(request.path_params["name"])
         if spec is None:
             return self._unknown_agent(request)
-        view = _agent_view(spec, console_api.plugin_versions(self.runtime))
+        view = agent_view(spec, console_api.plugin_versions(self.runtime))
         fields = fields_for(spec.input)
         chosen = request.query_params.get("example", "")
         if chosen.isdigit() and int(chosen) < len(spec.examples):  # an example's link fills the form
-            values = _example_values(spec, fields, spec.examples[int(chosen)].input_text)
+            values = example_values(spec, fields, spec.examples[int(chosen)].input_text)
         else:
-            values = _example_values(spec, fields, spec.example) if spec.example else {}
+            values = example_values(spec, fields, spec.example) if spec.example else {}
         return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
 
     async def run(self, request: Request) -> Response:
@@ -312,7 +241,7 @@ class _Pages:
         if isinstance(form, Response):
             return form
         fields = fields_for(spec.input)
-        view = _agent_view(spec, console_api.plugin_versions(self.runtime))
+        view = agent_view(spec, console_api.plugin_versions(self.runtime))
         values = {f.html_id: form.get(f.html_id, "") for f in fields}
         try:
             value = form_input(fields, form)
@@ -330,7 +259,7 @@ class _Pages:
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
-        jobs = [_job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
+        jobs = [job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
         return self.page(request, "jobs.html", nav="jobs", jobs=jobs)
 
     async def job(self, request: Request, *, answer_error: dict[str, Any] | None = None,
@@ -349,10 +278,10 @@ class _Pages:
                 card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
         download = False
         if card is not None:
-            card_html, payloads, download = _drawn(card)
+            card_html, payloads, download = drawn_card(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
-        return self.page(request, "job.html", nav="jobs", job=_job_view(job), card_html=card_html,
+        return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
                          card_error=card_error, payloads=payloads, raw_output=raw, download=download,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
@@ -434,113 +363,6 @@ class _Pages:
         names = ", ".join(a.name for a in self.runtime.agents()) or "none installed"
         return self.error(request, "No such agent",
                           f"No installed agent is named {request.path_params['name']!r} (known: {names}).", 404)
-
-
-def _drawn(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
-    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON with the
-    files each uploads beside it, and whether the full result is offered as a file (the card was cut,
-    or not drawn)."""
-    from oz0.renderers import discord_message, html_console, slack_blocks
-
-    drawn = html_console.render(card)
-    # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
-    card_html = Markup(drawn.payload)
-    payloads = []
-    for key, label, renderer in (("slack", "Slack", slack_blocks.render),
-                                 ("discord", "Discord", discord_message.render)):
-        try:
-            rendered = renderer(card)
-        except Exception as exc:
-            log.exception("the %s renderer failed", key)
-            payloads.append({"key": key, "label": label, "uploads": [], "preview": None,
-                             "json": f"the {label} renderer failed: {type(exc).__name__}: {exc}"})
-            continue
-        payloads.append({"key": key, "label": label, "uploads": [u.to_dict() for u in rendered.uploads],
-                         "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str),
-                         "preview": _preview(key, label, rendered)})
-    return card_html, payloads, bool(drawn.uploads)
-
-
-def _preview(key: str, label: str, rendered: Any) -> Markup | None:
-    """How the payload looks on the platform (adapters/console/preview.py); None, logged, if it cannot be drawn."""
-    from oz0.adapters.console.preview import preview
-
-    try:
-        return preview(key, rendered)
-    except Exception:
-        log.exception("the %s preview failed", label)
-        return None
-
-
-def _agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
-    def label(contract: Any, file: str | None) -> str:
-        if contract is None:
-            return "text"
-        title = contract.schema.get("title") if isinstance(contract.schema, dict) else None
-        return f"{title} ({file})" if title and file else (title or file or "JSON Schema")
-
-    def schema(contract: Any) -> str | None:
-        return None if contract is None else json.dumps(contract.schema, ensure_ascii=False, indent=2)
-
-    return {
-        "name": spec.name, "plugin": spec.plugin, "version": versions.get(spec.plugin, ""), "kind": spec.kind,
-        "description": spec.description, "input_label": label(spec.input, spec.input_schema_file),
-        "output_label": label(spec.output, spec.output_schema_file), "input_schema": schema(spec.input),
-        "output_schema": schema(spec.output), "failures": console_api.failure_kinds(spec),
-        "annotations": (hints := known_annotations(spec)), "confirms": needs_confirmation(spec, hints),
-        "path": f"/{'flows' if spec.kind == 'flow' else 'agents'}/{quote(spec.name, safe='')}",
-        "steps": [{"id": s.id, "what": f"asks: {s.ask}" if s.is_ask else f"runs {s.agent}",
-                   "condition": s.condition} for s in getattr(spec, "steps", ())],
-        "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
-        "examples": [{"description": e.description, "input": e.input_text,
-                      "output": json.dumps(e.output, ensure_ascii=False) if e.has_output else None}
-                     for e in spec.examples],
-    }
-
-
-def _example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str, str]:
-    """An example input of the agent (`text`), put into its form's `fields` as a starting point."""
-    if spec.input is None:
-        return {fields[0].html_id: text}
-    try:
-        example = json.loads(text)
-    except (TypeError, json.JSONDecodeError):
-        return {}
-    if len(fields) == 1 and fields[0].widget == "json":
-        return {fields[0].html_id: json.dumps(example, ensure_ascii=False, indent=2)}
-    if not isinstance(example, dict):
-        return {}
-    values = {}
-    for field in fields:
-        if field.name not in example:
-            continue
-        value = example[field.name]
-        if field.widget == "select" or (field.widget == "checkbox" and value is True):
-            values[field.html_id] = json.dumps(value, ensure_ascii=False)
-        elif field.widget == "lines" and isinstance(value, list):
-            values[field.html_id] = "\n".join(str(v) for v in value)
-        elif field.widget == "json":
-            values[field.html_id] = json.dumps(value, ensure_ascii=False, indent=2)
-        else:
-            values[field.html_id] = "" if value is None else str(value)
-    return values
-
-
-def _job_view(job: Any) -> dict[str, Any]:
-    took = job.duration_s
-    reason = job.failure_reason or ""
-    return {
-        "id": job.id, "agent": job.agent, "status": job.status, "requester": job.requester,
-        "channel": job.channel, "input": job.input, "input_short": _short(job.input, 80),
-        "failure_kind": job.failure_kind, "failure_reason": reason, "failure_short": _short(reason, 120),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.created)),
-        "took": f"{took:.2f} s" if took is not None else "", "attempts": job.attempts,
-    }
-
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _local_path(target: str) -> str:

@@ -55,7 +55,7 @@ class _PluginPages:
         self.error = error
 
     async def plugins(self, request: Request) -> Response:
-        from oz0.adapters.cli.upgrade import latest_changes
+        from oz0.edge.plugins.history import latest_changes
 
         latest = latest_changes(self.runtime.audit_log(limit=MAX_AUDIT_SCAN))
         plugins = [plugin_summary(v, latest.get(v.plugin)) for v in self.runtime.installed()]

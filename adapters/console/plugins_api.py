@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
+from oz0.edge.plugins.history import latest_changes, latest_json
 from oz0.edge.qzx.core import result_envelope
 
 __all__ = ["MAX_AUDIT_SCAN", "MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
@@ -57,15 +58,7 @@ def routes(runtime: Any) -> list[Route]:
 
 
 def _latest(runtime: Any) -> dict[str, dict[str, Any]]:
-    from oz0.adapters.cli.upgrade import latest_changes
-
     return latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
-
-
-def _latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    from oz0.adapters.cli.upgrade import latest_json
-
-    return latest_json(entry)
 
 
 def _contract(file: str | None, digest: str | None) -> dict[str, Any] | str:
@@ -77,7 +70,7 @@ def plugin_summary(version: Any, latest: Mapping[str, Any] | None = None) -> dic
     return {"name": version.plugin, "version": version.version, "description": version.description,
             "content_hash": version.content_hash, "installed_at": version.installed_at,
             "installed_by": version.installed_by, "agents": [a.name for a in version.agents],
-            "latest_changes": _latest_json(latest)}
+            "latest_changes": latest_json(latest)}
 
 
 def plugin_audit(runtime: Any, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
@@ -101,7 +94,7 @@ def plugin_detail(runtime: Any, name: str) -> dict[str, Any] | None:
     return {"name": name, "version": current.version, "description": current.description,
             "versions": [{"version": v.version, "content_hash": v.content_hash, "installed_at": v.installed_at,
                           "installed_by": v.installed_by, "current": v.current} for v in reversed(versions)],
-            "agents": agents, "latest_changes": _latest_json(_latest(runtime).get(name)),
+            "agents": agents, "latest_changes": latest_json(_latest(runtime).get(name)),
             "audit": plugin_audit(runtime, name)}
 
 

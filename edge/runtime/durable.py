@@ -25,7 +25,6 @@ This module imports dbos (about a second); only `Runtime.launch_engine` imports 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import socket
@@ -35,6 +34,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
+
+from oz0.edge.runtime.leases import Leases
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.jobs import Job
@@ -95,10 +96,6 @@ def workflow_id(job: "Job | Mapping[str, Any]") -> str:
     return job.dedupe_key or f"job:{job.id}"
 
 
-def _lock_key(replica: str) -> int:
-    return int.from_bytes(hashlib.sha256(b"oz0-replica:" + replica.encode()).digest()[:8], "big", signed=True)
-
-
 def _positive(env: dict[str, str], name: str, default: float) -> float:
     raw = (env.get(name) or "").strip()
     if not raw:
@@ -152,7 +149,7 @@ def _current() -> "Engine":
     return _ENGINE
 
 
-class Engine:
+class Engine(Leases):
     """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
 
     def __init__(self, runtime: "Runtime", *, env: dict[str, str] | None = None) -> None:
@@ -347,66 +344,6 @@ class Engine:
         DBOS.register_queue(_queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
                             polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
         self._queues[_queue_name(agent)] = concurrency
-
-    # leases (Postgres) -------------------------------------------------------------------------
-
-    def _take_own_lease(self) -> None:
-        """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
-        recover this replica's jobs, and refuse a duplicate replica id."""
-        import sqlalchemy as sa
-
-        self._lease_conn = self.runtime.store.engine.connect()
-        deadline = time.monotonic() + 2 * self.lease_s
-        while True:
-            got = self._lease_conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"),
-                                           {"k": _lock_key(self.replica)}).scalar()
-            self._lease_conn.commit()
-            if got:
-                return
-            if time.monotonic() > deadline:
-                self._release_lease()
-                raise EngineError(f"replica id {self.replica!r} is held by another live process; give each "
-                                  "replica its own OZ0_REPLICA_ID (the host name by default)")
-            time.sleep(0.5)
-
-    def _release_lease(self) -> None:
-        if self._lease_conn is not None:
-            try:
-                self._lease_conn.close()  # the session ends, and its locks with it
-            finally:
-                self._lease_conn = None
-
-    def _watch_peers(self) -> None:
-        """Every few seconds: a replica with pending workflows whose lock has been free for a lease is
-        dead; take its lock and give its workflows back to the queues (DBOS's own recovery)."""
-        import sqlalchemy as sa
-
-        free_since: dict[str, float] = {}
-        period = max(0.2, min(self.lease_s / 4, 5.0))
-        with self.runtime.store.engine.connect() as conn:
-            while not self._stop.wait(period):
-                try:
-                    peers = {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False,
-                                                                        load_output=False)}
-                    peers.discard(self.replica)
-                    for peer in sorted(p for p in peers if p):
-                        key = {"k": _lock_key(peer)}
-                        if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
-                            free_since.pop(peer, None)
-                            conn.commit()
-                            continue
-                        try:
-                            since = free_since.setdefault(peer, time.monotonic())
-                            if time.monotonic() - since >= self.lease_s:
-                                handles = DBOS._recover_pending_workflows([peer])
-                                free_since.pop(peer, None)
-                                log.warning("replica %s stopped (its lease expired): %d job(s) handed to the "
-                                            "live replicas", peer, len(handles))
-                        finally:
-                            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), key)
-                            conn.commit()
-                except Exception:
-                    log.exception("could not check the other replicas' leases; trying again")
 
 
 def _beside_journal(url: str, home: Any) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "JobStatus",
     "REPLY_TO_SHOWN",
     "RunContext",
+    "UnknownAgent",
     "snake_case",
 ]
 
@@ -183,3 +184,13 @@ class RunContext:
 def snake_case(name: str) -> str:
     """`InvalidInput` -> `invalid_input`: a failure kind as a QZX error_code."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+class UnknownAgent(ValueError):
+    """No installed agent has this name; the message lists the ones there are."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        listing = ", ".join(known) if known else "none installed; try `oz0 plugin install DIR`"
+        super().__init__(f"no agent named {name!r}; installed agents: {listing}")

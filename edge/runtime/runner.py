@@ -1,5 +1,9 @@
 """The runtime: installed plugins, journaled jobs, limits, retries and the audit log.
 
+Its parts are mixins, one concern each: one attempt of an agent and the check of its answer
+(edge.runtime.attempts), the card of a job (edge.runtime.job_cards), jobs a stopped process left
+behind (edge.runtime.recovery), person steps (edge.runtime.questions).
+
 One Runtime per process. A job is journaled before it runs (so a crash never loses it), its input is
 checked before the agent starts (`InvalidInput`, never retried), the agent runs under its limits
 (time, output size) and its retryable failures are retried with backoff, and its output is checked
@@ -13,30 +17,28 @@ import asyncio
 import getpass
 import logging
 import os
-import socket
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
 import orjson
 
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
+from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.flows.model import FLOW_KIND
-from oz0.edge.runtime.kinds import AGENT_KINDS
-from oz0.edge.cards.choice import choose_card, is_qzx_result
-from oz0.edge.cards.model import Card, Status
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact, loads_exact
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, FAILED_STATUSES, Job, JobFailure, RunContext, snake_case
-from oz0.edge.mcp.kind import with_known_contracts, with_tool_contracts
-from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin, PluginError, load_plugin
+from oz0.edge.mcp.kind import with_tool_contracts
+from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_stored_contracts
+from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.confirm import confirm_before_run
+from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.store import ACTIVE_STATUSES, AuditRecord, InstalledVersion, Store
-from oz0.edge.contracts.schema import violation_sentence
+from oz0.edge.runtime.recovery import Recovery, runner_id
+from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
 
 __all__ = [
     "AuditRecord",
@@ -45,7 +47,6 @@ __all__ = [
     "MAX_INPUT_CHARS",
     "RunContext",
     "Runtime",
-    "UnknownAgent",
     "default_home",
     "local_user",
 ]
@@ -54,22 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 MAX_REASON_CHARS = 2000
-CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
-_PROCESS_TOKEN = uuid.uuid4().hex[:12]
-_HOST = (os.environ.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()  # the replica id (edge.runtime.durable)
-
 MAX_INPUT_CHARS = 262_144
-_WHAT_IT_WAS = {"running": "running", "queued": "waiting to run", "waiting": "waiting for an answer"}
-
-
-class UnknownAgent(ValueError):
-    """No installed agent has this name; the message lists the ones there are."""
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        self.name = name
-        self.known = known
-        listing = ", ".join(known) if known else "none installed; try `oz0 plugin install DIR`"
-        super().__init__(f"no agent named {name!r}; installed agents: {listing}")
 
 
 def default_home() -> Path:
@@ -80,15 +66,11 @@ def _now() -> float:
     return time.time()
 
 
-def _runner() -> str:
-    return f"{_HOST}:{os.getpid()}:{_PROCESS_TOKEN}"
-
-
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-class Runtime(PersonSteps):
+class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
     """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
@@ -234,7 +216,7 @@ class Runtime(PersonSteps):
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
-            "runner": _runner(), "parent_id": parent_id, "contract_hash": contract,
+            "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version,
         }
         stored, created = self.store.insert_job(row)
@@ -277,7 +259,7 @@ class Runtime(PersonSteps):
         started = _now()
         claimable = ("queued", "running") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
-                                     runner=_runner()):
+                                     runner=runner_id()):
             job = self.job(job_id)
             if job is None:
                 raise KeyError(f"no job {job_id!r}")
@@ -328,89 +310,6 @@ class Runtime(PersonSteps):
             raise
         return self._end(job_id, "succeeded", attempts=attempts, output=output)
 
-    async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
-                        on_progress: Callable[[str], Any] | None) -> Any:
-        """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
-        from oz0.edge.flows.runner import run_here
-
-        self.store.update_job(job.id, attempts=1)
-        output, _ = await run_here(self, job, spec, value, on_progress=on_progress)  # type: ignore[arg-type]
-        return self._checked_flow_output(job.id, spec, output)
-
-    def _checked_flow_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:
-        output = self._check_output(spec, output)
-        if spec.output is not None:
-            self._checked[job_id] = spec.output.digest
-            if len(self._checked) > CHECKED_JOBS_MAX:
-                self._checked.popitem(last=False)
-        return output
-
-    async def _attempt(self, spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
-        """One run of the agent under its limits, its answer checked: the output or a JobFailure."""
-        kind = AGENT_KINDS.get(spec.kind)
-        if kind is None:
-            raise JobFailure("Misconfigured", f"agent kind {spec.kind!r} is not available in this bot; "
-                                              f"available kinds: {', '.join(AGENT_KINDS)}")
-        timeout = spec.limits.timeout_s
-        try:
-            async with asyncio.timeout(timeout):
-                output = await kind(spec, value, ctx)
-        except TimeoutError:
-            raise JobFailure("Timeout", f"the agent did not answer within {timeout:g} s "
-                                        f"(limits.timeout_s is {timeout:g}); it was stopped") from None
-        except JobFailure:
-            raise
-        except Exception as exc:
-            log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
-            raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
-        output = self._check_output(spec, output)
-        if spec.output is not None:
-            self._checked[ctx.job_id] = spec.output.digest
-            if len(self._checked) > CHECKED_JOBS_MAX:
-                self._checked.popitem(last=False)
-        return output
-
-    def _check_output(self, spec: AgentSpec, output: Any) -> Any:
-        cap = spec.limits.max_output_bytes
-        try:
-            check_json_data(output)
-        except JsonDataError as exc:
-            where = f" at {exc.path}" if exc.path != "$" else ""
-            raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc.message}){where}; answer strings, "
-                                              "finite numbers, booleans, null, lists and objects with string keys"
-                             ) from None
-        size = len(output.encode("utf-8")) if isinstance(output, str) else len(dumps_exact(output))
-        if size > cap:
-            raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
-                                               f"({cap:,})")
-        if is_qzx_result(output) and output["success"] is False:
-            code = output.get("error_code")
-            kind = _declared_kind(spec, code) if isinstance(code, str) else None
-            message = output.get("error") if isinstance(output.get("error"), str) else output["message"]
-            if kind is None:
-                detail = f" (error_code {code!r} is not a failure kind it declares)" if code else ""
-                raise JobFailure("AgentError", f"the agent reported a failure{detail}: {message}",
-                                 partial_output=output)
-            raise JobFailure(kind, message, partial_output=output)
-        if spec.output is None:
-            if not isinstance(output, str):
-                raise JobFailure("InvalidOutput", f"the agent declares output: text but answered "
-                                                  f"{_json_kind(output)}; answer a string, or declare "
-                                                  "output_schema")
-            return output
-        violations = spec.output.validate(output)
-        if violations:
-            raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
-                                                                 rules_of=spec.output_schema_file),
-                             partial_output=output)
-        return output
-
-    def _failure_kind(self, spec: AgentSpec, name: str) -> FailureKind:
-        declared = spec.failure(name)
-        if declared is not None:
-            return declared
-        return BUILTIN_FAILURES.get(name) or FailureKind(name)
-
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
         try:
@@ -429,38 +328,7 @@ class Runtime(PersonSteps):
         return self._end(job_id, "interrupted", attempts=job.attempts if job else 0, kind="Interrupted",
                          reason=reason)
 
-    def recover_interrupted(self) -> list[Job]:
-        """Jobs a crashed process left queued or running become 'interrupted' with a reason; returned
-        (with their reply_to) so channels can say so in their threads. A job whose runner is still
-        alive on this host is left alone; one from another host only once it is past any deadline."""
-        recovered = []
-        now = _now()
-        for row in self.store.jobs(limit=10_000, statuses=ACTIVE_STATUSES):
-            if not self._orphaned(row, now) or (self.engine is not None and self.engine.resumes(row)):
-                continue
-            reason = ("the bot stopped before this job ended (it was "
-                      f"{_WHAT_IT_WAS.get(row['status'], 'running')}); ask again to rerun it")
-            if self.store.update_job(row["id"], only_if_status=ACTIVE_STATUSES, status="interrupted",
-                                     failure_kind="Interrupted", failure_reason=reason, ended=now):
-                for step in self.questions.open_steps(row["id"]):  # its wait died with the process
-                    self.questions.close(row["id"], step, action="cancel", by="interrupted")
-                job = self.job(row["id"])
-                if job is not None:
-                    recovered.append(job)
-        return recovered
-
-    def _orphaned(self, row: Mapping[str, Any], now: float) -> bool:
-        host, _, rest = (row.get("runner") or "::").partition(":")
-        pid_text, _, token = rest.partition(":")
-        if host == _HOST and pid_text.isdigit():
-            pid = int(pid_text)
-            if pid == os.getpid():
-                return token != _PROCESS_TOKEN
-            return not _alive(pid)
-        since = row["started"] or row["created"]
-        return now - since > 6 * 3600
-
-    # audit and cards --------------------------------------------------------------------------
+    # audit ----------------------------------------------------------------------------------
 
     def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None:
         self.store.add_audit(action, actor=actor, detail=detail)
@@ -471,82 +339,6 @@ class Runtime(PersonSteps):
     def claim(self, key: str) -> bool:
         """True the first time `key` is claimed (a chat delivery answered, a result shared), False after."""
         return self.store.claim(key)
-
-    def card(self, job: Job) -> Card:
-        """The card for a job: its answer drawn under its output contract, or its failure."""
-        title = job.agent
-        try:
-            spec: AgentSpec | None = self.agent(job.agent)
-        except UnknownAgent:
-            spec = None
-        contract = with_known_contracts(spec).output if spec is not None else None
-        if job.status == "succeeded":
-            checked = contract is not None and self._checked.get(job.id) == contract.digest
-            card = choose_card(job.output, contract, title=title, checked=checked)
-            return self._with_steps(card, spec, job)
-        if job.status in FAILED_STATUSES:
-            kind = job.failure_kind or "Failed"
-            status = Status(success=False, message=job.failure_reason or "the job failed",
-                            error_code=snake_case(kind))
-            if is_qzx_result(job.output):
-                card = choose_card(job.output, None, title=title)
-                merged = replace(card.status, error_code=snake_case(kind)) if card.status else status
-                return replace(card, status=merged)
-            notes = tuple(n for n in (_failure_note(self, spec, job),) if n)
-            card = Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
-            return self._with_steps(card, spec, job)
-        return Card(form="text", title=title, text_format="plain",
-                    status=Status(success=True, message=f"job {job.id} is {job.status}"), text="")
-
-
-    def _with_steps(self, card: Card, spec: AgentSpec | None, job: Job) -> Card:
-        """A flow's card: its steps' status in one collapsed line (a note) under the card."""
-        if spec is None or spec.kind != FLOW_KIND:
-            return card
-        from oz0.edge.flows.runner import step_note, step_results
-
-        return replace(card, notes=(*card.notes, step_note(step_results(self, spec, job))))  # type: ignore[arg-type]
-
-
-def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
-    if spec is None:
-        return ""
-    kind = runtime._failure_kind(spec, job.failure_kind or "")
-    parts = []
-    if kind.person:
-        parts.append("a person needs to act before this can work")
-    if kind.partial:
-        parts.append("the agent may have done part of the work")
-    if job.attempts > 1:
-        parts.append(f"tried {job.attempts} times")
-    return "; ".join(parts)
-
-
-def _declared_kind(spec: AgentSpec, code: str) -> str | None:
-    for candidate in (code, "".join(p[:1].upper() + p[1:] for p in code.split("_"))):
-        if spec.failure(candidate) is not None:
-            return candidate
-    return None
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a JSON object"
-    if isinstance(value, list):
-        return "a JSON array"
-    if value is None:
-        return "nothing (null)"
-    return f"a {type(value).__name__}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _job(row: Mapping[str, Any]) -> Job:

@@ -1,0 +1,229 @@
+"""The OpenAPI 3.1 document of the runtime API, served at `/openapi.json`.
+
+It is the upgrade check's document (edge.contracts.openapi, a function of the installed contracts
+only) with what this server adds around it: the `/v1` prefix, the QZX envelope around the output
+contract, 422 for `InvalidInput`, and the read-only endpoints.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from typing import Any, Mapping
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
+from oz0.edge.contracts.openapi import INVALID_INPUT_STATUS, openapi_document
+from oz0.edge.runtime.confirm import known_annotations
+
+__all__ = ["api_document", "routes"]
+
+
+def routes(runtime: Any) -> list[Route]:
+    """`GET /openapi.json`: the document of the agents and flows installed now."""
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(api_document((*runtime.agents(), *runtime.flows()), versions=plugin_versions(runtime)))
+
+    return [Route("/openapi.json", openapi, methods=["GET"])]
+
+
+def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of this server: the upgrade check's document of the installed
+    contracts, placed under `/v1` and wrapped the way this server answers."""
+    agents = list(agents)
+    doc = openapi_document(agents, title="oz0-edge runtime API", version=_package_version())
+    doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(_COMMON_SCHEMAS)
+    hints = {spec.name: known_annotations(spec) for spec in agents}
+    by_name = {spec.name: spec for spec in agents}
+    for path_item in doc.get("paths", {}).values():
+        op = path_item.get("post")
+        if not op:
+            continue
+        spec = by_name.get(op.get("x-oz0-agent") or op.get("x-oz0-flow"))
+        if spec is not None:
+            op["x-contract-hash"], op["x-contract-version"] = spec.contract_hash, spec.contract_version
+        if hints.get(op.get("x-oz0-agent")):
+            op["x-annotations"] = hints[op["x-oz0-agent"]]
+        responses = op["responses"]
+        output = responses["200"].get("content", {})
+        output_schema = next(iter(output.values()))["schema"] if output else {}
+        responses["200"] = {
+            "description": responses["200"].get("description", "The answer"),
+            "content": {"application/json": {"schema": _run_result(output_schema)}},
+        }
+        invalid = responses.pop(INVALID_INPUT_STATUS, None)
+        responses[str(INVALID_INPUT_HTTP)] = {
+            "description": (invalid or {}).get("description", "The input does not match the contract."),
+            "content": {"application/json": {"schema": _failure_result(
+                (invalid or {}).get("content", {}).get("application/json", {}).get("schema", {}))}},
+        }
+        failed = responses.get(str(FAILED_JOB_HTTP))
+        if failed:
+            failed["content"] = {"application/json": {"schema": _failure_result(
+                failed["content"]["application/json"]["schema"])}}
+        responses["202"] = {"description": "Queued with `?wait=false`; follow Location to the job.",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JobResult"}}}}
+        op.setdefault("parameters", []).append(
+            {"name": "wait", "in": "query", "required": False, "schema": {"type": "boolean", "default": True},
+             "description": "false: journal the job, answer 202 at once and run it in the background."})
+        body = op.get("requestBody", {}).get("content", {})
+        if "text/plain" in body and "application/json" not in body:
+            body["application/json"] = {"schema": {"type": "string"}}
+        op["parameters"].append(
+            {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+             "description": 'Pin the contract: `"<x-contract-hash>"`; another installed contract answers 412.'})
+        if spec is not None:
+            _with_examples(op, spec)
+        for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
+                           ("404", "No installed agent has this name."),
+                           ("415", "The body is not of a media type this agent takes."),
+                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
+            responses[code] = {"description": text, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/Failure"}}}}
+    doc["paths"]["/agents"] = {"get": {
+        "operationId": "agents.list", "summary": "The installed agents and their contracts",
+        "responses": {"200": {"description": "The agents", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
+    doc["paths"]["/jobs/{job_id}"] = {"get": {
+        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output",
+        "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "responses": {
+            "200": {"description": "The job", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+            "404": {"description": "No job has this id", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
+    from oz0.adapters.console.plugins_api import operations
+
+    doc["paths"].update(operations())
+    doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
+    if versions:
+        doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
+    return doc
+
+
+_META = {"type": "object", "required": ["schema_version", "command"],
+         "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
+                        "duration_ms": {"type": "number"}}}
+_COMMON_SCHEMAS: dict[str, Any] = {
+    "Job": {"type": "object", "required": ["id", "agent", "status", "created"], "properties": {
+        "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
+        "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
+        "channel": {"type": "string"}, "input": {"type": "string"},
+        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
+        "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
+        "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
+        "contract_version": {"type": ["string", "null"]},
+        "question": {"$ref": "#/components/schemas/Question"},
+        "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
+        "created": {"type": "number"}, "started": {"type": ["number", "null"]},
+        "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
+        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers (platform, "
+                     "channel, user, thread); its credentials are never shown."}}},
+    "Card": {"type": "object", "required": ["form", "drawn"], "description": "The neutral card (oz0 render --to card).",
+             "properties": {"form": {"enum": ["table", "key_values", "diff", "text"]}, "drawn": {"type": "boolean"}}},
+    "Failure": {"type": "object", "required": ["success", "message", "error", "error_code", "meta"], "properties": {
+        "success": {"const": False}, "message": {"type": "string"}, "error": {"type": "string"},
+        "error_code": {"type": "string"}, "details": {"type": "object"}, "meta": _META}},
+    "JobResult": {"type": "object", "required": ["success", "message", "job", "meta"], "properties": {
+        "success": {"type": "boolean"}, "message": {"type": "string"}, "job": {"$ref": "#/components/schemas/Job"},
+        "card": {"$ref": "#/components/schemas/Card"}, "output": {}, "error": {"type": "string"},
+        "error_code": {"type": "string"}, "details": {"type": "object"}, "meta": _META}},
+    "PluginResult": {"type": "object", "required": ["success", "message", "meta"], "properties": {
+        "success": {"const": True}, "message": {"type": "string"}, "meta": _META},
+        "description": "A management API answer: `plugins`, `plugin`, or the install's or diff's `changes`."},
+    "AgentList": {"type": "object", "required": ["success", "message", "agents", "meta"], "properties": {
+        "success": {"const": True}, "message": {"type": "string"}, "meta": _META,
+        "agents": {"type": "array", "items": {"type": "object", "required": ["name", "plugin"], "properties": {
+            "name": {"type": "string"}, "plugin": {"type": "string"}, "version": {"type": "string"},
+            "kind": {"type": "string"}, "description": {"type": "string"},
+            "input": {"description": "The input JSON Schema, or \"text\"."},
+            "output": {"description": "The output JSON Schema, or \"text\"."},
+            "failures": {"type": "array", "items": {"type": "object"}},
+            "annotations": {"type": "object", "description": "MCP tool annotations: title, readOnlyHint, "
+                            "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."},
+            "contract_hash": {"type": "string", "description": "SHA-256 of the contract parts; pin it with If-Match."},
+            "contract_version": {"type": ["string", "null"], "description": "The plugin version that introduced it."},
+            "examples": {"type": "array", "items": {"type": "object", "required": ["input"], "properties": {
+                "description": {"type": "string"}, "input": {}, "output": {}}}}}}}}},
+}
+
+
+_COMMON_SCHEMAS["Question"] = {
+    "type": "object", "required": ["step", "message", "answer_schema", "answerers", "expires"],
+    "description": "What a waiting job asks (a person step); answer it at POST /jobs/{job_id}/answer.",
+    "properties": {"step": {"type": "string"}, "message": {"type": "string"},
+                   "answer_schema": {"type": "object", "description": "An object of primitive fields."},
+                   "answerers": {"type": "object", "description": "users, groups, roles; {} = the asker."},
+                   "expires": {"type": ["number", "null"]}, "source": {"type": ["string", "null"]}}}
+
+
+def _failure_response(text: str) -> dict[str, Any]:
+    return {"description": text, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}}
+
+
+_ANSWER_PATH = {"post": {
+    "operationId": "jobs.answer", "summary": "Answer a waiting job's question (the first answer wins)",
+    "parameters": [
+        {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}},
+        {"name": "step", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "The step answered; default: the job's open question."},
+        {"name": "action", "in": "query", "required": False,
+         "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
+         "description": "decline or cancel: no body."}],
+    "requestBody": {"required": False, "content": {"application/json": {"schema": {
+        "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
+    "responses": {
+        "202": {"description": "Answered; the job goes on.", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+        "403": _failure_response("You are not among the question's answerers."),
+        "404": _failure_response("No job has this id."),
+        "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
+        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
+    }}}
+
+
+def _run_result(output_schema: Any) -> dict[str, Any]:
+    return {"allOf": [{"$ref": "#/components/schemas/JobResult"}],
+            "properties": {"success": {"const": True}, "output": output_schema or {}},
+            "required": ["card", "output"]}
+
+
+def _failure_result(kinds_schema: Any) -> dict[str, Any]:
+    return {"allOf": [{"$ref": "#/components/schemas/Failure"}],
+            "properties": {"details": kinds_schema or {"type": "object"}}}
+
+
+def _package_version() -> str:
+    try:
+        return metadata.version("oz0-edge")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def _with_examples(op: dict[str, Any], spec: Any) -> None:
+    """The agent's declared examples as the operation's request and 200 response `examples`."""
+    if not spec.examples:
+        return
+
+    def value(example: Any) -> Any:
+        if spec.input is None or not isinstance(example.input, str):
+            return example.input
+        try:
+            return json.loads(example.input)
+        except json.JSONDecodeError:  # lint reports it; the document still shows what was written
+            return example.input
+
+    for media in op.get("requestBody", {}).get("content", {}).values():
+        media["examples"] = {f"example-{i}": {"summary": e.description or f"example {i}", "value": value(e)}
+                             for i, e in enumerate(spec.examples)}
+    answered = {f"example-{i}": {"summary": e.description or f"example {i}",
+                                 "value": {"success": True, "output": e.output}}
+                for i, e in enumerate(spec.examples) if e.has_output}
+    if answered:
+        op["responses"]["200"]["content"]["application/json"]["examples"] = answered

@@ -1,0 +1,34 @@
+"""What each plugin's latest install changed, read back from the audit log: one reader for `oz0 plugin
+list` and the console's plugin pages and management API.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+__all__ = ["latest_changes", "latest_json"]
+
+
+def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """Per plugin, the changes its latest install recorded (newest audit records first, as the
+    store lists them): {"previous_version", "version", "changes": [Change]}."""
+    from oz0.edge.contracts.changes import Change
+
+    latest: dict[str, dict[str, Any]] = {}
+    for record in audit:
+        detail: Mapping[str, Any] = record.detail
+        if record.action != "plugin.install" or detail.get("plugin") in latest:
+            continue
+        latest[str(detail.get("plugin"))] = {
+            "previous_version": detail.get("previous_version"), "version": detail.get("version"),
+            "changes": [Change(**c) for c in detail.get("changes") or []],
+        }
+    return latest
+
+
+def latest_json(entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """One plugin's latest changes for `plugin list --json`."""
+    if entry is None:
+        return None
+    return {"previous_version": entry["previous_version"], "version": entry["version"],
+            "changes": [c.to_dict() for c in entry["changes"]]}
