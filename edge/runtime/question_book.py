@@ -226,16 +226,24 @@ class Questions:
         """Block this thread until the step is answered or `timeout_s` passes (then a timeout answer)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            found = self.asked(job_id, step)
-            if found is None:
-                raise KeyError(f"job {job_id} has no question {step!r}")
-            if found[1] is not None:
-                return found[1]
-            left = POLL_S if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return self.close(job_id, step, action="timeout", by="timeout")
+            answer, pause = self._settled(job_id, step, deadline)
+            if answer is not None:
+                return answer
             with self._woken:
-                self._woken.wait(min(left, POLL_S))
+                self._woken.wait(pause)
+
+    def _settled(self, job_id: str, step: str, deadline: float | None) -> tuple[Answer | None, float]:
+        """The step's answer (a timeout answer once `deadline` has passed), or None and how long to
+        wait before looking again (another replica may answer without waking this one)."""
+        found = self.asked(job_id, step)
+        if found is None:
+            raise KeyError(f"job {job_id} has no question {step!r}")
+        if found[1] is not None:
+            return found[1], 0.0
+        left = POLL_S if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return self.close(job_id, step, action="timeout", by="timeout"), 0.0
+        return None, min(left, POLL_S)
 
     async def wait_async(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
         """`wait` for a coroutine: the loop stays free; cancelling it (the job's time limit, a stop)
@@ -245,17 +253,12 @@ class Questions:
         self._async_woken.add(woken)
         try:
             while True:
-                found = self.asked(job_id, step)
-                if found is None:
-                    raise KeyError(f"job {job_id} has no question {step!r}")
-                if found[1] is not None:
-                    return found[1]
-                left = POLL_S if deadline is None else deadline - time.monotonic()
-                if left <= 0:
-                    return self.close(job_id, step, action="timeout", by="timeout")
+                answer, pause = self._settled(job_id, step, deadline)
+                if answer is not None:
+                    return answer
                 woken[1].clear()
                 try:
-                    await asyncio.wait_for(woken[1].wait(), timeout=min(left, POLL_S))
+                    await asyncio.wait_for(woken[1].wait(), timeout=pause)
                 except TimeoutError:
                     pass  # look again: another replica may have answered
         except asyncio.CancelledError:
