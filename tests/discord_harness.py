@@ -16,7 +16,7 @@ from chat_plugin import install_chat_plugin
 from discord_standin import DiscordStandIn, Recorded, snowflake
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel"]
+__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel", "texts"]
 
 GUILD = snowflake()
 CHANNEL = snowflake()
@@ -138,3 +138,15 @@ async def running_channel(home: Path, *, env: dict[str, str] | None = None, acce
             await standin.close()
             if own_runtime:
                 runtime.close()
+
+
+def texts(components: list[dict[str, Any]]) -> str:
+    """Every Text Display's content in a Components V2 message, in order."""
+    out: list[str] = []
+    stack = list(components)
+    while stack:
+        node = stack.pop(0)
+        if node.get("type") == 10:
+            out.append(node["content"])
+        stack[0:0] = node.get("components") or []
+    return "\n".join(out)

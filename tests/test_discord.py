@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from oz0.adapters.chat import discord as discord_client
-from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel
+from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts
 from discord_standin import DiscordStandIn, snowflake
 
 DEFERRED_WITH_SOURCE = 5
@@ -32,17 +32,6 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("OZ0_TEST_RUNS", str(oz0_home.parent / "runs.txt"))
     return oz0_home
 
-
-def texts(components: list[dict[str, Any]]) -> str:
-    """Every Text Display's content in a Components V2 message, in order."""
-    out: list[str] = []
-    stack = list(components)
-    while stack:
-        node = stack.pop(0)
-        if node.get("type") == 10:
-            out.append(node["content"])
-        stack[0:0] = node.get("components") or []
-    return "\n".join(out)
 
 
 def buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:

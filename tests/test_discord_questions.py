@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ask_plugin import install_ask_plugin
-from discord_harness import CHANNEL, running_channel
+from discord_harness import CHANNEL, running_channel, texts
 from oz0.adapters.chat import discord as discord_client
 
 DEFERRED_WITH_SOURCE = 5
@@ -34,16 +34,6 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def channel(home: Path):
     return running_channel(home, before_serve=lambda rt: install_ask_plugin(rt, home.parent / "ask-plugin"))
 
-
-def texts(components: list[dict[str, Any]]) -> str:
-    out: list[str] = []
-    stack = list(components)
-    while stack:
-        node = stack.pop(0)
-        if node.get("type") == 10:
-            out.append(node["content"])
-        stack[0:0] = node.get("components") or []
-    return "\n".join(out)
 
 
 def buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
