@@ -198,12 +198,12 @@ def _contract_id(digest: str | None, version: str | None) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
-    from oz0.edge.plugins.history import latest_changes, latest_json
+    from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 
     runtime = open_runtime()
     try:
         versions = runtime.installed()
-        latest = latest_changes(runtime.audit_log(limit=cli_upgrade.MAX_AUDIT_SCAN))
+        latest = latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
     finally:
         runtime.close()
     if args.json:

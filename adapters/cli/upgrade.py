@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions
     from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
-    "MAX_AUDIT_SCAN",
     "change_lines",
     "contract_hash_lines",
     "print_changes",
@@ -32,8 +31,6 @@ __all__ = [
     "register_diff",
     "register_openapi",
 ]
-
-MAX_AUDIT_SCAN = 10_000
 
 
 def _load(folder: str) -> Plugin:

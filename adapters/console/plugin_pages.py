@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from oz0.adapters.console.plugins_api import MAX_AUDIT_SCAN, plugin_detail, plugin_summary
+from oz0.adapters.console.plugins_api import plugin_detail, plugin_summary
 
 __all__ = ["AUDIT_SHOWN", "routes"]
 
@@ -55,7 +55,7 @@ class _PluginPages:
         self.error = error
 
     async def plugins(self, request: Request) -> Response:
-        from oz0.edge.plugins.history import latest_changes
+        from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes
 
         latest = latest_changes(self.runtime.audit_log(limit=MAX_AUDIT_SCAN))
         plugins = [plugin_summary(v, latest.get(v.plugin)) for v in self.runtime.installed()]

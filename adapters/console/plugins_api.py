@@ -31,16 +31,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
-from oz0.edge.plugins.history import latest_changes, latest_json
+from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.qzx.core import result_envelope
 
-__all__ = ["MAX_AUDIT_SCAN", "MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
+__all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
            "routes"]
 
 log = logging.getLogger("oz0.console.plugins")
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
-MAX_AUDIT_SCAN = 10_000
 AUDIT_SHOWN = 100
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/zip",
                  "application/x-zip-compressed", "application/octet-stream")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-__all__ = ["latest_changes", "latest_json"]
+__all__ = ["MAX_AUDIT_SCAN", "latest_changes", "latest_json"]
+
+MAX_AUDIT_SCAN = 10_000  # audit records read, newest first, to find each plugin's latest changes
 
 
 def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
