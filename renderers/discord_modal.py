@@ -20,7 +20,8 @@ from typing import Any, Mapping
 
 from oz0.renderers.safety import clean, clip, one_line
 
-__all__ = ["COMPONENTS_MAX", "CUSTOM_ID_MAX", "modal_for", "submitted"]
+__all__ = ["ASK_AGENT_ID", "ASK_INPUT_ID", "ASK_MODAL_ID", "COMPONENTS_MAX", "CUSTOM_ID_MAX", "ask_modal",
+           "modal_for", "submitted"]
 
 COMPONENTS_MAX = 5          # top-level components of a modal
 TITLE_MAX = 45
@@ -34,6 +35,9 @@ OPTION_MAX = 100            # an option's label and value
 NUMBER_MAX = 100            # characters of a number typed in a text input
 SHORT_MAX = 150             # a field of at most this maxLength gets a one-line input
 JSON_ID = "oz0_json"
+ASK_MODAL_ID = "oz0_ask"    # the "Ask an agent about this" form, and its two fields
+ASK_AGENT_ID = "oz0:ask:agent"
+ASK_INPUT_ID = "oz0:ask:input"
 
 
 def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
@@ -96,6 +100,26 @@ def modal_for(*, answer_schema: Mapping[str, Any], custom_id: str, title: str = 
                              prop.get("description") if isinstance(prop.get("description"), str) else None)
                       for i, (name, prop, required) in enumerate(found)]
     return {"custom_id": custom_id, "title": clip(one_line(title), TITLE_MAX) or "Answer", "components": components}
+
+
+def ask_modal(agents: list[str], text: str) -> dict[str, Any]:
+    """The message command's form (callback data): which agent (a select of the agents the asker may
+    run, or a text input when there are more than a select's 25 options) and the message's text as
+    the editable input, cut to a text input's 4,000 characters."""
+    if 0 < len(agents) <= OPTIONS_MAX:
+        picker: dict[str, Any] = {"type": 3, "custom_id": ASK_AGENT_ID, "required": True, "min_values": 1,
+                                  "max_values": 1, "options": [{"label": clip(one_line(a), OPTION_MAX) or "-",
+                                                                "value": a} for a in agents]}
+    else:
+        picker = {"type": 4, "custom_id": ASK_AGENT_ID, "style": 1, "required": True, "max_length": OPTION_MAX,
+                  "placeholder": "agent name (see /agents)"}
+    value = clip(text, TEXT_INPUT_MAX, marker="")
+    field: dict[str, Any] = {"type": 4, "custom_id": ASK_INPUT_ID, "style": 2, "required": False,
+                             "max_length": TEXT_INPUT_MAX}
+    if value:
+        field["value"] = value
+    return {"custom_id": ASK_MODAL_ID, "title": "Ask an agent",
+            "components": [_label("Agent", picker, None), _label("Input", field, None)]}
 
 
 def submitted(answer_schema: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:

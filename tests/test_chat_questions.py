@@ -111,3 +111,17 @@ def test_the_discord_modal_holds_five_inputs_and_more_fields_are_one_json_answer
     with pytest.raises(ValueError, match="100"):
         discord_modal.modal_for(answer_schema=big, custom_id="c" * 101)
     assert json.dumps(comps)
+
+
+def test_the_ask_about_this_modal_is_plain_data_within_discords_limits():
+    few = discord_modal.ask_modal(["deploys", "echo"], "why is **api** slow?")
+    agent, text = few["components"]
+    assert few["custom_id"] == discord_modal.ASK_MODAL_ID and few["title"] == "Ask an agent"
+    assert [o["value"] for o in agent["component"]["options"]] == ["deploys", "echo"]
+    assert text["component"] == {"type": 4, "custom_id": discord_modal.ASK_INPUT_ID, "style": 2, "required": False,
+                                 "max_length": 4000, "value": "why is **api** slow?"}
+    many = discord_modal.ask_modal([f"agent-{i}" for i in range(26)], "y" * 5000)
+    agent, text = many["components"]
+    assert agent["component"]["type"] == 4 and agent["component"]["custom_id"] == discord_modal.ASK_AGENT_ID
+    assert len(text["component"]["value"]) == 4000                # a text input holds 4,000 characters
+    assert "value" not in discord_modal.ask_modal(["echo"], "")["components"][1]["component"]

@@ -40,6 +40,7 @@ from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKE
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.renderers import discord_modal
 
 __all__ = [
     "AGENT_FIELD",
@@ -64,12 +65,11 @@ __all__ = [
 log = logging.getLogger("oz0.discord")
 
 MAX_CHOICES = 25                 # autocomplete answers and select options: at most 25
-MAX_INPUT_CHARS = 4000           # a modal text input holds at most 4,000 characters
 STOP_GRACE_S = 5.0               # how long running jobs may finish when the channel stops
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
-AGENT_FIELD = "oz0:ask:agent"
-INPUT_FIELD = "oz0:ask:input"
+AGENT_FIELD = discord_modal.ASK_AGENT_ID
+INPUT_FIELD = discord_modal.ASK_INPUT_ID
 
 
 # ---- pure translations ----------------------------------------------------------------------
@@ -178,30 +178,6 @@ def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 # ---- the channel ----------------------------------------------------------------------------
-
-class _AskModal(discord.ui.Modal):
-    """The message command's form: which agent, and the message's text (editable) as input."""
-
-    def __init__(self, channel: "DiscordChannel", agents: list[str], text: str) -> None:
-        super().__init__(title="Ask an agent", timeout=15 * 60)
-        self.channel = channel
-        if len(agents) <= MAX_CHOICES:
-            picker: discord.ui.Item[Any] = discord.ui.Select(
-                custom_id=AGENT_FIELD, options=[discord.SelectOption(label=a[:100], value=a) for a in agents])
-        else:
-            picker = discord.ui.TextInput(custom_id=AGENT_FIELD, max_length=100,
-                                          placeholder="agent name (see /agents)")
-        self.add_item(discord.ui.Label(text="Agent", component=picker))
-        self.add_item(discord.ui.Label(text="Input", component=discord.ui.TextInput(
-            custom_id=INPUT_FIELD, style=discord.TextStyle.paragraph, default=text[:MAX_INPUT_CHARS],
-            max_length=MAX_INPUT_CHARS, required=False)))
-
-    async def on_submit(self, interaction: discord.Interaction) -> None:
-        await self.channel.ask(interaction)
-
-    async def on_error(self, interaction: discord.Interaction, error: Exception, /) -> None:
-        await self.channel.on_error(interaction, error)
-
 
 class DiscordChannel:
     """The discord.py client and its command tree: each handler translates and hands the
@@ -319,7 +295,7 @@ class DiscordChannel:
         if not message.content.strip():
             await interaction.response.send_message("That message has no text to ask about.", ephemeral=True)
             return
-        await interaction.response.send_modal(_AskModal(self, allowed, message.content))
+        await self.wire.open_ask_form(interaction, discord_modal.ask_modal(allowed, message.content))
 
     async def _on_interaction(self, interaction: discord.Interaction) -> None:
         kinds = (discord.InteractionType.component, discord.InteractionType.modal_submit)
@@ -327,7 +303,9 @@ class DiscordChannel:
             return
         custom_id = str((interaction.data or {}).get("custom_id", ""))
         try:
-            if custom_id.startswith(f"{ANSWER_ACTION}_"):
+            if interaction.type is discord.InteractionType.modal_submit and custom_id == discord_modal.ASK_MODAL_ID:
+                await self.ask(interaction)
+            elif custom_id.startswith(f"{ANSWER_ACTION}_"):
                 await self.flow.answer(to_answer_click(self._wire(interaction), interaction=interaction))
             elif interaction.type is discord.InteractionType.component and share_job(custom_id) is not None:
                 await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))

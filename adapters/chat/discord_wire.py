@@ -186,6 +186,13 @@ class DiscordWire:
                       interaction_id=reply.interaction.id, interaction_token=reply.token)
         await self.client.http.request(route, json={"type": MODAL, "data": modal})
 
+    async def open_ask_form(self, interaction: Any, modal: Mapping[str, Any]) -> None:
+        """Answer the message command with the "Ask an agent about this" form (drawn by
+        renderers.discord_modal.ask_modal)."""
+        route = Route("POST", "/interactions/{interaction_id}/{interaction_token}/callback",
+                      interaction_id=interaction.id, interaction_token=interaction.token)
+        await self.client.http.request(route, json={"type": MODAL, "data": dict(modal)})
+
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return discord_modal.submitted(answer_schema, click.form or {})
 
