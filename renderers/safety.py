@@ -11,7 +11,9 @@ become a newline. Newlines and tabs survive only where the caller allows them. P
 Emoji stay whole: a zero-width joiner is kept between two emoji (a family, a profession with a skin
 tone, the rainbow flag), and tag characters are kept in the three subdivision flags Unicode
 recommends (England, Scotland, Wales), the only tag sequences platforms draw; any other tag sequence
-is removed, leaving its black flag.
+is removed, leaving its black flag. Words stay whole: a zero-width non-joiner is kept between a
+letter (or the mark ending one, such as a virama) and a letter of a script other than Latin, where
+it is spelling (Persian `می‌خواهم`, Hindi, Malayalam); anywhere else it is removed.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ _FLAGS = tuple("\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in code) + "\U
                for code in ("gbeng", "gbsct", "gbwls"))
 _HIDDEN = re.compile("(" + "|".join(_FLAGS) + ")"  # kept whole
                      f"|([{_EMOJI}][\ufe0f\U0001f3fb-\U0001f3ff]?)\u200d(?=[{_EMOJI}])"  # kept: joins emoji
+                     "|(?<=[^\\W\\d_\x00-\u024f]|[\u0900-\u0dff\u1000-\u109f])(\u200c)(?=[^\\W\\d_\x00-\u024f])"  # kept if spelling
                      f"|[{_INVISIBLE}]+")  # removed
 _LINE_BREAKS = re.compile("\r\n?|[\u0085\u2028\u2029]")
 _FOLD = re.compile("[\t\n]+")
@@ -102,6 +105,8 @@ def _untouched(text: str) -> bool:
 def _keep_emoji(m: re.Match[str]) -> str:
     if m.group(1):
         return m.group(1)
+    if m.group(3):
+        return m.group(3)
     return m.group(2) + "\u200d" if m.group(2) else ""
 
 

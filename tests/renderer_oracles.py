@@ -53,12 +53,20 @@ def _marks() -> str:
 _MARK_RUN = re.compile(f"[{_marks()}]{{{MARK_RUN + 1},}}")
 
 
+def _spelling(text: str, i: int) -> bool:
+    """A zero-width non-joiner between a letter or mark and a letter, both past Latin: part of a word."""
+    before, after = text[i - 1:i], text[i + 1:i + 2]
+    return (bool(before) and bool(after) and ord(before) > 0x24F and ord(after) > 0x24F
+            and unicodedata.category(before)[0] in "LM" and unicodedata.category(after)[0] == "L")
+
+
 def hidden(text: str) -> str | None:
     """What in `text` is invisible or disguising, if anything: a forbidden character (a ZWJ outside an
     emoji sequence, a tag character outside the three flags) or a run of combining marks over the limit."""
     for flag in FLAGS:
         text = text.replace(flag, "")
     text = _EMOJI_ZWJ.sub("", text)
+    text = "".join(c for i, c in enumerate(text) if c != "\u200c" or not _spelling(text, i))
     found = FORBIDDEN.search(text) or _MARK_RUN.search(text)
     return None if found is None else f"{found.group(0)!r} in {text[max(0, found.start() - 20):found.end() + 20]!r}"
 

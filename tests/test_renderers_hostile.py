@@ -79,6 +79,18 @@ def test_emoji_sequences_stay_whole(platform: str, form: str) -> None:
         assert emoji in _shown(RENDERERS[platform](CARDS[form](f"see {emoji} here"))), (form, emoji)
 
 
+WORDS_WITH_ZWNJ = ("می\u200cخواهم", "क्\u200cष", "ക്\u200cക")  # Persian, Hindi, Malayalam: ZWNJ is spelling
+
+
+@pytest.mark.parametrize("form", ["table", "key_values", "text_markdown", "text_plain"])
+@pytest.mark.parametrize("platform", sorted(RENDERERS))
+def test_a_zero_width_non_joiner_that_spells_a_word_is_kept_and_any_other_removed(platform: str, form: str) -> None:
+    for word in WORDS_WITH_ZWNJ:
+        assert word in _shown(RENDERERS[platform](CARDS[form](f"see {word} here"))), (form, word)
+    shown = _shown(RENDERERS[platform](CARDS[form]("pay\u200cpal \u200cadmin")))
+    assert "\u200c" not in shown and "paypal" in shown, (form, shown[:300])
+
+
 DISGUISES = {  # what is written -> what the reader sees instead, and what they must not see
     "pay\u00adpal": ("paypal", "\u00ad"),
     "admin\u3164": ("admin", "\u3164"),
