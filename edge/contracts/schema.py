@@ -49,6 +49,7 @@ DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 MAX_SCHEMA_BYTES = 1_048_576
 MAX_SCHEMA_DEPTH = 64
 MAX_MESSAGE_CHARS = 300
+MAX_REMEMBERED_REFS = 1_024  # $ref lookups a contract remembers (its own references: a handful, as a rule)
 
 _lock = threading.Lock()
 _cache: dict[str, "Contract"] = {}
@@ -125,6 +126,7 @@ class Contract:
     _validator: Any = field(repr=False)
     _resources: dict[str, Any] = field(repr=False)
     _bases: dict[int, str] = field(repr=False)
+    _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return self._validator.is_valid(instance)
@@ -146,9 +148,18 @@ class Contract:
 
     def lookup(self, ref: str, *, base: str = "") -> Resolved:
         """The subschema a local `$ref` (written under `base`, by default the root's) names, with the
-        base URI references inside it resolve against; LookupError names what is missing."""
-        target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
-        return Resolved(target, self._bases.get(id(target), doc))
+        base URI references inside it resolve against; LookupError names what is missing.
+
+        Remembered (a contract never changes, and a card looks up the same few references for every
+        result), up to MAX_REMEMBERED_REFS."""
+        key = (ref, base)
+        found = self._found.get(key)
+        if found is None:
+            target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
+            found = Resolved(target, self._bases.get(id(target), doc))
+            if len(self._found) < MAX_REMEMBERED_REFS:
+                self._found[key] = found
+        return found
 
     @cached_property
     def base(self) -> str:
