@@ -227,3 +227,21 @@ def test_tree_limits_enter_the_contract_hash_only_when_set(tmp_path):
         "max_steps": 7}}})).flow("loop")
     assert plain.contract_hash == same.contract_hash != bounded.contract_hash
     assert json.dumps(plain.limits.max_steps) == "100"
+
+
+def test_get_job_shows_the_limit_and_the_steps(runtime):
+    import httpx
+
+    from console_plugin import ConsoleThread
+
+    job = asyncio.run(runtime.run("three", '{"n": 0}'))
+    with ConsoleThread(runtime) as server, httpx.Client(base_url=server.url, timeout=30) as api:
+        r = api.get(f"/v1/jobs/{job.id}")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["success"] is False and body["message"] == "three failed: LimitExceeded"
+    assert body["job"]["failure_reason"] == job.failure_reason
+    assert body["card"]["status"]["error_code"] == "limit_exceeded"
+    assert "steps: a succeeded; b succeeded; c not run" in body["card"]["notes"]
+    assert [(s["step"], s["status"]) for s in body["job"]["steps"]] == [("a", "succeeded"), ("b", "succeeded")]
+    assert body["output"] == {"steps": {"a": {"n": 1}, "b": {"n": 2}}}
