@@ -177,6 +177,18 @@ def test_tree_timeout_stops_a_running_child_and_keeps_what_finished(runtime):
     assert nothing_running(runtime, job.id)
 
 
+def test_a_limit_reached_in_one_branch_stops_the_children_still_running(runtime):
+    job = asyncio.run(runtime.run("fanout", '{"n": 0}'))
+    assert (job.status, job.failure_kind) == ("failed", "LimitExceeded")
+    assert job.failure_reason.startswith("limits.max_children is 2 (set by flow three): job ")
+    sleeper, three = runtime.children(job.id)
+    assert (sleeper.agent, sleeper.status, sleeper.failure_kind) == ("sleeper", "failed", "LimitExceeded")
+    assert sleeper.failure_reason == job.failure_reason
+    assert three.output == {"steps": {"a": {"n": 1}, "b": {"n": 2}}}
+    assert job.duration_s < 10  # the sleeper's 30 s were cut short
+    assert nothing_running(runtime, job.id)
+
+
 async def _answer_after(rt: Runtime, flow: str, delay: float):
     job, _ = rt.submit(flow, '{"n": 0}')
     task = asyncio.ensure_future(rt.execute(job.id))

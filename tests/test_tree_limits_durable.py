@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from oz0.edge.plugins.install import install_plugin
@@ -18,11 +20,15 @@ from tree_kit import tree_plugin
 SCRIPT = Path(__file__).with_name("tree_engine.py")
 
 
-def run_engine(home: Path, agent: str, text: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
-    env.update(OZ0_HOME=str(home), OZ0_REPLICA_ID="tree-test")
-    done = subprocess.run([sys.executable, str(SCRIPT), "run", agent, text], env=env, capture_output=True,
-                          text=True, timeout=240)
+def env(home: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
+    out.update(OZ0_HOME=str(home), OZ0_REPLICA_ID="tree-test", TREE_LOG=str(home.parent / "calls.log"))
+    return out
+
+
+def run_engine(home: Path, *args: str) -> dict:
+    done = subprocess.run([sys.executable, str(SCRIPT), *(args if args[0] == "resume" else ("run", *args))],
+                          env=env(home), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -47,3 +53,31 @@ def test_a_durable_flow_loop_is_stopped_by_max_steps_and_a_delegation_by_max_dep
     assert deep["reason"].endswith("(recurse, depth 3) tried to start delegation 1 (recurse) at depth 4")
     assert [node[0] for node in deep["tree"]] == [0, 1, 2, 3]
     assert {node[3] for node in deep["tree"]} == {"LimitExceeded"}
+
+
+def test_a_durable_loop_killed_midway_resumes_the_same_way(tmp_path):
+    home = tmp_path / "home"
+    runtime = Runtime(home)
+    install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees")), actor="test")
+    first = subprocess.Popen([sys.executable, str(SCRIPT), "start", "loop-slow", '{"n": 0}'], env=env(home),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = first.stdout.readline().strip()
+        assert line.startswith("job "), first.stderr.read() if first.poll() is not None else line
+        job_id = line.split()[1]
+        deadline = time.monotonic() + 120
+        while sum(c.status == "succeeded" for c in runtime.children(job_id)) < 3:
+            assert time.monotonic() < deadline and first.poll() is None, first.stderr.read()
+            time.sleep(0.05)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+    runtime.close()
+    done = run_engine(home, "resume", job_id)
+    assert (done["status"], done["output"]) == ("succeeded", {"n": 6}), done
+    assert done["tree"] == [[0, "loop-slow", "succeeded", None],
+                            *[[1, k, "succeeded", None] for k in ("bump", "bump#2", "bump#3", "bump#4", "bump#5",
+                                                                  "bump#6")]]
+    runs = (tmp_path / "calls.log").read_text().splitlines()
+    assert [runs.count(f"slow {n}") for n in range(3)] == [1, 1, 1]  # the finished runs were not run again
+    assert sorted(set(runs)) == [f"slow {n}" for n in range(6)]

@@ -1,11 +1,13 @@
 """A process for test_tree_limits_durable: the job engine launched over OZ0_HOME, one job run (`run AGENT
-INPUT`) as its durable workflow; prints the ended job and its tree as JSON."""
+INPUT`) as its durable workflow, or started and left to be killed (`start AGENT INPUT`) and resumed by
+a new process (`resume JOB`); prints the ended job and its tree as JSON."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import time
 
 from oz0.edge.runtime.runner import Runtime
 
@@ -22,7 +24,18 @@ def tree(runtime: Runtime, job_id: str, depth: int = 0) -> list[list]:
 def main() -> None:
     runtime = Runtime()
     runtime.launch_engine()
-    job = asyncio.run(runtime.run(sys.argv[2], sys.argv[3]))
+    if sys.argv[1] == "start":  # prints the job id, then runs it (the test kills this process)
+        job, _ = runtime.submit(sys.argv[2], sys.argv[3])
+        print(f"job {job.id}", flush=True)
+        asyncio.run(runtime.execute(job.id))
+        return
+    if sys.argv[1] == "resume":  # the engine resumes the job's workflow at launch
+        deadline = time.monotonic() + 120
+        while not runtime.job(sys.argv[2]).finished and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job = runtime.job(sys.argv[2])
+    else:
+        job = asyncio.run(runtime.run(sys.argv[2], sys.argv[3]))
     print(json.dumps({"id": job.id, "status": job.status, "kind": job.failure_kind, "reason": job.failure_reason,
                       "output": job.output, "tree": tree(runtime, job.id)}), flush=True)
     runtime.close()

@@ -29,6 +29,12 @@ def count(value):
     _note(f"count {value['n']}")
     return {"n": value["n"] + 1}
 
+def slow_count(value):
+    import time
+    time.sleep(0.4)
+    _note(f"slow {value['n']}")
+    return {"n": value["n"] + 1}
+
 async def sleep(value):
     await asyncio.sleep(30)
     return {"n": value["n"]}
@@ -45,6 +51,9 @@ async def delegate(value, ctx):
     second = await ctx.ask("counter", first)
     return second
 
+async def fanout(value, ctx):
+    return (await asyncio.gather(ctx.ask("sleeper", value), ctx.ask("three", value)))[0]
+
 def swallow(text, ctx):
     try:
         return ctx.ask_sync("recurse-2", text)
@@ -58,6 +67,8 @@ FILES: dict[str, Any] = {"agents.py": AGENTS_PY, "schemas/n.json": N}
 AGENTS: dict[str, Any] = {
     "counter": {"kind": "python", "entry": "agents:count", "input_schema": "schemas/n.json",
                 "output_schema": "schemas/n.json"},
+    "slow-counter": {"kind": "python", "entry": "agents:slow_count", "input_schema": "schemas/n.json",
+                     "output_schema": "schemas/n.json"},
     "sleeper": {"kind": "python", "entry": "agents:sleep", "input_schema": "schemas/n.json",
                 "output_schema": "schemas/n.json"},
     "flaky": {"kind": "python", "entry": "agents:flaky", "input_schema": "schemas/n.json",
@@ -68,6 +79,8 @@ AGENTS: dict[str, Any] = {
     "recurse-2": {"kind": "python", "entry": "agents:recurse", "input": "text", "output": "text"},  # asks recurse
     "delegator": {"kind": "python", "entry": "agents:delegate", "input_schema": "schemas/n.json",
                   "output_schema": "schemas/n.json"},
+    "fanout": {"kind": "python", "entry": "agents:fanout", "input_schema": "schemas/n.json",
+               "output_schema": "schemas/n.json"},
     "swallower": {"kind": "python", "entry": "agents:swallow", "input": "text", "output": "text",
                   "limits": {"max_depth": 2}},
 }
@@ -86,6 +99,8 @@ FLOWS: dict[str, Any] = {
     "loop": flow([{"id": "bump", "agent": "counter", "input": "steps.bump.output || input",
                    "until": "steps.bump.output.n >= `100`"}], max_steps=5),
     "loop-done": LOOP,
+    "loop-slow": flow([{"id": "bump", "agent": "slow-counter", "input": "steps.bump.output || input",
+                        "until": "steps.bump.output.n >= `6`"}]),
     "three": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "counter"},
                    {"id": "c", "agent": "counter"}], max_children=2),
     "retry": flow([{"id": "first", "agent": "flaky"}], max_steps=2),
