@@ -81,3 +81,19 @@ def test_a_durable_loop_killed_midway_resumes_the_same_way(tmp_path):
     runs = (tmp_path / "calls.log").read_text().splitlines()
     assert [runs.count(f"slow {n}") for n in range(3)] == [1, 1, 1]  # the finished runs were not run again
     assert sorted(set(runs)) == [f"slow {n}" for n in range(6)]
+
+
+def test_a_durable_flow_waiting_for_a_person_is_stopped_by_its_tree_time_when_waits_count(tmp_path):
+    from tree_kit import FLOWS, waiting
+
+    home = tmp_path / "home"
+    runtime = Runtime(home)
+    flows = {**FLOWS, "wait-counted": waiting(True)}
+    install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
+    runtime.close()
+    job = run_engine(home, "wait-counted", '{"n": 0}')
+    assert (job["status"], job["kind"]) == ("failed", "LimitExceeded")
+    assert job["reason"].startswith("limits.tree_timeout_s is 1 (set by flow wait-counted): the tree had run 1.")
+    assert job["reason"].endswith(f"(waits for a person included) at person step ok of job {job['id']}")
+    assert job["tree"] == [[0, "wait-counted", "failed", "LimitExceeded"], [1, "a", "succeeded", None]]
+    assert job["output"] == {"steps": {"a": {"n": 1}}}

@@ -51,7 +51,16 @@ async def flow_workflow(job_id: str) -> str:
 
         async def ask_person(step: FlowStep, message: str) -> Any:
             await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
-            return await wait_in_workflow(job_id, step.id, step.timeout_s)
+            if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
+                return await wait_in_workflow(job_id, step.id, step.timeout_s)
+            left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job_id)
+            by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
+            answer = await wait_in_workflow(job_id, step.id, left if by_tree else step.timeout_s)
+            if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
+                reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job_id,
+                                                   step.id)
+                raise JobFailure("LimitExceeded", reason)
+            return answer
 
         async def skipped(result: StepResult) -> None:
             if result.status == "skipped":
@@ -127,6 +136,22 @@ def _as_job(row: dict[str, Any]) -> Job:
     return Job(id=row["id"], agent="", requester="", channel="", input="", status=row["status"],
                output=row["output"], failure_kind=row["failure_kind"], failure_reason=row["failure_reason"],
                created=0.0, started=None, ended=None, attempts=0, dedupe_key=None, reply_to=None)
+
+
+def _tree_left(runtime: Any, job_id: str) -> float | None:
+    """Seconds left of the flow's tree_timeout_s (count_waits: a wait for a person counts)."""
+    left = runtime._time_left(runtime.tree_chain(runtime.job(job_id)))
+    return max(0.0, left[0]) if left is not None else None
+
+
+def _tree_time_up(runtime: Any, job_id: str, step: str) -> str:
+    """The tree's time ran out while its person step `step` waited: the reason, recorded on the root."""
+    job = runtime.job(job_id)
+    chain = runtime.tree_chain(job)
+    left = runtime._time_left(chain)
+    reason = runtime._time_reason(job, chain[-1], left[2] if left else 0.0,
+                                  where=f"person step {step} of job {job.id}")
+    return runtime._refuse(job, reason).reason
 
 
 def _ask(runtime: Any, job: Job, step: FlowStep, message: str) -> None:

@@ -208,12 +208,12 @@ class JobTree:
                 best = (left, node, used)
         return best
 
-    def _time_reason(self, job: Job, node: TreeNode, used: float) -> str:
+    def _time_reason(self, job: Job, node: TreeNode, used: float, *, where: str | None = None) -> str:
         limits = node.spec.limits  # type: ignore[union-attr]
         waits = "waits for a person included" if limits.count_waits else "waits for a person excluded"
         scope = "the tree" if node.depth == 0 else f"the subtree of job {node.job.id}"
         return (f"limits.tree_timeout_s is {limits.tree_timeout_s:g} (set by {node.setter}): {scope} had run "
-                f"{used:.1f} s ({waits}) at {_where(job)}")
+                f"{used:.1f} s ({waits}) at {where or _where(job)}")
 
     def _check_time(self, job: Job, chain: list[TreeNode]) -> None:
         left = self._time_left(chain)
