@@ -52,7 +52,7 @@ def test_a_clean_flow_has_no_findings(tmp_path):
     (with_step(0, agent="acme-reviewer", input="steps.merge.output"), "$.steps[0].input",
      "names step 'merge', which has not run yet at this step"),
     (with_step(2, **{"if": "steps.approve.answr.approved"}), "$.steps[2].if",
-     "reads 'answr' of step 'approve'; a step has `output` and `answer`"),
+     "reads 'answr' of step 'approve'; a step has `output`, `answer` and `runs`"),
     (with_step(1, ask="Merge {inputs.repo}?"), "$.steps[1].ask",
      "reads 'inputs'; expressions see `input` and `steps` only"),
     (with_step(2, **{"if": "steps.approve.answer.approved =="}), "$.steps[2].if", "is not a JMESPath expression"),

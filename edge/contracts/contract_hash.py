@@ -3,7 +3,8 @@
 The hash is SHA-256 of the canonical JSON (sorted keys, compact separators, UTF-8) of the contract parts:
 the input and output schemas (each local `$ref` rewritten to one pointer into the hashed document, so
 two spellings of the same reference hash alike and a recursive schema still has a finite form), the
-answer schemas of its person steps, its declared annotations, its failure kinds and its limits. The
+answer schemas of its person steps, its declared annotations, its failure kinds and its limits (those over the job tree only where they differ from their
+defaults, so contracts that leave them alone keep their hash). The
 file it was read from, descriptions of the agent and its prose are not part of it: editing the words
 changes nothing a caller relies on. A `contract_version` is the plugin version that introduced the
 hash (edge.plugins.install keeps the previous one while the hash stays equal).
@@ -49,8 +50,20 @@ def contract_parts(spec: "AgentSpec") -> dict[str, Any]:
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person}
                      for f in spec.failures},
         "limits": {"timeout_s": float(limits.timeout_s), "max_output_bytes": limits.max_output_bytes,
-                   "max_attempts": limits.max_attempts, "concurrency": limits.concurrency},
+                   "max_attempts": limits.max_attempts, "concurrency": limits.concurrency, **_tree_limits(limits)},
     }
+
+
+def _tree_limits(limits: Any) -> dict[str, Any]:
+    """The limits over the job tree that differ from their defaults: a contract written before they
+    existed (or that leaves them at their defaults) keeps the hash it had."""
+    from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS
+
+    out = {key: getattr(limits, key) for key, default in TREE_LIMIT_DEFAULTS.items()
+           if getattr(limits, key) != default}
+    if out.get("tree_timeout_s") is not None:
+        out["tree_timeout_s"] = float(out["tree_timeout_s"])
+    return out
 
 
 def contract_hash(spec: "AgentSpec") -> str:

@@ -36,11 +36,14 @@ async def flow_workflow(job_id: str) -> str:
         job = runtime.job(job_id)
         assert job is not None
 
-        async def run_agent(step: FlowStep, text: str) -> Job:
+        async def run_agent(step: FlowStep, text: str, run: int) -> Job:
             assert step.agent is not None
-            child_id = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text)
+            made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
+            if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
+                raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
+            child_id = made["id"]
             await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
-            with SetWorkflowID(child_dedupe_key(job_id, step.id)):
+            with SetWorkflowID(child_dedupe_key(job_id, step.id, run)):
                 handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
             await handle.get_result()
             ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
@@ -48,7 +51,16 @@ async def flow_workflow(job_id: str) -> str:
 
         async def ask_person(step: FlowStep, message: str) -> Any:
             await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
-            return await wait_in_workflow(job_id, step.id, step.timeout_s)
+            if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
+                return await wait_in_workflow(job_id, step.id, step.timeout_s)
+            left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job_id)
+            by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
+            answer = await wait_in_workflow(job_id, step.id, left if by_tree else step.timeout_s)
+            if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
+                reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job_id,
+                                                   step.id)
+                raise JobFailure("LimitExceeded", reason)
+            return answer
 
         async def skipped(result: StepResult) -> None:
             if result.status == "skipped":
@@ -76,10 +88,10 @@ async def flow_workflow(job_id: str) -> str:
 def _flushing(call: Any, pending: list[StepResult], skipped: Any) -> Any:
     """`call`, after journaling the skipped steps recorded since the last step (drive records them
     synchronously; journaling them is a checkpointed step)."""
-    async def wrapped(step: FlowStep, text: str) -> Any:
+    async def wrapped(step: FlowStep, *args: Any) -> Any:
         while pending:
             await skipped(pending.pop(0))
-        return await call(step, text)
+        return await call(step, *args)
     return wrapped
 
 
@@ -103,10 +115,14 @@ def _start(runtime: Any, job_id: str) -> dict[str, Any]:
     return {"run": True, "agent": job.agent, "value": value}
 
 
-def _child(runtime: Any, job: Job, step: FlowStep, text: str) -> str:
-    child, _ = runtime.submit(step.agent, text, requester=job.requester, channel=job.channel,
-                              dedupe_key=child_dedupe_key(job.id, step.id), parent_id=job.id)
-    return child.id
+def _child(runtime: Any, job: Job, step: FlowStep, text: str, run: int) -> dict[str, Any]:
+    """The step's child job journaled (once), or why the tree's limits refuse it: a checkpointed value,
+    so a replay takes the same way."""
+    try:
+        child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
+    except JobFailure as failure:
+        return {"refused": {"kind": failure.kind, "reason": failure.reason}}
+    return {"id": child.id}
 
 
 def _read(runtime: Any, child_id: str) -> dict[str, Any]:
@@ -120,6 +136,22 @@ def _as_job(row: dict[str, Any]) -> Job:
     return Job(id=row["id"], agent="", requester="", channel="", input="", status=row["status"],
                output=row["output"], failure_kind=row["failure_kind"], failure_reason=row["failure_reason"],
                created=0.0, started=None, ended=None, attempts=0, dedupe_key=None, reply_to=None)
+
+
+def _tree_left(runtime: Any, job_id: str) -> float | None:
+    """Seconds left of the flow's tree_timeout_s (count_waits: a wait for a person counts)."""
+    left = runtime._time_left(runtime.tree_chain(runtime.job(job_id)))
+    return max(0.0, left[0]) if left is not None else None
+
+
+def _tree_time_up(runtime: Any, job_id: str, step: str) -> str:
+    """The tree's time ran out while its person step `step` waited: the reason, recorded on the root."""
+    job = runtime.job(job_id)
+    chain = runtime.tree_chain(job)
+    left = runtime._time_left(chain)
+    reason = runtime._time_reason(job, chain[-1], left[2] if left else 0.0,
+                                  where=f"person step {step} of job {job.id}")
+    return runtime._refuse(job, reason).reason
 
 
 def _ask(runtime: Any, job: Job, step: FlowStep, message: str) -> None:
@@ -137,5 +169,8 @@ def _succeed(runtime: Any, job_id: str, output: Any) -> None:
     runtime._end(job_id, "succeeded", attempts=1, output=checked)
 
 
-def _fail(runtime: Any, job_id: str, kind: str, reason: str, partial: Any) -> None:
+async def _fail(runtime: Any, job_id: str, kind: str, reason: str, partial: Any) -> None:
+    if kind == "LimitExceeded" and partial is None:
+        partial = runtime.tree_partial(job_id)
     runtime._end(job_id, "failed", attempts=1, kind=kind, reason=reason, output=partial)
+    await runtime.end_tree(job_id)  # a limit ended the tree: its children still running are cancelled

@@ -149,9 +149,12 @@ class _Flow:
                 self.add("error", f"{where}.{rel}", str(exc), "see https://jmespath.org for the syntax")
                 continue
             for path in paths:
-                self._reference(i, path, f"{where}.{rel}", ids, expr)
+                own = rel == "until" or ("until" in step and rel.startswith("input"))  # a loop reads its last run
+                self._reference(i + own, path, f"{where}.{rel}", ids, expr)
 
     def _reference(self, i: int, path: tuple[str, ...], where: str, ids: list[str], expr: str) -> None:
+        """`i`: the steps before it have run (a loop's `until:` and `input:` pass their own step's
+        index + 1: they read the run that just ended)."""
         head = path[0]
         if head == "input":
             return
@@ -168,9 +171,9 @@ class _Flow:
         elif ids.index(target) >= i:
             self.add("error", where, f"{expr!r} names step {target!r}, which has not run yet at this step "
                                      "(so it is always null)", "refer only to earlier steps")
-        elif len(path) > 2 and path[2] not in ("output", "answer"):
-            self.add("error", where, f"{expr!r} reads {path[2]!r} of step {target!r}; a step has `output` "
-                                     "and `answer`", f"write steps.{target}.output or steps.{target}.answer")
+        elif len(path) > 2 and path[2] not in ("output", "answer", "runs"):
+            self.add("error", where, f"{expr!r} reads {path[2]!r} of step {target!r}; a step has `output`, "
+                                     "`answer` and `runs`", f"write steps.{target}.output or steps.{target}.answer")
 
     def _ask(self, step: dict[str, Any], where: str) -> None:
         contract = self._load(step["answer_schema"], f"{where}.answer_schema")

@@ -53,6 +53,7 @@ class FlowStep:
     answerers: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     timeout_s: float | None = None
     on_timeout: Mapping[str, Any] | None = None
+    until: str | None = None            # run again (steps.ID.runs counting) until this is truthy
 
     @property
     def is_ask(self) -> bool:
@@ -82,9 +83,12 @@ def step_expressions(step: Mapping[str, Any] | FlowStep) -> list[tuple[str, str]
     condition = get("if") if get else step.condition  # type: ignore[union-attr]
     mapping = get("input") if get else step.input  # type: ignore[union-attr]
     ask = get("ask") if get else step.ask  # type: ignore[union-attr]
+    until = get("until") if get else step.until  # type: ignore[union-attr]
     out: list[tuple[str, str]] = []
     if isinstance(condition, str):
         out.append(("if", condition))
+    if isinstance(until, str):
+        out.append(("until", until))
     if isinstance(mapping, str):
         out.append(("input", mapping))
     elif isinstance(mapping, Mapping):
@@ -137,7 +141,8 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
             id=raw["id"], agent=raw.get("agent"), ask=raw.get("ask"), input=raw.get("input"),
             condition=raw.get("if"), answer_schema_file=raw.get("answer_schema"), answer_schema=answer,
             answerers=MappingProxyType(dict(raw.get("answerers") or {})), timeout_s=raw.get("timeout_s"),
-            on_timeout=MappingProxyType(dict(raw["on_timeout"])) if raw.get("on_timeout") else None))
+            on_timeout=MappingProxyType(dict(raw["on_timeout"])) if raw.get("on_timeout") else None,
+            until=raw.get("until")))
     failures = tuple(
         FailureKind(name, bool(f.get("retryable", False)), bool(f.get("partial", False)),
                     bool(f.get("person", False)), str(f.get("description", "")))

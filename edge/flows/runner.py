@@ -34,7 +34,7 @@ __all__ = [
     "person_question",
 ]
 
-RunAgent = Callable[[FlowStep, str], Awaitable[Job]]
+RunAgent = Callable[[FlowStep, str, int], Awaitable[Job]]  # the step, its input, which run (1, 2, ...)
 AskPerson = Callable[[FlowStep, str], Awaitable[Any]]
 
 
@@ -45,9 +45,10 @@ class StepResult:
     job_id: str | None = None
 
 
-def child_dedupe_key(parent_id: str, step: str) -> str:
-    """The child job of a step is journaled once, however often the flow resumes."""
-    return f"flow:{parent_id}:{step}"
+def child_dedupe_key(parent_id: str, step: str, run: int = 1) -> str:
+    """The child job of a step is journaled once, however often the flow resumes; the runs of a loop
+    (`until:`) after the first are `step#2`, `step#3`, ..."""
+    return f"flow:{parent_id}:{step}" + (f"#{run}" if run > 1 else "")
 
 
 def child_input(step: FlowStep, state: Mapping[str, Any], previous: Any) -> str:
@@ -70,6 +71,8 @@ def _eval(step: FlowStep, where: str, expr: str, state: Mapping[str, Any]) -> An
 
 def _step_failure(spec: FlowSpec, step: FlowStep, child: Job) -> JobFailure:
     kind = child.failure_kind or "AgentError"
+    if kind == "LimitExceeded":  # the tree's reason as it was reached; the flow's job keeps its steps' outputs
+        return JobFailure(kind, child.failure_reason or "a limit of the job tree was reached")
     reason = f"step {step.id} ({step.agent}, job {child.id}) failed with {kind}: {child.failure_reason or ''}".rstrip(": ")
     if spec.failure(kind) is not None or kind in BUILTIN_FAILURES:
         return JobFailure(kind, reason, partial_output=child.output)
@@ -110,13 +113,18 @@ async def drive(spec: FlowSpec, value: Any, *, run_agent: RunAgent, ask_person: 
                 record(StepResult(step.id, f"answered by {getattr(answer, 'by', '?')}"))
             state["steps"][step.id] = {"output": None, "answer": content}
             continue
-        child = await run_agent(step, child_input(step, state, previous))
-        if child.status != "succeeded":
-            record(StepResult(step.id, child.status, child.id))
-            raise _step_failure(spec, step, child)
-        record(StepResult(step.id, "succeeded", child.id))
-        state["steps"][step.id] = {"output": child.output, "answer": None}
-        previous = child.output
+        run = 0
+        while True:
+            run += 1
+            child = await run_agent(step, child_input(step, state, previous), run)
+            if child.status != "succeeded":
+                record(StepResult(step.id, child.status if run == 1 else f"{child.status} at run {run}", child.id))
+                raise _step_failure(spec, step, child)
+            state["steps"][step.id] = {"output": child.output, "answer": None, "runs": run}
+            previous = child.output
+            if step.until is None or truthy(_eval(step, "until", step.until, state)):
+                break
+        record(StepResult(step.id, "succeeded" if run == 1 else f"succeeded after {run} runs", child.id))
     return previous
 
 
@@ -131,10 +139,9 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
     a wait on the runtime (not durable: a restart ends the flow interrupted)."""
     results: list[StepResult] = []
 
-    async def run_agent(step: FlowStep, text: str) -> Job:
+    async def run_agent(step: FlowStep, text: str, run: int) -> Job:
         assert step.agent is not None
-        child, _ = runtime.submit(step.agent, text, requester=job.requester, channel=job.channel,
-                                  dedupe_key=child_dedupe_key(job.id, step.id), parent_id=job.id)
+        child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
         if child.finished:
             return child
         if on_progress is not None:
@@ -196,7 +203,12 @@ def step_results(runtime: "Runtime", spec: FlowSpec, job: Job) -> list[StepResul
             continue
         child = children.get(child_dedupe_key(job.id, step.id))
         if child is not None:
-            results.append(StepResult(step.id, child.status, child.id))
+            runs = 1
+            while (later := children.get(child_dedupe_key(job.id, step.id, runs + 1))) is not None:
+                child, runs = later, runs + 1  # a loop's runs (`until:`): how its last one went
+            status = child.status if runs == 1 else (
+                f"succeeded after {runs} runs" if child.status == "succeeded" else f"{child.status} at run {runs}")
+            results.append(StepResult(step.id, status, child.id))
             if child.status != "succeeded":
                 reached = False
         else:

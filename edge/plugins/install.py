@@ -12,7 +12,7 @@ from typing import Any
 from oz0.edge.contracts.changes import Change
 from oz0.edge.contracts.compat import check_upgrade, is_major_bump
 from oz0.edge.plugins.files import copy_plugin, plugin_files
-from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
+from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS, AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
@@ -53,7 +53,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
     """An agent's row in the plugin store; a flow's (kind `flow`) also keeps its person steps with its
     limits, so a later version's upgrade check can compare them."""
     limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
-                              "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency}
+                              "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
+                              **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
         from oz0.edge.contracts.openapi import person_steps
 

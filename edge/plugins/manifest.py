@@ -30,6 +30,7 @@ __all__ = [
     "Example",
     "FailureKind",
     "Limits",
+    "TREE_LIMIT_DEFAULTS",
     "Plugin",
     "PluginError",
     "load_plugin",
@@ -71,10 +72,22 @@ INVALID_INPUT = FailureKind("InvalidInput", description="The input does not matc
 
 @dataclass(frozen=True)
 class Limits:
+    """Per call (timeout_s, max_output_bytes, max_attempts, concurrency) and over the job tree a job
+    roots (max_steps, max_depth, max_children, tree_timeout_s, count_waits: edge.runtime.tree)."""
+
     timeout_s: float = 60.0
     max_output_bytes: int = 1_048_576
     max_attempts: int = 3
     concurrency: int | None = None  # jobs of this agent running at once, across every replica
+    max_steps: int = 100            # steps run below the job: every child job, retry and loop run
+    max_depth: int = 5              # flows within flows, delegations within delegations (the job: 0)
+    max_children: int = 50          # children one job of the tree may start
+    tree_timeout_s: float | None = None  # the tree's wall time; None: each call's own timeout_s only
+    count_waits: bool = False       # whether time waiting for a person counts toward tree_timeout_s
+
+
+TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "max_steps": 100, "max_depth": 5, "max_children": 50, "tree_timeout_s": None, "count_waits": False})
 
 
 @dataclass(frozen=True)

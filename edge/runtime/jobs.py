@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.delegation import Delegation
     from oz0.edge.runtime.questions import Answer, Questions
 
 __all__ = [
@@ -50,6 +51,8 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
                 partial=True),
     FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
                                          "did not get it; nothing ran.", person=True),
+    FailureKind("LimitExceeded", description="The job's tree reached one of its limits (max_steps, max_depth, "
+                                             "max_children, tree_timeout_s); what finished is kept.", partial=True),
 )}
 
 
@@ -88,6 +91,8 @@ class Job:
     parent_id: str | None = None  # a flow step's job: the flow's job
     contract_hash: str | None = None     # the contract the job ran under (edge.contracts.contract_hash)
     contract_version: str | None = None
+    root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
+    limit_reached: str | None = None     # on a root: the limit that ended its tree
 
     @property
     def failed(self) -> bool:
@@ -130,6 +135,7 @@ class RunContext:
     plugin_path: Path
     on_progress: Callable[[str], Any] | None = field(default=None, repr=False)
     questions: "Questions | None" = field(default=None, repr=False)
+    delegate: "Delegation | None" = field(default=None, repr=False)
 
     def progress(self, line: str) -> None:
         """Report one line of progress (a command's stderr, a model's step); never fails the job."""
@@ -140,6 +146,19 @@ class RunContext:
         except Exception:  # a broken progress sink must not end the agent's work
             log.exception("progress callback failed for job %s", self.job_id)
 
+
+    async def ask(self, agent: str, input: Any) -> Any:
+        """Delegate: run `agent` on `input` (text, or JSON data) as a child job of this one, under this
+        tree's limits, and return its output; raises JobFailure with the child's kind and reason."""
+        if self.delegate is None:
+            raise RuntimeError("this run has no runtime to delegate through")
+        return await self.delegate.ask(agent, input)
+
+    def ask_sync(self, agent: str, input: Any) -> Any:
+        """`ask` for a sync agent (a python agent running in its own thread): blocks that thread."""
+        if self.delegate is None:
+            raise RuntimeError("this run has no runtime to delegate through")
+        return self.delegate.ask_sync(agent, input)
 
     def can_ask_person(self) -> bool:
         """Whether a channel here draws this job's questions (MCP declares elicitation only then)."""

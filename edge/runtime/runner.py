@@ -33,12 +33,14 @@ from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugi
 from oz0.edge.plugins.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.confirm import confirm_before_run
+from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
+from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 
 __all__ = [
     "AuditRecord",
@@ -70,7 +72,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
+class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
@@ -85,6 +87,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
+        self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
 
         watch_tools(self)
@@ -211,13 +214,15 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             contract, contract_version = spec.contract_hash, spec.contract_version
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
+        parent = self.store.job(parent_id) if parent_id is not None else None
         row = {
             "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
-            "contract_version": contract_version,
+            "contract_version": contract_version, "tree_steps": 0,
+            "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
         }
         stored, created = self.store.insert_job(row)
         return _job(stored), created
@@ -266,22 +271,30 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             return job
         job = self.job(job_id)
         assert job is not None
+        return await self._watched(job, self._run_claimed(job, on_progress, resume))
+
+    async def _run_claimed(self, job: Job, on_progress: Callable[[str], Any] | None, resume: bool) -> Job:
+        """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
+        job_id = job.id
         attempts = 0
         try:
             spec, plugin = self._lookup(job.agent)
             spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
             value = self.parse_input(spec, job.input)
             if spec.kind == FLOW_KIND:
+                self.take_step(job, 1)
                 return self._end(job_id, "succeeded", attempts=1, output=await self._run_flow(
                     job, spec, value, on_progress))
             await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
             plugin_path = Path(plugin.path)
             while True:
+                self.take_step(job, attempts + 1)
                 attempts += 1
                 self.store.update_job(job_id, attempts=attempts)
                 try:
+                    delegate = Delegation(self, job, attempts, asyncio.get_running_loop())
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
-                                                                         on_progress, self.questions))
+                                                                         on_progress, self.questions, delegate))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -301,10 +314,16 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
                 kind = "AgentError"
             else:
                 reason, kind = failure.reason, failure.kind
-            return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason,
-                             output=failure.partial_output)
+            partial = failure.partial_output
+            if kind == LIMIT_EXCEEDED and partial is None:
+                partial = self.tree_partial(job_id)
+            return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason, output=partial)
         except asyncio.CancelledError:
-            if not resume:
+            limit = self.tree_reason(job)
+            if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
+                self._end(job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED, reason=limit,
+                          output=self.tree_partial(job_id))
+            elif not resume:
                 self._end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
                           reason="the bot stopped while the job was running")
             raise
@@ -312,6 +331,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
 
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
+        if status == "succeeded":
+            ending = self.job(job_id)
+            limit = self.tree_reason(ending) if ending is not None else None
+            if limit is not None:  # a limit ended its tree: an agent that caught the failure does not undo it
+                status, kind, reason = "failed", LIMIT_EXCEEDED, limit
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
@@ -349,7 +373,8 @@ def _job(row: Mapping[str, Any]) -> Job:
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
         parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
-        contract_version=row.get("contract_version"),
+        contract_version=row.get("contract_version"), root_id=row.get("root_id"),
+        limit_reached=row.get("limit_reached"),
     )
 
 

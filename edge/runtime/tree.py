@@ -1,0 +1,290 @@
+"""Limits over the job tree: a job and its children (flow steps, loop runs, nested flows, delegations).
+
+A mixin of edge.runtime.runner.Runtime. The tree's accounting lives in the journal (revision 0007), so
+it holds across replicas: every job knows its tree's first job (`root_id`); a step taken below a job is
+counted on that job's row and on each of its ancestors' rows by one conditional UPDATE each, in one
+transaction (`tree_steps < max_steps`), so two replicas racing for the last step cannot both get it;
+a reached limit is written once on the root (`limit_reached`), and every job of the tree that starts,
+steps or ends afterwards ends with that reason. Each job's limits bound its own subtree, so the root's
+bound the whole tree and a nested job's stricter ones bound its part; they are read from the installed
+agents and flows only, never from an input.
+
+Children of one job are started by the process running that job (a flow's workflow, an agent's run
+step), so `max_children` is a count of the journal's rows at that moment. `tree_timeout_s` is watched
+around every job of the tree while it runs (`_watched`): the innermost running job stops first (its
+parents GRACE_S later), so each parent still sees its child end and keeps what its
+finished children gave (`partial`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Coroutine
+
+from sqlalchemy import func, select, update
+
+from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.store import Store
+
+__all__ = ["GRACE_S", "LIMIT_EXCEEDED", "JobTree", "TreeNode", "ordinal", "step_label"]
+
+log = logging.getLogger(__name__)
+
+LIMIT_EXCEEDED = "LimitExceeded"
+GRACE_S = 0.5       # how much later a job's tree_timeout_s watch stops it than its running child's
+POLL_S = 1.0        # how often a watch looks again (waits for a person extend the deadline)
+MAX_CHAIN = 64      # ancestors read at most (max_depth is at most 20: a longer chain is a broken journal)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def step_label(job: Job | dict[str, Any]) -> str:
+    """What a child is to its parent: a flow step's id (`deploy`, `deploy#2` for its 2nd run), a
+    delegation's number; the dedupe key's last part."""
+    key = job.dedupe_key if isinstance(job, Job) else job.get("dedupe_key")
+    return (key or "").rsplit(":", 1)[-1]
+
+
+def _where(job: Job) -> str:
+    key = job.dedupe_key or ""
+    if key.startswith("flow:"):
+        return f"step {step_label(job)} of job {job.parent_id}"
+    if key.startswith("delegate:"):
+        return f"delegation {step_label(job)} ({job.agent}) of job {job.parent_id}"
+    return f"job {job.id} ({job.agent})"
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A job of the chain from a job up to its root, with its installed spec (None: uninstalled)."""
+
+    job: Job
+    spec: AgentSpec | None
+    depth: int
+
+    @property
+    def setter(self) -> str:
+        kind = "flow" if self.spec is not None and self.spec.kind == "flow" else "agent"
+        return f"{kind} {self.job.agent}"
+
+
+class JobTree:
+    """Runtime's tree methods (it provides store, job, submit, agent, questions, engine, _end)."""
+
+    store: "Store"
+    _tree_tasks: dict[str, "asyncio.Task[Any]"]  # job id -> the task running it in this process
+
+    # reading the tree ----------------------------------------------------------------------------
+
+    def tree_chain(self, job: Job) -> list[TreeNode]:
+        """The job and its ancestors, the job first and the root last, each with its depth."""
+        chain = [job]
+        while chain[-1].parent_id is not None and len(chain) < MAX_CHAIN:
+            parent = self.job(chain[-1].parent_id)  # type: ignore[attr-defined]
+            if parent is None:
+                break
+            chain.append(parent)
+        top = len(chain) - 1
+        return [TreeNode(j, self._spec_or_none(j.agent), top - i) for i, j in enumerate(chain)]
+
+    def _spec_or_none(self, agent: str) -> AgentSpec | None:
+        try:
+            return self.agent(agent)  # type: ignore[attr-defined]
+        except ValueError:  # UnknownAgent: uninstalled since; its limits are the defaults
+            return None
+
+    def tree_reason(self, job: Job) -> str | None:
+        """Why the job's tree was ended by a limit, if it was."""
+        root = self.job(job.root_id or job.id)  # type: ignore[attr-defined]
+        return root.limit_reached if root is not None else None
+
+    def tree_partial(self, job_id: str) -> Any:
+        """What a job's finished children gave, by step: the `partial` output of a job a limit ended."""
+        done = {step_label(c): c["output"] for c in self.store.children(job_id) if c["status"] == "succeeded"}
+        return {"steps": done} if done else None
+
+    # the checks --------------------------------------------------------------------------------
+
+    def _refuse(self, job: Job, reason: str) -> JobFailure:
+        """Record that the tree reached a limit (the first reason wins) and the failure to raise."""
+        root_id = job.root_id or job.id
+        with self.store.engine.begin() as conn:
+            conn.execute(update(jobs).where(jobs.c.id == root_id, jobs.c.limit_reached.is_(None))
+                         .values(limit_reached=reason))
+        return JobFailure(LIMIT_EXCEEDED, reason)
+
+    def _ended_tree(self, job: Job) -> None:
+        reason = self.tree_reason(job)
+        if reason is not None:
+            raise JobFailure(LIMIT_EXCEEDED, reason)
+
+    def submit_child(self, parent: Job, agent: str, text: str, *, dedupe_key: str) -> Job:
+        """Journal a child of `parent` once (by its dedupe key: a replay gets the same child), within
+        the tree's max_depth and max_children. Raises JobFailure("LimitExceeded") naming the limit."""
+        existing = self.store.job_by_dedupe_key(dedupe_key)
+        if existing is not None:
+            return self.job(existing["id"])  # type: ignore[attr-defined,no-any-return]
+        self._ended_tree(parent)
+        chain = self.tree_chain(parent)
+        depth = chain[0].depth + 1
+        label = dedupe_key.rsplit(":", 1)[-1]
+        what = f"{'step' if dedupe_key.startswith('flow:') else 'delegation'} {label} ({agent})"
+        for node in chain:
+            limit = (node.spec.limits.max_depth if node.spec else 5)
+            if depth - node.depth > limit:
+                rel = "" if node.depth == 0 else f" below job {node.job.id}"
+                raise self._refuse(parent, f"limits.max_depth is {limit} (set by {node.setter}): job {parent.id} "
+                                           f"({parent.agent}, depth {chain[0].depth}) tried to start {what} at "
+                                           f"depth {depth - node.depth}{rel}")
+        strictest = min(chain, key=lambda n: n.spec.limits.max_children if n.spec else 50)
+        limit = strictest.spec.limits.max_children if strictest.spec else 50
+        with self.store.engine.connect() as conn:
+            started = conn.execute(select(func.count()).select_from(jobs).where(
+                jobs.c.parent_id == parent.id, jobs.c.status != "skipped")).scalar() or 0
+        if started >= limit:
+            raise self._refuse(parent, f"limits.max_children is {limit} (set by {strictest.setter}): job "
+                                       f"{parent.id} ({parent.agent}) tried to start its {ordinal(started + 1)} "
+                                       f"child, {what}")
+        child, _ = self.submit(agent, text, requester=parent.requester, channel=parent.channel,  # type: ignore[attr-defined]
+                               dedupe_key=dedupe_key, parent_id=parent.id)
+        return child  # type: ignore[no-any-return]
+
+    def take_step(self, job: Job, attempt: int) -> None:
+        """Count one step (a run or a retry of `job`) against max_steps of every job above it, in one
+        transaction; also the tree's time at this boundary. Raises JobFailure("LimitExceeded")."""
+        if job.parent_id is None:
+            return
+        self._ended_tree(job)
+        chain = self.tree_chain(job)
+        self._check_time(job, chain)
+        where = _where(job) if attempt == 1 else f"attempt {attempt} of {_where(job)}"
+        with self.store.engine.begin() as conn:
+            for node in chain[1:]:
+                limit = node.spec.limits.max_steps if node.spec else 100
+                taken = jobs.c.tree_steps
+                got = conn.execute(update(jobs).where(jobs.c.id == node.job.id, func.coalesce(taken, 0) < limit)
+                                   .values(tree_steps=func.coalesce(taken, 0) + 1)).rowcount
+                if got != 1:
+                    conn.rollback()
+                    scope = "the tree" if node.depth == 0 else f"the subtree of job {node.job.id}"
+                    raise self._refuse(job, f"limits.max_steps is {limit} (set by {node.setter}): reached at "
+                                            f"{where}, the {ordinal(limit + 1)} step of {scope}")
+
+    # time ----------------------------------------------------------------------------------------
+
+    def _waited(self, root_id: str, since: float, now: float) -> float:
+        """Seconds the tree's jobs waited for a person since `since` (questions asked and answered)."""
+        query = (select(questions.c.asked_at, questions.c.answered_at)
+                 .join(jobs, jobs.c.id == questions.c.job_id)
+                 .where((jobs.c.root_id == root_id) | (jobs.c.id == root_id)))
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return sum(max(0.0, (answered or now) - max(asked, since)) for asked, answered in rows)
+
+    def _time_left(self, chain: list[TreeNode]) -> tuple[float, TreeNode, float] | None:
+        """The least time left of any tree_timeout_s in the chain: (seconds, whose, seconds used)."""
+        now = time.time()
+        root_id = chain[-1].job.id
+        best: tuple[float, TreeNode, float] | None = None
+        for node in chain:
+            limits = node.spec.limits if node.spec else None
+            if limits is None or limits.tree_timeout_s is None:
+                continue
+            since = node.job.started or node.job.created
+            used = now - since - (0.0 if limits.count_waits else self._waited(root_id, since, now))
+            left = limits.tree_timeout_s - used
+            if best is None or left < best[0]:
+                best = (left, node, used)
+        return best
+
+    def _time_reason(self, job: Job, node: TreeNode, used: float, *, where: str | None = None) -> str:
+        limits = node.spec.limits  # type: ignore[union-attr]
+        waits = "waits for a person included" if limits.count_waits else "waits for a person excluded"
+        scope = "the tree" if node.depth == 0 else f"the subtree of job {node.job.id}"
+        return (f"limits.tree_timeout_s is {limits.tree_timeout_s:g} (set by {node.setter}): {scope} had run "
+                f"{used:.1f} s ({waits}) at {where or _where(job)}")
+
+    def _check_time(self, job: Job, chain: list[TreeNode]) -> None:
+        left = self._time_left(chain)
+        if left is not None and left[0] <= 0:
+            raise self._refuse(job, self._time_reason(job, left[1], left[2]))
+
+    async def _watched(self, job: Job, work: "Coroutine[Any, Any, Job]") -> Job:
+        """Run a job's work as its own task, stopped when its tree's time is up (tree_timeout_s), and
+        registered so that the end of a tree a limit ended can cancel it."""
+        task = asyncio.ensure_future(work)
+        running = self._tree_tasks
+        running[job.id] = task
+        overdue: float | None = None
+        try:
+            while True:
+                chain = self.tree_chain(job) if job.parent_id or self._own_timeout(job) else []
+                left = self._time_left(chain) if chain else None
+                if left is None:
+                    return await task
+                delay = left[0]
+                if delay <= 0 and self._running_child(job.id):  # its child's own watch stops it first
+                    overdue = time.monotonic() if overdue is None else overdue
+                    delay = overdue + GRACE_S - time.monotonic()
+                if delay <= 0:
+                    self._refuse(job, self._time_reason(job, left[1], left[2]))
+                    task.cancel()
+                    await asyncio.wait({task})
+                    return self.job(job.id)  # type: ignore[attr-defined,no-any-return]
+                done, _ = await asyncio.wait({task}, timeout=min(delay, POLL_S))
+                if done:
+                    return task.result()
+        except asyncio.CancelledError:
+            if task.done() and self.tree_reason(job) is not None:
+                return self.job(job.id)  # type: ignore[attr-defined,no-any-return]
+            task.cancel()
+            raise
+        finally:
+            running.pop(job.id, None)
+            if job.parent_id is None:
+                await self.end_tree(job.id)
+
+    def _running_child(self, job_id: str) -> bool:
+        with self.store.engine.connect() as conn:
+            return conn.execute(select(jobs.c.id).where(jobs.c.parent_id == job_id,
+                                                        jobs.c.status.in_(ACTIVE_STATUSES)).limit(1)).first() is not None
+
+    def _own_timeout(self, job: Job) -> bool:
+        spec = self._spec_or_none(job.agent)
+        return spec is not None and spec.limits.tree_timeout_s is not None
+
+    async def end_tree(self, root_id: str) -> None:
+        """After a root a limit ended: its jobs still running are cancelled (a task here, a workflow of
+        the engine elsewhere), their questions closed, and each ends failed with the tree's reason."""
+        root = self.job(root_id)  # type: ignore[attr-defined]
+        if root is None or root.limit_reached is None:
+            return
+        with self.store.engine.connect() as conn:
+            active = [dict(r) for r in conn.execute(select(jobs).where(
+                jobs.c.root_id == root_id, jobs.c.status.in_(ACTIVE_STATUSES))).mappings()]
+        running = self._tree_tasks
+        for row in active:
+            task = running.get(row["id"])
+            if task is not None:
+                task.cancel()
+                await asyncio.wait({task})
+            elif self.engine is not None and (row["dedupe_key"] or "").startswith("flow:"):  # type: ignore[attr-defined]
+                from dbos import DBOS
+
+                await DBOS.cancel_workflow_async(row["dedupe_key"])
+            for step in self.questions.open_steps(row["id"]):  # type: ignore[attr-defined]
+                self.questions.close(row["id"], step, action="cancel", by="limit")  # type: ignore[attr-defined]
+            self.store.update_job(row["id"], only_if_status=ACTIVE_STATUSES, status="failed",
+                                  failure_kind=LIMIT_EXCEEDED, failure_reason=f"stopped: {root.limit_reached}",
+                                  ended=time.time())
