@@ -27,7 +27,7 @@ from slack_standin import (
     slash_command_body,
 )
 
-__all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_channel"]
+__all__ = ["Harness", "answer_response", "assert_valid_blocks", "install_test_plugin", "running_channel"]
 
 IMPL = """\
     import asyncio
@@ -49,6 +49,19 @@ IMPL = """\
     def boom(text):
         raise RuntimeError("the database is on fire")
     """
+
+
+async def answer_response(slack: SlackStandIn, *, timeout: float = 10.0) -> Any:
+    """The response_url call that put the card in a private view: the first that is not a progress
+    update of the working message (those come first, while the job runs)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        for call in slack.of("response"):
+            if "Working on" not in str(call.args.get("text", "")):
+                return call
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no answer through the response_url within {timeout}s; got {slack.methods()}")
 
 
 def install_test_plugin(home: Path) -> None:

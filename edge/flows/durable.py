@@ -16,8 +16,9 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
-from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question
+from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
 from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.runtime.progress import JournalProgress
 
 __all__ = ["flow_workflow"]
 
@@ -35,9 +36,12 @@ async def flow_workflow(job_id: str) -> str:
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
         job = runtime.job(job_id)
         assert job is not None
+        # "step 2 of 3: approve": journaled, and shown by whoever waits for the flow in this process
+        report = JournalProgress(runtime.store, job_id, lambda p: (engine._progress.get(job_id) or _ignore)(p))
 
         async def run_agent(step: FlowStep, text: str) -> Job:
             assert step.agent is not None
+            report(step_progress(spec, step))
             child_id = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text)
             await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
             with SetWorkflowID(child_dedupe_key(job_id, step.id)):
@@ -47,6 +51,7 @@ async def flow_workflow(job_id: str) -> str:
             return _as_job(ended)
 
         async def ask_person(step: FlowStep, message: str) -> Any:
+            report(step_progress(spec, step))
             await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
             return await wait_in_workflow(job_id, step.id, step.timeout_s)
 
@@ -71,6 +76,10 @@ async def flow_workflow(job_id: str) -> str:
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"
+
+
+def _ignore(progress: Any) -> None:
+    return None
 
 
 def _flushing(call: Any, pending: list[StepResult], skipped: Any) -> Any:

@@ -37,6 +37,7 @@ from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
+from oz0.edge.runtime.progress import JournalProgress, ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
 
@@ -244,7 +245,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             return job
         return await self.execute(job.id, on_progress=on_progress)
 
-    async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Job:
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> Job:
         """Run a queued job to its end. Never raises for agent failures; a job already claimed by
         someone else (or finished) is returned as it stands. With the engine launched, the job runs as
         its durable workflow (on any replica) and this waits for its end."""
@@ -252,7 +253,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             return await self.engine.execute(job_id, on_progress=on_progress)
         return await self.execute_here(job_id, on_progress=on_progress)
 
-    async def execute_here(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None,
+    async def execute_here(self, job_id: str, *, on_progress: ProgressSink | None = None,
                            resume: bool = False) -> Job:
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
@@ -266,6 +267,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             return job
         job = self.job(job_id)
         assert job is not None
+        on_progress = JournalProgress(self.store, job_id, on_progress)  # the console reads it from the journal
         attempts = 0
         try:
             spec, plugin = self._lookup(job.agent)
@@ -349,7 +351,7 @@ def _job(row: Mapping[str, Any]) -> Job:
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
         parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
-        contract_version=row.get("contract_version"),
+        contract_version=row.get("contract_version"), progress=row.get("progress"),
     )
 
 

@@ -114,6 +114,7 @@ jobs = Table(
     Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
     Column("contract_hash", String(64), nullable=True),     # revision 0006: the contract the job ran under
     Column("contract_version", String(64), nullable=True),  # revision 0006
+    Column("progress", JSON(none_as_null=True), nullable=True),  # revision 0009: the latest, edge.runtime.progress
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
