@@ -39,6 +39,12 @@ IMPL = """\
         if text.startswith("progress "):
             ctx.progress("step 1 of 2: " + text.split(None, 1)[1])
             await asyncio.sleep(0.3)
+        if text.startswith("count "):  # count N EVERY_S [REST_S]: progress i of N every EVERY_S, then rest
+            n, every, *rest = text.split()[1:]
+            for i in range(1, int(n) + 1):
+                ctx.progress(f"item {i}", i, int(n))
+                await asyncio.sleep(float(every))
+            await asyncio.sleep(float(rest[0]) if rest else 0)
         if text == "which thread":
             return "echo: on " + threading.current_thread().name
         return "echo: " + text

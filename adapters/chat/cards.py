@@ -88,7 +88,7 @@ def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: flo
         head += f" {_elapsed(elapsed_s)}"
     if progress is None:
         return Card(form="text", text_format="plain", text=head)
-    line = " · ".join(p for p in (progress.message, progress.bar()) if p)
+    line = progress.summary()
     return Card(form="text", text_format="plain", text=f"{head}\n{line}" if line else head)
 
 

@@ -62,6 +62,10 @@ class Progress:
         filled = round(fraction * width)
         return f"{self.counts()} {'▓' * filled}{'░' * (width - filled)}"
 
+    def summary(self) -> str:
+        """The message and the bar, as chat and the console show it: `reading · 3/10 ▓▓▓░░░░░░░`."""
+        return " · ".join(p for p in (self.message, self.bar()) if p)
+
     def line(self) -> str:
         """The message with its counts: `reading files (3/10)`."""
         counts = self.counts()
@@ -96,26 +100,47 @@ def _num(value: float | None) -> str:
 
 
 class JournalProgress:
-    """A sink that keeps a job's latest progress in its journal row (`jobs.progress`), written at most
-    every JOURNAL_EVERY_S (a report inside the window is not written; the next one after it is), and
-    passes every report on to `then` (the caller's sink, if any). A console on another replica reads it."""
+    """A sink that keeps a job's latest progress in its journal row (`jobs.progress`) for readers on
+    any replica, and passes every report on to `then` (the caller's sink, if any).
+
+    Written at most every JOURNAL_EVERY_S: a report inside the window is written when it ends (by a
+    timer thread, one per job at most), unless a newer one came; never once the job has ended."""
 
     def __init__(self, store: "Store", job_id: str, then: ProgressSink | None = None, *,
                  every_s: float = JOURNAL_EVERY_S) -> None:
         self.store, self.job_id, self.then, self.every_s = store, job_id, then, every_s
         self._last = -math.inf
+        self._pending: Progress | None = None
+        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
 
     def __call__(self, progress: Progress) -> None:
         now = time.monotonic()
         with self._lock:
-            due = now - self._last >= self.every_s
+            due = now - self._last >= self.every_s and self._timer is None
             if due:
                 self._last = now
+            else:
+                self._pending = progress
+                if self._timer is None:
+                    self._timer = threading.Timer(max(0.0, self._last + self.every_s - now), self._flush)
+                    self._timer.daemon = True
+                    self._timer.start()
         if due:
-            try:
-                self.store.update_job(self.job_id, progress=progress.to_dict())
-            except Exception as exc:  # the journal's progress is a convenience: it never fails the job
-                log.warning("could not journal the progress of job %s: %s", self.job_id, type(exc).__name__)
+            self._write(progress)
         if self.then is not None:
             self.then(progress)
+
+    def _flush(self) -> None:
+        with self._lock:
+            progress, self._pending, self._timer = self._pending, None, None
+            self._last = time.monotonic()
+        if progress is not None:
+            self._write(progress)
+
+    def _write(self, progress: Progress) -> None:
+        try:
+            self.store.update_job(self.job_id, only_if_status=("queued", "running", "waiting"),
+                                  progress=progress.to_dict())
+        except Exception as exc:  # the journal's progress is a convenience: it never fails the job
+            log.warning("could not journal the progress of job %s: %s", self.job_id, type(exc).__name__)
