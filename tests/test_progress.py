@@ -205,6 +205,28 @@ def test_a_durable_flow_journals_its_step_for_the_console(tmp_path: Path) -> Non
         proc.wait(timeout=10)
 
 
+def test_under_the_engine_a_step_s_own_reports_follow_its_line(oz0_home: Path, tmp_path: Path) -> None:
+    root = counter_plugin(tmp_path / "counter")
+    (root / "flows").mkdir()
+    (root / "flows" / "twice.yaml").write_text(
+        "description: Counts twice\ninput: text\noutput: text\n"
+        "steps:\n  - {id: first, agent: count}\n  - {id: second, agent: count, input: \"'2'\"}\n")
+    runtime = Runtime(oz0_home)
+    install_plugin(runtime, load_plugin(root), actor="test")
+    runtime.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
+    env.update(OZ0_HOME=str(oz0_home), OZ0_REPLICA_ID="progress-engine")
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("progress_engine.py")), "twice", "3"],
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == "succeeded", out
+    assert out["progress"] == ["step 1 of 2: first (count)",
+                               *[f"step 1 of 2: first (count) · counting {i}" for i in (1, 2, 3)],
+                               "step 2 of 2: second (count)",
+                               *[f"step 2 of 2: second (count) · counting {i}" for i in (1, 2)]]
+
+
 # ---- the console, on another replica ----------------------------------------------------------
 
 def test_the_console_job_page_shows_the_latest_progress_while_the_job_runs(counter: Runtime, oz0_home: Path,

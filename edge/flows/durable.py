@@ -11,6 +11,7 @@ Imported by edge.runtime.durable (it imports dbos), before DBOS launches, so the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
@@ -41,12 +42,20 @@ async def flow_workflow(job_id: str) -> str:
 
         async def run_agent(step: FlowStep, text: str) -> Job:
             assert step.agent is not None
-            report(step_progress(spec, step))
+            where = step_progress(spec, step)
+            report(where)
             child_id = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text)
             await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
-            with SetWorkflowID(child_dedupe_key(job_id, step.id)):
-                handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
-            await handle.get_result()
+            # the step's own reports follow its line, when the step runs in this process
+            follow = engine._progress.setdefault(
+                child_id, lambda p: report(replace(p, message=f"{where.message} · {p.message}")))
+            try:
+                with SetWorkflowID(child_dedupe_key(job_id, step.id)):
+                    handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
+                await handle.get_result()
+            finally:
+                if engine._progress.get(child_id) is follow:
+                    engine._progress.pop(child_id, None)
             ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
             return _as_job(ended)
 
