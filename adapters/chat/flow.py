@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
@@ -32,19 +31,18 @@ from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, wo
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, RateLimited, ShareClick, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge.cards.model import Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.metrics import count_channel_error
-from oz0.edge.runtime.progress import Progress
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
-PROGRESS_EVERY_S = 2.0       # the working message is updated with the latest progress at most this often
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
 
@@ -60,7 +58,7 @@ class AskFlow:
         self.log = log
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
-        self._progress: dict[str, _Progress] = {}
+        self._progress: dict[str, WorkingProgress] = {}
         self.questions = Questions(self, log=log)
 
     def listen_questions(self) -> None:
@@ -183,7 +181,7 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop and put its card where it was asked."""
-        progress = _Progress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent)
         if self.runtime.delivers(self.wire.platform):
             # The job's durable workflow posts its card (deliver_durably), here or on the replica that
             # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
@@ -286,77 +284,6 @@ class AskFlow:
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
 
-
-
-class _Progress:
-    """A job's progress (it comes on the jobs thread, or the MCP loop's) shown in the working message
-    with the time so far: one update at a time, at most one every PROGRESS_EVERY_S counted from the end
-    of the last, always the latest report (one that arrives inside the window is shown when it ends,
-    unless a newer one came), none for as long as the platform says after a rate limit, and none
-    after the card (`close` waits for an update under way and drops the rest)."""
-
-    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
-        self.flow, self.reply, self.agent = flow, reply, agent
-        self.loop = asyncio.get_running_loop()
-        self.started = time.monotonic()
-        self.next_at = 0.0
-        self.latest: Progress | None = None
-        self._incoming: Progress | None = None   # the newest report not yet seen on the loop
-        self._lock = threading.Lock()
-        self.closed = False
-        self.stopping = asyncio.Event()
-        self.task: asyncio.Task[Any] | None = None
-
-    def report(self, progress: Progress) -> None:
-        """The job's `on_progress`: called on any thread; a burst of reports wakes the loop once."""
-        if self.closed:
-            return
-        with self._lock:
-            wake, self._incoming = self._incoming is None, progress
-        if wake:
-            self.loop.call_soon_threadsafe(self._arrived)
-
-    def _arrived(self) -> None:
-        with self._lock:
-            progress, self._incoming = self._incoming, None
-        if self.closed or progress is None:
-            return
-        self.latest = progress
-        if self.task is None or self.task.done():
-            self.task = self.flow.tasks.spawn(self._pump(), name=f"{self.flow.wire.platform}-progress")
-
-    async def _pump(self) -> None:
-        while not self.closed and self.latest is not None:
-            wait = self.next_at - time.monotonic()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(self.stopping.wait(), wait)
-                except TimeoutError:
-                    pass
-                continue
-            progress, self.latest = self.latest, None
-            await self._send(progress)
-            self.next_at = max(self.next_at, time.monotonic() + PROGRESS_EVERY_S)
-
-    async def _send(self, progress: Progress) -> None:
-        card = working_card(self.agent, progress, elapsed_s=time.monotonic() - self.started)
-        try:
-            await self.flow.wire.progress(self.reply, self.flow.draw(card))
-        except RateLimited as exc:
-            self.flow.log.info("%s rate-limited the progress of %s: none for %g s", self.flow.wire.name,
-                               self.agent, exc.retry_after_s)
-            self.next_at = time.monotonic() + exc.retry_after_s
-            if self.latest is None:
-                self.latest = progress
-        except Exception as exc:
-            self.flow.log.warning("could not show progress of %s: %s", self.agent, exc)
-            count_channel_error(self.flow.wire.platform, type(exc).__name__)
-
-    async def close(self) -> None:
-        self.closed = True
-        self.stopping.set()
-        if self.task is not None:
-            await asyncio.gather(self.task, return_exceptions=True)
 
 
 class Restarts:

@@ -95,14 +95,12 @@ async def call_tool(client: Any, name: str, arguments: Mapping[str, Any], *,
     With `on_progress` the request carries `_meta.progressToken` (the SDK uses the request id) and
     each `notifications/progress` for it (progress, total, message) reaches `on_progress` as a Progress.
     """
-    callback = None
-    if on_progress is not None:
-        sink = on_progress
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            on_progress(Progress.of(message or f"tool {name}", progress, total))
 
-        async def callback(progress: float, total: float | None, message: str | None) -> None:
-            sink(Progress.of(message or f"tool {name}", progress, total))
-
-    result = await client.session.call_tool(name, dict(arguments), progress_callback=callback,
+    result = await client.session.call_tool(name, dict(arguments),
+                                            progress_callback=forward if on_progress is not None else None,
                                             allow_input_required=True)
     return result.model_dump(by_alias=True, exclude_none=True, mode="json")
 
