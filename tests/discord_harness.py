@@ -39,13 +39,19 @@ IMPL = """\
 
     RUNS = Path(os.environ["OZ0_TEST_RUNS"])
 
-    async def echo(text):
+    async def echo(text, ctx):
         with RUNS.open("a") as f:
             f.write(text.replace("\\n", " ") + "\\n")
         with RUNS.with_suffix(".threads").open("a") as f:
             f.write(threading.current_thread().name + "\\n")
         if text.startswith("sleep "):
             await asyncio.sleep(float(text.split()[1]))
+        if text.startswith("count "):  # count N EVERY_S [REST_S]: progress i of N every EVERY_S, then rest
+            n, every, *rest = text.split()[1:]
+            for i in range(1, int(n) + 1):
+                ctx.progress(f"item {i}", i, int(n))
+                await asyncio.sleep(float(every))
+            await asyncio.sleep(float(rest[0]) if rest else 0)
         return "echo: " + text
 
     def deploys(value):

@@ -44,6 +44,7 @@ class Recorded:
     body: Any
     files: list[tuple[str, str, bytes]] = field(default_factory=list)
     authorization: str | None = None
+    at: float = field(default_factory=time.monotonic)   # when the stand-in received it
 
     @property
     def callback_type(self) -> int | None:

@@ -27,7 +27,7 @@ from slack_standin import (
     slash_command_body,
 )
 
-__all__ = ["Harness", "assert_valid_blocks", "install_test_plugin", "running_channel"]
+__all__ = ["Harness", "answer_response", "assert_valid_blocks", "install_test_plugin", "running_channel"]
 
 IMPL = """\
     import asyncio
@@ -39,6 +39,12 @@ IMPL = """\
         if text.startswith("progress "):
             ctx.progress("step 1 of 2: " + text.split(None, 1)[1])
             await asyncio.sleep(0.3)
+        if text.startswith("count "):  # count N EVERY_S [REST_S]: progress i of N every EVERY_S, then rest
+            n, every, *rest = text.split()[1:]
+            for i in range(1, int(n) + 1):
+                ctx.progress(f"item {i}", i, int(n))
+                await asyncio.sleep(float(every))
+            await asyncio.sleep(float(rest[0]) if rest else 0)
         if text == "which thread":
             return "echo: on " + threading.current_thread().name
         return "echo: " + text
@@ -49,6 +55,19 @@ IMPL = """\
     def boom(text):
         raise RuntimeError("the database is on fire")
     """
+
+
+async def answer_response(slack: SlackStandIn, *, timeout: float = 10.0) -> Any:
+    """The response_url call that put the card in a private view: the first that is not a progress
+    update of the working message (those come first, while the job runs)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        for call in slack.of("response"):
+            if "Working on" not in str(call.args.get("text", "")):
+                return call
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no answer through the response_url within {timeout}s; got {slack.methods()}")
 
 
 def install_test_plugin(home: Path) -> None:

@@ -143,7 +143,7 @@ def test_command_gets_its_input_on_stdin(cmd_runtime):
 
 def test_command_qzx_producer_json_in_stderr_progress_result_out(cmd_runtime):
     lines: list[str] = []
-    job = run(cmd_runtime, "files", '{"path": "/srv"}', on_progress=lines.append)
+    job = run(cmd_runtime, "files", '{"path": "/srv"}', on_progress=lambda p: lines.append(p.message))
     assert job.status == "succeeded" and lines == ["looking at /srv"]
     text = RENDERERS["text"](cmd_runtime.card(job)).payload
     assert "✔ success: Listed 2 files." in text and "a.txt" in text and "b.txt" in text

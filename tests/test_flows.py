@@ -164,7 +164,7 @@ def test_the_console_has_a_run_form_for_the_flow(api):
 
 
 def test_a_flow_is_asked_in_slack_like_an_agent(tmp_path, oz0_home):
-    from slack_harness import running_channel
+    from slack_harness import answer_response, running_channel
 
     runtime = Runtime(oz0_home)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme")), actor="test")
@@ -173,7 +173,7 @@ def test_a_flow_is_asked_in_slack_like_an_agent(tmp_path, oz0_home):
     async def main() -> None:
         async with running_channel(oz0_home) as h:
             await h.command('release {"repo": "acme/api", "pr": 42}', trigger_id="TR-FLOW")
-            [answer] = await h.slack.wait_for("response")
+            answer = await answer_response(h.slack)
             shown = json.dumps(answer.args["blocks"], ensure_ascii=False)
             assert "acme/api@42" in shown
             assert "steps: review succeeded; merge succeeded; done skipped" in shown

@@ -95,7 +95,7 @@ def test_a_model_whose_retry_progress_quotes_the_key_never_shows_it(tmp_path, ke
         rt = runtime_with(tmp_path, {"reviewer": model_agent(server.url)}, {"schemas/review.json": REVIEW_SCHEMA})
         progress: list[str] = []
         with caplog.at_level(logging.DEBUG):
-            job = run(rt, "reviewer", "review it", on_progress=progress.append)
+            job = run(rt, "reviewer", "review it", on_progress=lambda p: progress.append(p.message))
     assert server.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
     assert len(progress) == 3 and all("does not match the output schema" in p for p in progress)
     assert job.failure_kind == "InvalidOutput"

@@ -46,7 +46,8 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
 TABLES_AFTER_BASELINE = ("claims", "questions")  # revisions 0003, 0004
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
-                          ("jobs", "tree_steps"), ("jobs", "limit_reached"))  # revisions 0005, 0006, 0007
+                          ("jobs", "tree_steps"), ("jobs", "limit_reached"),
+                          ("jobs", "progress"))  # revisions 0005, 0006, 0007, 0009
 
 
 def make_pre_migration_database(url: str) -> None:

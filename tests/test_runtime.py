@@ -153,7 +153,7 @@ def test_a_job_is_journaled_with_who_where_what_and_when(runtime):
 
 def test_async_agent_gets_its_context_and_reports_progress(runtime):
     lines = []
-    job = run(runtime, "shout", "quiet", on_progress=lines.append)
+    job = run(runtime, "shout", "quiet", on_progress=lambda p: lines.append(p.message))
     assert (job.status, job.output, lines) == ("succeeded", "QUIET", ["half way"])
 
 
@@ -206,7 +206,7 @@ def test_an_answer_over_the_output_limit_fails(runtime):
 def test_retryable_failures_are_retried_with_growing_backoff(runtime):
     lines = []
     t0 = time.monotonic()
-    job = run(runtime, "flaky", "k1", on_progress=lines.append)
+    job = run(runtime, "flaky", "k1", on_progress=lambda p: lines.append(p.message))
     assert (job.status, job.output, job.attempts) == ("succeeded", "done after 3 calls", 3)
     assert time.monotonic() - t0 >= 0.05 + 0.1
     assert [ln.split(" — ")[1] for ln in lines] == ["retrying in 0.05s (attempt 2 of 3)",

@@ -14,6 +14,7 @@ from oz0.adapters.chat.wire import Syntax
 from oz0.edge.cards.model import Action, Card, Status
 from oz0.edge.contracts.summary import example_input, input_summary, schema_summary
 from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.runtime.progress import Progress
 
 __all__ = ["NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card", "no_agents_card",
            "shareable", "working_card"]
@@ -79,9 +80,24 @@ def agent_help_card(spec: AgentSpec, syntax: Syntax) -> Card:
                 notes=syntax.help_notes)
 
 
-def working_card(agent: str, line: str = "") -> Card:
-    """The working message shown while a job runs, with the agent's latest progress line once it has one."""
-    return Card(form="text", text_format="plain", text=f"\u23f3 Working on {agent}..." + (f"\n{line}" if line else ""))
+def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: float | None = None) -> Card:
+    """The working message shown while a job runs; once the job reports progress, its latest report
+    and the time so far: "Working on deploy... 14 s" over "step 2 of 3: approve · 3/10 ▓▓▓░░░░░░░"."""
+    head = f"\u23f3 Working on {agent}..."
+    if elapsed_s is not None:
+        head += f" {_elapsed(elapsed_s)}"
+    if progress is None:
+        return Card(form="text", text_format="plain", text=head)
+    line = progress.summary()
+    return Card(form="text", text_format="plain", text=f"{head}\n{line}" if line else head)
+
+
+def _elapsed(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def shareable(card: Card, job_id: str, *, shared: bool = False) -> Card:

@@ -32,6 +32,7 @@ from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge.cards.model import Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
@@ -42,7 +43,6 @@ from oz0.renderers.rendered import Rendered
 
 __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
-PROGRESS_EVERY_S = 3.0       # the working message shows a new progress line at most this often
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
 
@@ -58,7 +58,7 @@ class AskFlow:
         self.log = log
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
-        self._progress: dict[str, _Progress] = {}
+        self._progress: dict[str, WorkingProgress] = {}
         self.questions = Questions(self, log=log)
 
     def listen_questions(self) -> None:
@@ -181,19 +181,19 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop and put its card where it was asked."""
-        progress = _Progress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent)
         if self.runtime.delivers(self.wire.platform):
             # The job's durable workflow posts its card (deliver_durably), here or on the replica that
             # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
             self._progress[job_id] = progress
             try:
-                await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.line))
+                await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
             finally:
                 self._progress.pop(job_id, None)
                 await progress.close()
             return
         try:
-            job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.line))
+            job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
             card = await self.jobs.call(self.runtime.card, job)
         except asyncio.CancelledError:
             # The channel is stopping: the runtime journals the job as interrupted; say so where it was asked.
@@ -284,42 +284,6 @@ class AskFlow:
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
 
-
-
-class _Progress:
-    """An agent's progress lines (they come on the jobs thread) shown in the working message: at most
-    one every PROGRESS_EVERY_S, one at a time, and never after the card."""
-
-    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
-        self.flow, self.reply, self.agent = flow, reply, agent
-        self.loop = asyncio.get_running_loop()
-        self.last = 0.0
-        self.closed = False
-        self.task: asyncio.Task[Any] | None = None
-
-    def line(self, text: str) -> None:
-        now = time.monotonic()
-        if self.closed or now - self.last < PROGRESS_EVERY_S:
-            return
-        self.last = now
-        self.loop.call_soon_threadsafe(self._show, text)
-
-    def _show(self, text: str) -> None:
-        if self.closed or (self.task is not None and not self.task.done()):
-            return
-        self.task = self.flow.tasks.spawn(self._send(text), name=f"{self.flow.wire.platform}-progress")
-
-    async def _send(self, text: str) -> None:
-        try:
-            await self.flow.wire.progress(self.reply, self.flow.draw(working_card(self.agent, text)))
-        except Exception as exc:
-            self.flow.log.warning("could not show progress of %s", self.agent, exc_info=True)
-            count_channel_error(self.flow.wire.platform, type(exc).__name__)
-
-    async def close(self) -> None:
-        self.closed = True
-        if self.task is not None:
-            await asyncio.gather(self.task, return_exceptions=True)
 
 
 class Restarts:

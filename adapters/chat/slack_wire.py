@@ -12,7 +12,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers import slack_modal
@@ -24,6 +24,8 @@ log = logging.getLogger("oz0.slack")
 
 COMMAND = "/ask"
 GROUPS_TTL_S = 60.0       # how long a user group's members are cached
+PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
+MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,18 @@ class ClickReply:
     ack: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
 
 
+def _retry_after(headers: Mapping[str, Any]) -> float:
+    """A 429's Retry-After in seconds (Slack sends whole seconds); 1 s when it is missing or unreadable."""
+    for name, value in headers.items():
+        if name.lower() == "retry-after":
+            raw = value[0] if isinstance(value, (list, tuple)) and value else value
+            try:
+                return max(0.0, float(raw))
+            except (TypeError, ValueError):
+                break
+    return 1.0
+
+
 def _files_note(uploads: Sequence[Attachment], where: str) -> str:
     names = ", ".join(f"{a.filename} ({a.size} bytes)" for a in uploads)
     return f"Full result: {names}, {where}."
@@ -92,6 +106,7 @@ class SlackWire:
                              help_notes=(f"Run one with {command} AGENT INPUT, or mention the bot: @oz0 AGENT INPUT",),
                              unknown_hint=f"Try {command} help.")
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # group -> (read at, members)
+        self._progress_uses: dict[str, int] = {}  # a private view's response_url -> progress updates sent
 
     async def with_groups(self, asker: Asker) -> Asker:
         """Fill in the asker's user groups, asking Slack only about the groups access.yaml names."""
@@ -170,6 +185,8 @@ class SlackWire:
         return replace(reply, upload_to=dm), _files_note(uploads, "sent to you as a direct message")
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        if reply.response_url:
+            self._progress_uses.pop(reply.response_url, None)
         if reply.ephemeral:
             await self._respond(reply, {**rendered.payload, "response_type": "ephemeral", "replace_original": True})
             if reply.upload_to:
@@ -186,9 +203,31 @@ class SlackWire:
         await self._upload(rendered.uploads, channel=reply.channel, thread_ts=reply.thread_ts)
 
     async def progress(self, reply: ReplyTarget, rendered: Rendered) -> None:
-        # A private view is replaced through its response_url, which takes 5 uses: the card needs one.
-        if not reply.ephemeral and reply.ts:
-            await self.client.chat_update(channel=reply.channel, ts=reply.ts, **rendered.payload)
+        """chat.update of the working message (the client waits out a 429's Retry-After and retries;
+        one it gave up on is RateLimited). A private view is replaced through its response_url, which
+        Slack takes 5 times: progress uses PRIVATE_PROGRESS_USES of them, the rest stay for questions
+        and the card, and a failed use is not retried (the card must not be spent on it)."""
+        if reply.ephemeral:
+            assert reply.response_url is not None
+            used = self._progress_uses.pop(reply.response_url, 0)
+            if used >= PRIVATE_PROGRESS_USES:
+                self._progress_uses[reply.response_url] = used
+                return
+            self._progress_uses[reply.response_url] = used + 1
+            while len(self._progress_uses) > MAX_PROGRESS_VIEWS:   # memory stays bounded
+                self._progress_uses.pop(next(iter(self._progress_uses)))
+            resp = await AsyncWebhookClient(reply.response_url, timeout=10).send_dict(
+                {**rendered.payload, "response_type": "ephemeral", "replace_original": True})
+            if resp.status_code == 429:
+                raise RateLimited(_retry_after(resp.headers))
+            return
+        if reply.ts:
+            try:
+                await self.client.chat_update(channel=reply.channel, ts=reply.ts, **rendered.payload)
+            except SlackApiError as exc:
+                if exc.response.status_code == 429:
+                    raise RateLimited(_retry_after(exc.response.headers)) from None
+                raise
 
     async def _respond(self, reply: ReplyTarget, body: dict[str, Any]) -> None:
         """Replace the asker's private view through the command's response_url; when that has expired

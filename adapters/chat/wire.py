@@ -16,9 +16,11 @@ from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.jobs import Job
+from oz0.edge.runtime.progress import Progress
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "Reply", "ShareClick", "Syntax", "WireRefused"]
+__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
+           "WireRefused"]
 
 
 class Reply(Protocol):
@@ -87,6 +89,14 @@ class WireRefused(Exception):
     """The platform refused what the channel sent (its words, never a credential)."""
 
 
+class RateLimited(Exception):
+    """The platform asked the channel to wait `retry_after_s` before its next call of this kind."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"rate limited: retry after {retry_after_s:g} s")
+        self.retry_after_s = retry_after_s
+
+
 class ChatRuntime(Protocol):
     """What the ask flow needs from `oz0.edge.runtime.runner.Runtime`, and nothing more (and `home`,
     where a channel reads access.yaml)."""
@@ -98,7 +108,7 @@ class ChatRuntime(Protocol):
     def submit(self, agent: str, text: str, *, requester: str, channel: str, dedupe_key: str | None,
                reply_to: Mapping[str, Any] | None) -> tuple[Job, bool]: ...
 
-    def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Awaitable[Job]: ...
+    def execute(self, job_id: str, *, on_progress: Callable[[Progress], Any] | None = None) -> Awaitable[Job]: ...
 
     def job(self, job_id: str) -> Job | None: ...
 
@@ -175,7 +185,8 @@ class ChatWire(Protocol):
         ...
 
     async def progress(self, reply: Any, rendered: Rendered) -> None:
-        """Show a progress card in place of the working message (where the platform allows it)."""
+        """Show a progress card in place of the working message (where the platform allows it);
+        RateLimited when the platform says to wait (the flow then sends none for that long)."""
         ...
 
     async def notice(self, reply: Any, text: str) -> None:

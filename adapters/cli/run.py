@@ -49,11 +49,14 @@ def _run(args: argparse.Namespace) -> int:
                                    error_code="usage_error", started=started)
             raise CommandError(str(exc)) from None
 
-        def progress(line: str) -> None:
-            print(f"… {line}", file=sys.stderr, flush=True)
+        from oz0.adapters.cli.progress_out import TerminalProgress
 
-        job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
-                                      on_progress=progress))
+        progress = TerminalProgress()
+        try:
+            job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
+                                          on_progress=progress))
+        finally:
+            progress.close()
         card = runtime.card(job)
         flow = runtime.agent(args.agent).kind == "flow"
     finally:

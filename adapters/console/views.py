@@ -18,8 +18,11 @@ from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
 from oz0.edge.cards.model import Card
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
+from oz0.edge.runtime.progress import Progress
 
-__all__ = ["agent_view", "drawn_card", "example_values", "job_view"]
+__all__ = ["PAGE_REFRESH_S", "agent_view", "drawn_card", "example_values", "job_view"]
+
+PAGE_REFRESH_S = 2   # a running job's page reloads this often, to show its latest progress
 
 log = logging.getLogger("oz0.console")
 
@@ -123,7 +126,19 @@ def job_view(job: Any) -> dict[str, Any]:
         "failure_kind": job.failure_kind, "failure_reason": reason, "failure_short": _short(reason, 120),
         "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.created)),
         "took": f"{took:.2f} s" if took is not None else "", "attempts": job.attempts,
+        "progress": _progress_text(job),
+        # a running job's page reloads itself to show its latest progress (no script needed); a
+        # waiting one does not, for its page holds the answer form someone may be filling in
+        "refresh_s": PAGE_REFRESH_S if job.status in ("queued", "running") else None,
     }
+
+
+def _progress_text(job: Any) -> str:
+    """The latest progress a running job journaled (edge.runtime.progress), as one line."""
+    progress = Progress.from_dict(getattr(job, "progress", None)) if not job.finished else None
+    if progress is None:
+        return ""
+    return progress.summary()
 
 
 def _short(text: str, limit: int) -> str:

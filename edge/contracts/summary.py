@@ -86,7 +86,10 @@ def schema_example(schema: Any) -> str:
 
 
 def example_input(spec: AgentSpec) -> str:
-    """The input to show in an agent's help: its declared example, else one built from its contract."""
+    """The input to show in an agent's help: its declared `example:`, else the first of its `examples:`,
+    else one built from its contract."""
     if spec.example:
         return spec.example
+    if spec.examples:
+        return spec.examples[0].input_text
     return TEXT_EXAMPLE if spec.input is None else schema_example(spec.input.schema)

@@ -11,13 +11,15 @@ Imported by edge.runtime.durable (it imports dbos), before DBOS launches, so the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
 from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
-from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question
+from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
 from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.runtime.progress import JournalProgress
 
 __all__ = ["flow_workflow"]
 
@@ -35,21 +37,33 @@ async def flow_workflow(job_id: str) -> str:
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
         job = runtime.job(job_id)
         assert job is not None
+        # "step 2 of 3: approve": journaled, and shown by whoever waits for the flow in this process
+        report = JournalProgress(runtime.store, job_id, lambda p: (engine._progress.get(job_id) or _ignore)(p))
 
         async def run_agent(step: FlowStep, text: str, run: int) -> Job:
             assert step.agent is not None
+            where = step_progress(spec, step)
+            report(where)
             made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
             if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
                 raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
             child_id = made["id"]
             await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
-            with SetWorkflowID(child_dedupe_key(job_id, step.id, run)):
-                handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
-            await handle.get_result()
+            # the step's own reports follow its line, when the step runs in this process
+            follow = engine._progress.setdefault(
+                child_id, lambda p: report(replace(p, message=f"{where.message} · {p.message}")))
+            try:
+                with SetWorkflowID(child_dedupe_key(job_id, step.id, run)):
+                    handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
+                await handle.get_result()
+            finally:
+                if engine._progress.get(child_id) is follow:
+                    engine._progress.pop(child_id, None)
             ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
             return _as_job(ended)
 
         async def ask_person(step: FlowStep, message: str) -> Any:
+            report(step_progress(spec, step))
             await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
             if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
                 return await wait_in_workflow(job_id, step.id, step.timeout_s)
@@ -83,6 +97,10 @@ async def flow_workflow(job_id: str) -> str:
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"
+
+
+def _ignore(progress: Any) -> None:
+    return None
 
 
 def _flushing(call: Any, pending: list[StepResult], skipped: Any) -> Any:

@@ -11,13 +11,14 @@ that ran, checked against the flow's output contract by the runtime like any age
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from oz0.edge.contracts.json_data import dumps_exact
 from oz0.edge.flows.expressions import ExpressionError, evaluate, render_text, truthy
 from oz0.edge.flows.model import FlowSpec, FlowStep
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.runtime.progress import Progress, ProgressSink
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -29,6 +30,7 @@ __all__ = [
     "drive",
     "run_here",
     "step_note",
+    "step_progress",
     "step_results",
     "journal_skipped",
     "person_question",
@@ -133,8 +135,15 @@ def step_note(results: list[StepResult] | tuple[StepResult, ...]) -> str:
     return "steps: " + "; ".join(f"{r.step} {r.status}" for r in results)
 
 
+def step_progress(spec: FlowSpec, step: FlowStep) -> Progress:
+    """"step 2 of 3: approve" (an agent step also names its agent): where a running flow is."""
+    number = next(i for i, s in enumerate(spec.steps, start=1) if s.id == step.id)
+    agent = f" ({step.agent})" if step.agent and not step.is_ask else ""
+    return Progress.of(f"step {number} of {len(spec.steps)}: {step.id}{agent}")
+
+
 async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
-                   on_progress: Callable[[str], Any] | None = None) -> tuple[Any, list[StepResult]]:
+                   on_progress: ProgressSink | None = None) -> tuple[Any, list[StepResult]]:
     """The flow in this process (no engine): each agent step a child job run here, each person step
     a wait on the runtime (not durable: a restart ends the flow interrupted)."""
     results: list[StepResult] = []
@@ -144,11 +153,16 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
         child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
         if child.finished:
             return child
-        if on_progress is not None:
-            on_progress(f"step {step.id}: {step.agent} (job {child.id})")
-        return await runtime.execute_here(child.id, on_progress=on_progress)
+        if on_progress is None:
+            return await runtime.execute_here(child.id)
+        where = step_progress(spec, step)
+        on_progress(where)
+        return await runtime.execute_here(child.id, on_progress=lambda p: on_progress(
+            replace(p, message=f"{where.message} · {p.message}")))
 
     async def ask_person(step: FlowStep, message: str) -> Any:
+        if on_progress is not None:
+            on_progress(step_progress(spec, step))
         runtime.ask(person_question(job, step, message))
         return await runtime.wait_answer_async(job.id, step.id, timeout_s=step.timeout_s)
 

@@ -18,6 +18,7 @@ from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",
+    "progress_of",
     "run_mcp_agent",
     "server_for_agent",
     "tool_name",
@@ -126,8 +127,15 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
     _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
-                                elicit=elicitor_for(ctx, server))
+                                elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
+
+
+def progress_of(ctx: Any) -> Any:
+    """The sink of a call's MCP progress notifications: the job's `ctx.progress`, when it has one."""
+    if ctx is None or getattr(ctx, "on_progress", None) is None:
+        return None
+    return lambda p: ctx.progress(p.message, p.done, p.total)
 
 
 def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:

@@ -20,6 +20,7 @@ from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
     protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.runtime.progress import ProgressSink
 from oz0.edge.mcp.stdio import STOP_TIMEOUT_S, StdioServer
 
 __all__ = [
@@ -114,21 +115,25 @@ class McpServers:
 
     async def call(self, server: ServerSpec, tool: str, arguments: Mapping[str, Any], *,
                    timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
-                   elicit: Elicitor | None = None) -> tuple[ToolInfo, dict[str, Any]]:
+                   elicit: Elicitor | None = None,
+                   on_progress: ProgressSink | None = None) -> tuple[ToolInfo, dict[str, Any]]:
         """Call `tool` and return it as listed with its wire-shaped CallToolResult (camelCase keys).
-        With `elicit`, the call may ask its job's person (edge.mcp.elicit)."""
-        return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s, elicit))
+        With `elicit`, the call may ask its job's person (edge.mcp.elicit); with `on_progress`, the
+        server's progress notifications for this call reach it (on the MCP loop's thread)."""
+        return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s, elicit, on_progress))
 
     async def _on_loop(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                       timeout_s: float, elicit: Elicitor | None = None) -> Any:
+                       timeout_s: float, elicit: Elicitor | None = None,
+                       on_progress: ProgressSink | None = None) -> Any:
         if server.is_stdio and elicit is not None:
             if self._eliciting is None:
                 self._eliciting = ElicitingSessions(self)
             async with self._eliciting.borrow(server, elicit) as entry:
-                return await self._stdio_call(server, tool, arguments, timeout_s, entry=entry)
+                return await self._stdio_call(server, tool, arguments, timeout_s, entry=entry,
+                                              on_progress=on_progress)
         if server.is_stdio:
-            return await self._stdio_call(server, tool, arguments, timeout_s)
-        return await self._http_call(server, tool, arguments, timeout_s, elicit=elicit)
+            return await self._stdio_call(server, tool, arguments, timeout_s, on_progress=on_progress)
+        return await self._http_call(server, tool, arguments, timeout_s, elicit=elicit, on_progress=on_progress)
 
     async def _list(self, client: Any, server: ServerSpec, timeout_s: float) -> dict[str, ToolInfo]:
         tools = await timed(list_tools(client), timeout_s, f"listing the tools of `{server.label()}`")
@@ -149,7 +154,8 @@ class McpServers:
         return await self._http_call(server, None, None, DEFAULT_CALL_TIMEOUT_S)
 
     async def _stdio_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                          timeout_s: float, *, entry: StdioServer | None = None) -> Any:
+                          timeout_s: float, *, entry: StdioServer | None = None,
+                          on_progress: ProgressSink | None = None) -> Any:
         entry = entry or self._stdio.get(server)
         if entry is None:
             entry = self._stdio[server] = StdioServer(server, self)
@@ -161,7 +167,7 @@ class McpServers:
             tools = entry.tools = await self._list(client, server, timeout_s)
         info = pick(tools, tool, server)
         try:
-            result = await timed(call_tool(client, tool, arguments or {}), timeout_s,
+            result = await timed(call_tool(client, tool, arguments or {}, on_progress=on_progress), timeout_s,
                                   f"calling tool {tool!r} on `{server.label()}`")
         except McpFailure:
             raise
@@ -173,7 +179,8 @@ class McpServers:
         return info, result
 
     async def _http_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                         timeout_s: float, *, elicit: Elicitor | None = None) -> Any:
+                         timeout_s: float, *, elicit: Elicitor | None = None,
+                         on_progress: ProgressSink | None = None) -> Any:
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
         import httpx2
@@ -196,7 +203,7 @@ class McpServers:
                         return tools
                     info = pick(tools, tool, server)
                     sent = True
-                    result = await timed(call_tool(client, tool, arguments or {}), timeout_s,
+                    result = await timed(call_tool(client, tool, arguments or {}, on_progress=on_progress), timeout_s,
                                           f"calling tool {tool!r} on `{server.label()}`")
                     return info, result
             except McpFailure:

@@ -13,6 +13,7 @@ import asyncio
 from typing import Any, Awaitable, Iterator, Mapping, TypeVar
 
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.runtime.progress import Progress, ProgressSink
 
 __all__ = [
     "MAX_TOOL_PAGES",
@@ -87,9 +88,20 @@ async def list_tools(client: Any) -> dict[str, ToolInfo]:
     raise McpFailure("Crashed", f"the tool listing did not end after {MAX_TOOL_PAGES} pages")
 
 
-async def call_tool(client: Any, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """tools/call, the result as its wire-shaped (camelCase) dict; an input_required result is returned, not driven."""
-    result = await client.session.call_tool(name, dict(arguments), allow_input_required=True)
+async def call_tool(client: Any, name: str, arguments: Mapping[str, Any], *,
+                    on_progress: ProgressSink | None = None) -> dict[str, Any]:
+    """tools/call, the result as its wire-shaped (camelCase) dict; an input_required result is returned, not driven.
+
+    With `on_progress` the request carries `_meta.progressToken` (the SDK uses the request id) and
+    each `notifications/progress` for it (progress, total, message) reaches `on_progress` as a Progress.
+    """
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            on_progress(Progress.of(message or f"tool {name}", progress, total))
+
+    result = await client.session.call_tool(name, dict(arguments),
+                                            progress_callback=forward if on_progress is not None else None,
+                                            allow_input_required=True)
     return result.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 

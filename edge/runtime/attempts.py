@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
@@ -20,6 +20,7 @@ from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext
 from oz0.edge.runtime.kinds import AGENT_KINDS
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.progress import ProgressSink
     from oz0.edge.runtime.store import Store
 
 __all__ = ["CHECKED_JOBS_MAX", "AgentAttempts"]
@@ -36,7 +37,7 @@ class AgentAttempts:
     _checked: "OrderedDict[str, str]"
 
     async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
-                        on_progress: Callable[[str], Any] | None) -> Any:
+                        on_progress: "ProgressSink | None") -> Any:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
         from oz0.edge.flows.runner import run_here
 

@@ -31,11 +31,12 @@ import socket
 import threading
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import Leases
+from oz0.edge.runtime.progress import ProgressSink
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.jobs import Job
@@ -164,7 +165,7 @@ class Engine(Leases):
         self._queues: dict[str, int | None] = {}
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
-        self._progress: dict[str, Callable[[str], Any]] = {}
+        self._progress: dict[str, ProgressSink] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._lease_conn: Any = None
@@ -223,7 +224,7 @@ class Engine(Leases):
 
     # running a job -----------------------------------------------------------------------------
 
-    async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> "Job":
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> "Job":
         """Start (or join) the job's workflow and wait for its end, on whichever replica runs it."""
         job = self.runtime.job(job_id)
         if job is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.runtime.progress import Progress
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.delegation import Delegation
@@ -93,6 +94,7 @@ class Job:
     contract_version: str | None = None
     root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
     limit_reached: str | None = None     # on a root: the limit that ended its tree
+    progress: Mapping[str, Any] | None = None  # the latest progress journaled ({message, done, total})
 
     @property
     def failed(self) -> bool:
@@ -114,7 +116,7 @@ class Job:
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
             "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
-            "parent_id", "contract_hash", "contract_version")}
+            "parent_id", "contract_hash", "contract_version", "progress")}
         out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
                            if self.reply_to else self.reply_to)
         return out
@@ -133,16 +135,17 @@ class RunContext:
     agent: AgentSpec
     attempt: int
     plugin_path: Path
-    on_progress: Callable[[str], Any] | None = field(default=None, repr=False)
+    on_progress: Callable[[Progress], Any] | None = field(default=None, repr=False)
     questions: "Questions | None" = field(default=None, repr=False)
     delegate: "Delegation | None" = field(default=None, repr=False)
 
-    def progress(self, line: str) -> None:
-        """Report one line of progress (a command's stderr, a model's step); never fails the job."""
+    def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
+        """Report what the job does now (a command's stderr line, a model's step, `done` of `total`
+        items); never fails the job. Every sink gets one `Progress` (edge.runtime.progress)."""
         if self.on_progress is None:
             return
         try:
-            self.on_progress(line[:1000])
+            self.on_progress(Progress.of(message, done, total))
         except Exception:  # a broken progress sink must not end the agent's work
             log.exception("progress callback failed for job %s", self.job_id)
 

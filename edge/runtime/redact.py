@@ -103,11 +103,11 @@ class Redactor:
         return JobFailure(failure.kind, self.text(failure.reason), partial_output=self.data(failure.partial_output))
 
     def context(self, ctx: RunContext) -> RunContext:
-        """A RunContext whose progress lines are redacted before they reach the sink."""
+        """A RunContext whose progress messages are redacted before they reach the sink."""
         sink = ctx.on_progress
         if sink is None or not self._needles:
             return ctx
-        return dataclasses.replace(ctx, on_progress=lambda line: sink(self.text(line)))
+        return dataclasses.replace(ctx, on_progress=lambda p: sink(dataclasses.replace(p, message=self.text(p.message))))
 
     async def run(self, work: Awaitable[Any]) -> Any:
         """Await an agent kind's work: its answer redacted, its failure redacted, and any other error

@@ -38,6 +38,7 @@ from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
+from oz0.edge.runtime.progress import JournalProgress, ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
@@ -249,7 +250,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return job
         return await self.execute(job.id, on_progress=on_progress)
 
-    async def execute(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None) -> Job:
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> Job:
         """Run a queued job to its end. Never raises for agent failures; a job already claimed by
         someone else (or finished) is returned as it stands. With the engine launched, the job runs as
         its durable workflow (on any replica) and this waits for its end."""
@@ -257,7 +258,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return await self.engine.execute(job_id, on_progress=on_progress)
         return await self.execute_here(job_id, on_progress=on_progress)
 
-    async def execute_here(self, job_id: str, *, on_progress: Callable[[str], Any] | None = None,
+    async def execute_here(self, job_id: str, *, on_progress: ProgressSink | None = None,
                            resume: bool = False) -> Job:
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
@@ -271,9 +272,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return job
         job = self.job(job_id)
         assert job is not None
+        on_progress = JournalProgress(self.store, job_id, on_progress)  # the console reads it from the journal
         return await self._watched(job, self._run_claimed(job, on_progress, resume))
 
-    async def _run_claimed(self, job: Job, on_progress: Callable[[str], Any] | None, resume: bool) -> Job:
+    async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
         job_id = job.id
         attempts = 0
@@ -374,7 +376,7 @@ def _job(row: Mapping[str, Any]) -> Job:
         reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
         parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
-        limit_reached=row.get("limit_reached"),
+        limit_reached=row.get("limit_reached"), progress=row.get("progress"),
     )
 
 

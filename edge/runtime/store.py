@@ -117,6 +117,7 @@ jobs = Table(
     Column("root_id", String(32), nullable=True, index=True),  # revision 0007: the tree's first job (edge.runtime.tree)
     Column("tree_steps", Integer, nullable=True),   # revision 0007: steps run below this job
     Column("limit_reached", Text, nullable=True),   # revision 0007: on a root, the limit that ended its tree
+    Column("progress", JSON(none_as_null=True), nullable=True),  # revision 0009: the latest, edge.runtime.progress
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )

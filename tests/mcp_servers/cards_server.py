@@ -15,10 +15,13 @@ on 127.0.0.1). Tools:
 - approve: answers resultType input_required -> reported, not drawn
 - sleep: sleeps, to test call timeouts
 - crash: exits the server process, to test restarts
+- count: sends `notifications/progress` (i of N, "counted i") for each of N items, when the call
+  carried a progressToken; answers how many it counted
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -26,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import InputRequiredResult
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -137,6 +140,15 @@ def sleep(seconds: float) -> str:
     """Sleeps, then answers."""
     time.sleep(seconds)
     return "awake"
+
+
+@server.tool()
+async def count(items: int, ctx: Context, every_s: float = 0.05) -> str:
+    """Counts to `items`, reporting progress after each one."""
+    for i in range(1, items + 1):
+        await asyncio.sleep(every_s)
+        await ctx.report_progress(i, items, f"counted {i}")
+    return f"counted {items}"
 
 
 @server.tool()
