@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
-from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.plugins.manifest import BUDGET_EXHAUSTED, INVALID_INPUT, AgentSpec, FailureKind
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.questions import Answer, Questions
 
 __all__ = [
@@ -50,6 +52,7 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
                 partial=True),
     FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
                                          "did not get it; nothing ran.", person=True),
+    BUDGET_EXHAUSTED,
 )}
 
 
@@ -130,6 +133,8 @@ class RunContext:
     plugin_path: Path
     on_progress: Callable[[str], Any] | None = field(default=None, repr=False)
     questions: "Questions | None" = field(default=None, repr=False)
+    budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
+    started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
 
     def progress(self, line: str) -> None:
         """Report one line of progress (a command's stderr, a model's step); never fails the job."""

@@ -32,6 +32,7 @@ from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
@@ -85,6 +86,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
+        self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
 
         watch_tools(self)
@@ -281,7 +283,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
                 self.store.update_job(job_id, attempts=attempts)
                 try:
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
-                                                                         on_progress, self.questions))
+                                                                         on_progress, self.questions,
+                                                                         budgets=self.budgets))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -318,6 +321,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps):
             output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
+        self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
         job = self.job(job_id)
         assert job is not None
         return job
