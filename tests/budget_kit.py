@@ -15,7 +15,7 @@ from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 
-__all__ = ["COUNTER_SERVER", "USAGE", "answer_when_asked", "mcp_counter", "model_server", "plugin_runtime", "reviewer"]
+__all__ = ["COUNTER_SERVER", "USAGE", "Asker", "mcp_counter", "model_server", "plugin_runtime", "reviewer"]
 
 USAGE = (120, 30)  # what the stand-in model reports: prompt and completion tokens
 
@@ -70,12 +70,16 @@ def mcp_counter(**extra: Any) -> dict[str, Any]:
             "limits": {"timeout_s": 20}, **extra}
 
 
-async def answer_when_asked(rt: Runtime, job_id: str, *, allow: bool, by: str = "cli:ana") -> Any:
-    """Wait for the job's budget question and answer it yes or no, as its asker; the question."""
-    for _ in range(400):
-        question = rt.questions.question(job_id)
-        if question is not None:
-            rt.questions.answer(job_id, question.step, action="accept", content={"allow": allow}, by=by)
-            return question
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"job {job_id} never asked about its budget")
+class Asker:
+    """The asker at a channel (the terminal's, "cli"): draws each question the runtime asks there and
+    answers it as `by`, yes or no as `allow` says at the time; `asked` keeps the questions."""
+
+    def __init__(self, rt: Runtime, *, allow: bool, by: str = "cli:ana", platform: str = "cli") -> None:
+        self.allow, self.by, self.rt = allow, by, rt
+        self.asked: list[Any] = []
+        rt.on_question(platform, self._answer)
+
+    async def _answer(self, job: Any, question: Any) -> None:
+        self.asked.append(question)
+        await asyncio.sleep(0.05)  # a person takes a moment
+        self.rt.questions.answer(job.id, question.step, action="accept", content={"allow": self.allow}, by=self.by)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from budget_kit import USAGE, answer_when_asked, mcp_counter, model_server, plugin_runtime, reviewer
+from budget_kit import USAGE, Asker, mcp_counter, model_server, plugin_runtime, reviewer
 from loopback import Loopback
 from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.lint import lint_plugin
@@ -65,8 +65,8 @@ def test_a_budget_too_small_for_the_call_is_refused_before_the_endpoint_hears_of
         job = run(rt, "reviewer")
     assert server.requests == []
     assert (job.status, job.failure_kind, job.attempts) == ("failed", "BudgetExhausted", 1)
-    assert job.failure_reason.startswith("the agent reviewer, per job budget has no room for the next call: its "
-                                         "tokens limit is 50 tokens, 0 tokens spent and 0 tokens reserved")
+    assert job.failure_reason.startswith("the 50 tokens budget (agent reviewer, per job) has no room for the next "
+                                         "call: its tokens limit is 50 tokens, 0 tokens spent and 0 tokens reserved")
     assert "this call needs up to" in job.failure_reason and "the call was not made" in job.failure_reason
     rt.close()
 
@@ -138,7 +138,7 @@ def test_calls_budgets_of_http_and_mcp_agents(tmp_path):
     servers().close()
     assert counted[0].status == "succeeded", counted[0].failure_reason
     assert [j.status for j in hooks] == ["succeeded", "succeeded", "failed"] and len(server.requests) == 2
-    assert "the agent hook, per day budget" in hooks[2].failure_reason
+    assert "the 2 calls budget (agent hook, per day)" in hooks[2].failure_reason
     assert "its calls limit is 2 calls, 2 calls spent" in hooks[2].failure_reason
     assert rt.budgets.report(hooks[0])[0].spent.cost == 20_000  # 2 calls at $0.01
     assert [j.status for j in counted] == ["succeeded", "failed"] and counted[1].failure_kind == "BudgetExhausted"
@@ -156,7 +156,7 @@ def test_a_flows_budget_covers_its_steps(tmp_path):
         job = run(rt, "twice", "go")
     assert len(server.requests) == 1
     assert (job.status, job.failure_kind) == ("failed", "BudgetExhausted")
-    assert "step second" in job.failure_reason and "the flow twice, per job budget" in job.failure_reason
+    assert "step second" in job.failure_reason and "the 1 call budget (flow twice, per job)" in job.failure_reason
     first, second = rt.children(job.id)
     assert (first.status, second.failure_kind) == ("succeeded", "BudgetExhausted")
     [state] = rt.budgets.report(second)  # the step is covered by its flow's budget
@@ -177,7 +177,7 @@ def test_an_access_yaml_channel_budget_is_shared_per_day(tmp_path):
         first, second, elsewhere = ask("C0456"), ask("C0456"), ask("C0999")
     assert [j.status for j in (first, second, elsewhere)] == ["succeeded", "failed", "succeeded"]
     assert len(server.requests) == 2
-    assert second.failure_reason.startswith("the access.yaml budget ops-room, per day budget has no room")
+    assert second.failure_reason.startswith("the 1 call budget (access.yaml budget ops-room, per day) has no room")
     [state] = rt.budgets.report(second)
     assert state.ref.period.startswith("day:") and (state.spent.calls, state.left("calls")) == (1, 0)
     assert rt.budgets.report(elsewhere) == []
@@ -186,32 +186,29 @@ def test_an_access_yaml_channel_budget_is_shared_per_day(tmp_path):
 
 # on_exhausted: ask --------------------------------------------------------------------------------
 
-def _asked(rt, job_id: str, *, allow: bool):
-    async def both():
-        question = asyncio.ensure_future(answer_when_asked(rt, job_id, allow=allow))
-        job = await rt.execute(job_id)
-        return job, await question
-    return asyncio.run(both())
-
-
 def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
     with Loopback(lambda data, headers, path: (200, "ok")) as server:
         rt = plugin_runtime(tmp_path, {"hook": {"kind": "http", "url": server.url, "input": "text", "output": "text",
                                                 "price": {"per_call": 0.12},
                                                 "budget": {"cost": 1, "per": "day", "on_exhausted": "ask"}}})
+        asker = Asker(rt, allow=True)
         spent = [run(rt, "hook", f"n{i}", requester="cli:ana") for i in range(8)]  # $0.96 of $1.00
-        job, _ = rt.submit("hook", "ninth", requester="cli:ana")
-        ended, question = _asked(rt, job.id, allow=True)
+        ended = run(rt, "hook", "ninth", requester="cli:ana")
+        asker.allow = False
+        other = run(rt, "hook", "tenth", requester="cli:ana")  # another tree: the grant is not its
     assert all(j.status == "succeeded" for j in spent)
-    assert question.message == ("this job needs up to $0.08 more of its $1.00 budget (agent hook, per day); allow?")
-    assert question.answer_schema["properties"]["allow"]["type"] == "boolean"
+    first, second = asker.asked
+    assert first.job_id == ended.id and first.message == (
+        "this job needs up to $0.08 more of its $1.00 budget (agent hook, per day); allow?")
+    assert first.answer_schema["properties"]["allow"]["type"] == "boolean"
     assert (ended.status, len(server.requests)) == ("succeeded", 9)
     [state] = rt.budgets.report(ended)
     assert (state.granted.cost, state.spent.cost, state.left("cost")) == (80_000, 1_080_000, 0)
-    assert rt.audit_log()[0].action == "budget.granted" and rt.audit_log()[0].actor == "cli:ana"
-    other, _ = rt.submit("hook", "tenth", requester="cli:ana")  # another tree: the grant is not its
-    again, _ = _asked(rt, other.id, allow=False)
-    assert again.failure_kind == "BudgetExhausted"
+    assert [(a.action, a.actor) for a in rt.audit_log(limit=50) if a.action == "budget.granted"] == [
+        ("budget.granted", "cli:ana")]
+    assert second.job_id == other.id and second.message.startswith("this job needs up to $0.20 more")
+    assert other.failure_kind == "BudgetExhausted" and other.failure_reason.endswith(
+        "(cli:ana said no when asked to allow more)")
     rt.close()
     shown = jobs_show(tmp_path / "home", ended.id).stdout
     assert "cost: limit $1.00 (+$0.08 granted), reserved $0.00, spent $1.08, left $0.00" in shown
@@ -221,13 +218,41 @@ def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
 def test_ask_refused_ends_the_job_budget_exhausted_without_a_call(tmp_path):
     with model_server() as server:
         rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"})})
-        job, _ = rt.submit("reviewer", "review it", requester="cli:ana")
-        ended, question = _asked(rt, job.id, allow=False)
+        asker = Asker(rt, allow=False)
+        ended = run(rt, "reviewer", "review it", requester="cli:ana")
     assert server.requests == []
-    assert question.message.startswith("this job needs up to ") and "more of its 50 tokens budget (agent " \
-        "reviewer, per job); allow?" in question.message
+    [question] = asker.asked
+    assert question.message.startswith("this job needs up to ") and question.message.endswith(
+        " more of its 50 tokens budget (agent reviewer, per job); allow?")
     assert ended.failure_kind == "BudgetExhausted" and ended.failure_reason.endswith(
         "(cli:ana said no when asked to allow more)")
+    rt.close()
+
+
+def test_ask_where_no_channel_can_ask_ends_the_job_at_once(tmp_path):
+    with model_server() as server:
+        rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"})})
+        ended = run(rt, "reviewer", "review it")
+    assert server.requests == [] and rt.questions.question(ended.id) is None
+    assert ended.failure_kind == "BudgetExhausted" and ended.failure_reason.endswith(
+        "(on_exhausted is ask, but no channel can ask where the job was asked; ask it from chat or the console)")
+    rt.close()
+
+
+def test_a_step_asks_through_its_flow_and_the_grant_covers_the_tree(tmp_path):
+    with Loopback(lambda data, headers, path: (200, "ok")) as server:
+        hook = {"kind": "http", "url": server.url, "input": "text", "output": "text"}
+        flow = {"input": "text", "output": "text", "budget": {"calls": 1, "on_exhausted": "ask"},
+                "steps": [{"id": "first", "agent": "hook"}, {"id": "second", "agent": "hook"}]}
+        rt = plugin_runtime(tmp_path, {"hook": hook}, flows={"twice": flow})
+        asker = Asker(rt, allow=True)
+        job = run(rt, "twice", "go", requester="cli:ana")
+    assert (job.status, len(server.requests)) == ("succeeded", 2)
+    [question] = asker.asked
+    assert question.job_id == job.id  # asked on the flow's job, where its asker sees it
+    assert question.message == "this job needs up to 1 call more of its 1 call budget (flow twice, per job); allow?"
+    [state] = rt.budgets.report(job)
+    assert (state.granted.calls, state.spent.calls) == (1, 2)
     rt.close()
 
 

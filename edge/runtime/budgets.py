@@ -217,7 +217,7 @@ class Budgets:
         for ref in refs:
             unbounded = [d for d in ("tokens", "cost") if getattr(need, d) is None and ref.budget.limit(d) is not None]
             if unbounded:
-                raise JobFailure("Misconfigured", f"the {ref.label} budget limits {' and '.join(unbounded)}, but agent "
+                raise JobFailure("Misconfigured", f"the budget ({ref.label}) limits {' and '.join(unbounded)}, but agent "
                                                   f"{ctx.agent.name} declares no {need.missing}, so its calls have no "
                                                   "bound to reserve; declare it in the agent file")
         amounts = Amounts(need.tokens or 0, need.cost or 0, need.calls)
@@ -229,23 +229,32 @@ class Budgets:
             if state.ref.budget.on_exhausted != "ask" or asked == MAX_BUDGET_ASKS:
                 raise exhausted(refusal)
             wait = ctx.agent.limits.timeout_s - (time.monotonic() - ctx.started) - ASK_MARGIN_S
-            if ctx.questions is None or wait < 1:
-                raise exhausted(refusal, why="there is no time left in the job's time limit to ask anyone"
-                                if ctx.questions is not None else "nobody can be asked from here")
-            answer = await ctx.ask_person(ask_message(refusal), ALLOW_SCHEMA, step=f"budget-{uuid.uuid4().hex[:8]}",
-                                          timeout_s=wait, source="budget")
+            if not self.runtime.questions.can_ask_job(root.id):
+                raise exhausted(refusal, why="on_exhausted is ask, but no channel can ask where the job was "
+                                             "asked; ask it from chat or the console")
+            if wait < 1:
+                raise exhausted(refusal, why="no time is left in the job's time limit to ask")
+            answer = await self._ask(root, ask_message(refusal), wait)
             if answer.action != "accept" or not (answer.content or {}).get("allow"):
-                said = {"accept": "said no", "decline": "declined", "cancel": "cancelled",
-                        "timeout": "did not answer in time"}.get(answer.action, answer.action)
-                raise exhausted(refusal, why=f"{'nobody' if answer.action == 'timeout' else answer.by} {said} "
-                                             "when asked to allow more")
+                said = {"accept": f"{answer.by} said no", "decline": f"{answer.by} declined",
+                        "cancel": f"{answer.by} cancelled", "timeout": "nobody answered in time"}
+                raise exhausted(refusal, why=f"{said.get(answer.action, answer.action)} when asked to allow more")
             assert state.id is not None
             short = refusal.short
             self.book.grant(state.id, root.id, short, by=answer.by, detail={
                 "job": job.id, "root": root.id, "budget": state.ref.label,
                 "granted": {d: short.get(d) for d in BUDGET_DIMENSIONS if short.get(d)}})
-            ctx.progress(f"{answer.by} allowed {_amounts(short)} more of the {state.ref.label} budget")
+            ctx.progress(f"{answer.by} allowed {_amounts(short)} more of the budget ({state.ref.label})")
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _ask(self, root: Job, message: str, wait: float) -> Any:
+        """Ask the tree's asker (a person step of the root job, whose thread they see) and wait."""
+        from oz0.edge.runtime.questions import Question
+
+        step = f"budget-{uuid.uuid4().hex[:8]}"
+        self.runtime.questions.ask(Question(job_id=root.id, step=step, message=message, answer_schema=ALLOW_SCHEMA,
+                                            answerers={}, expires_at=time.time() + wait, source="budget"))
+        return await self.runtime.questions.wait_async(root.id, step, timeout_s=wait)
 
     # reading --------------------------------------------------------------------------------------
 
@@ -293,5 +302,6 @@ def exhausted(refusal: Refusal, *, why: str = "") -> JobFailure:
                      + f", {format_dimension(d, state.spent.get(d))} spent and "
                        f"{format_dimension(d, state.reserved.get(d))} reserved by calls in flight, and this call "
                        f"needs up to {format_dimension(d, refusal.need.get(d))}")
-    reason = f"the {state.ref.label} budget has no room for the next call: {'; '.join(parts)}; the call was not made"
+    reason = (f"the {state.ref.budget.describe()} budget ({state.ref.label}) has no room for the next call: "
+              f"{'; '.join(parts)}; the call was not made")
     return JobFailure("BudgetExhausted", reason + (f" ({why})" if why else ""))
