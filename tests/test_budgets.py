@@ -57,6 +57,32 @@ def test_lint_names_the_json_path_of_each_budget_problem(tmp_path):
     assert ("flows/both.yaml", "$.budget.tokens") in found
 
 
+def test_a_broken_access_yaml_budget_is_refused_naming_where(tmp_path):
+    from oz0.edge.runtime.access import AccessError, AccessPolicy
+
+    (tmp_path / "access.yaml").write_text(yaml.safe_dump({"budgets": [{"channels": ["C1"], "calls": 5},
+                                                                      {"cost": 0.0000001}]}))
+    with pytest.raises(AccessError) as bad:
+        AccessPolicy.load(tmp_path)
+    assert str(bad.value) == (f"{tmp_path / 'access.yaml'}: budgets[1].cost: 1e-07 has more than 6 decimal places; "
+                              "amounts are kept to a millionth")
+    (tmp_path / "access.yaml").write_text(yaml.safe_dump({"budgets": [{"channels": ["C1"], "per": "week"}]}))
+    with pytest.raises(AccessError, match=r"budgets\[0\]: a budget limits at least one of tokens, cost or calls"):
+        AccessPolicy.load(tmp_path)
+
+
+def test_a_token_budget_over_a_model_without_max_tokens_is_misconfigured_saying_what_to_declare(tmp_path):
+    with model_server() as server:
+        agent = {k: v for k, v in reviewer(server.url).items() if k != "max_tokens"}
+        flow = {"input": "text", "output": "text", "budget": {"tokens": 1000}, "steps": [{"id": "one", "agent": "reviewer"}]}
+        rt = plugin_runtime(tmp_path, {"reviewer": agent}, flows={"review-flow": flow})
+        job = run(rt, "review-flow")
+    assert server.requests == [] and job.failure_kind == "Misconfigured"
+    assert ("the budget (flow review-flow, per job) limits tokens, but agent reviewer declares no `max_tokens: N`"
+            in job.failure_reason)
+    rt.close()
+
+
 # reserve, refuse, settle --------------------------------------------------------------------------
 
 def test_a_budget_too_small_for_the_call_is_refused_before_the_endpoint_hears_of_it(tmp_path):
@@ -201,6 +227,7 @@ def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
     assert first.job_id == ended.id and first.message == (
         "this job needs up to $0.08 more of its $1.00 budget (agent hook, per day); allow?")
     assert first.answer_schema["properties"]["allow"]["type"] == "boolean"
+    assert first.source == "Budget (agent hook, per day)"  # chat shows "Budget (agent hook, per day) asks"
     assert (ended.status, len(server.requests)) == ("succeeded", 9)
     [state] = rt.budgets.report(ended)
     assert (state.granted.cost, state.spent.cost, state.left("cost")) == (80_000, 1_080_000, 0)

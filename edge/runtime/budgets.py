@@ -234,7 +234,7 @@ class Budgets:
                                              "asked; ask it from chat or the console")
             if wait < 1:
                 raise exhausted(refusal, why="no time is left in the job's time limit to ask")
-            answer = await self._ask(root, ask_message(refusal), wait)
+            answer = await self._ask(root, ask_message(refusal), wait, source=f"Budget ({state.ref.label})")
             if answer.action != "accept" or not (answer.content or {}).get("allow"):
                 said = {"accept": f"{answer.by} said no", "decline": f"{answer.by} declined",
                         "cancel": f"{answer.by} cancelled", "timeout": "nobody answered in time"}
@@ -247,13 +247,13 @@ class Budgets:
             ctx.progress(f"{answer.by} allowed {_amounts(short)} more of the budget ({state.ref.label})")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _ask(self, root: Job, message: str, wait: float) -> Any:
+    async def _ask(self, root: Job, message: str, wait: float, *, source: str) -> Any:
         """Ask the tree's asker (a person step of the root job, whose thread they see) and wait."""
         from oz0.edge.runtime.questions import Question
 
         step = f"budget-{uuid.uuid4().hex[:8]}"
         self.runtime.questions.ask(Question(job_id=root.id, step=step, message=message, answer_schema=ALLOW_SCHEMA,
-                                            answerers={}, expires_at=time.time() + wait, source="budget"))
+                                            answerers={}, expires_at=time.time() + wait, source=source[:200]))
         return await self.runtime.questions.wait_async(root.id, step, timeout_s=wait)
 
     # reading --------------------------------------------------------------------------------------
