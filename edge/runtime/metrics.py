@@ -139,8 +139,8 @@ class SpendCollector(Collector):
     """What calls spent (edge.runtime.budgets), by agent and channel, read from the store when scraped:
     journal-wide like the job counts (aggregate replicas with `max`). Cost is in currency units."""
 
-    def __init__(self, book: Any) -> None:
-        self.book = book
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime  # its budget book is read at each scrape
 
     def collect(self) -> Iterator[Metric]:
         from oz0.edge.plugins.budgets import MICRO
@@ -150,7 +150,7 @@ class SpendCollector(Collector):
                     for d, what in (("tokens", "Model tokens spent (prompt and answer)"),
                                     ("cost", "Money spent, from the agents' prices"),
                                     ("calls", "Model, http and MCP calls made"))}
-        for agent, channel, used in self.book.spend():
+        for agent, channel, used in self.runtime.budgets.book.spend():
             labels = [_label(agent), _label(channel)]
             families["tokens"].add_metric(labels, used.tokens)
             families["cost"].add_metric(labels, used.cost / MICRO)
@@ -166,6 +166,6 @@ def metrics_registry(runtime: Any) -> CollectorRegistry:
     """A registry for one console: the journal of `runtime`, its spend, and this process's channel errors."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(JournalCollector(runtime.store))
-    registry.register(SpendCollector(runtime.budgets.book))
+    registry.register(SpendCollector(runtime))
     registry.register(CHANNEL_ERRORS)
     return registry
