@@ -256,6 +256,18 @@ def test_ask_refused_ends_the_job_budget_exhausted_without_a_call(tmp_path):
     rt.close()
 
 
+def test_ask_unanswered_ends_the_job_before_its_time_limit(tmp_path):
+    with model_server() as server:
+        rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"},
+                                                            limits={"timeout_s": 3.5})})
+        asker = Asker(rt, allow=None)
+        ended = run(rt, "reviewer", "review it", requester="cli:ana")
+    assert server.requests == [] and len(asker.asked) == 1
+    assert ended.failure_kind == "BudgetExhausted" and ended.failure_reason.endswith(
+        "(nobody answered in time when asked to allow more)")
+    rt.close()
+
+
 def test_ask_where_no_channel_can_ask_ends_the_job_at_once(tmp_path):
     with model_server() as server:
         rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"})})

@@ -19,6 +19,7 @@ Kinds use `budget_call(ctx, need)` around each call; store work is in edge.runti
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import time
@@ -229,12 +230,14 @@ class Budgets:
             if state.ref.budget.on_exhausted != "ask" or asked == MAX_BUDGET_ASKS:
                 raise exhausted(refusal)
             wait = ctx.agent.limits.timeout_s - (time.monotonic() - ctx.started) - ASK_MARGIN_S
-            if not self.runtime.questions.can_ask_job(root.id):
+            asking = dataclasses.replace(ctx, job_id=root.id)  # the root's person step: its asker sees it there
+            if not asking.can_ask_person():
                 raise exhausted(refusal, why="on_exhausted is ask, but no channel can ask where the job was "
                                              "asked; ask it from chat or the console")
             if wait < 1:
                 raise exhausted(refusal, why="no time is left in the job's time limit to ask")
-            answer = await self._ask(root, ask_message(refusal), wait, source=f"Budget ({state.ref.label})")
+            answer = await asking.ask_person(ask_message(refusal), ALLOW_SCHEMA, step=f"budget-{uuid.uuid4().hex[:8]}",
+                                             timeout_s=wait, source=f"Budget ({state.ref.label})"[:200])
             if answer.action != "accept" or not (answer.content or {}).get("allow"):
                 said = {"accept": f"{answer.by} said no", "decline": f"{answer.by} declined",
                         "cancel": f"{answer.by} cancelled", "timeout": "nobody answered in time"}
@@ -246,15 +249,6 @@ class Budgets:
                 "granted": {d: short.get(d) for d in BUDGET_DIMENSIONS if short.get(d)}})
             ctx.progress(f"{answer.by} allowed {_amounts(short)} more of the budget ({state.ref.label})")
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _ask(self, root: Job, message: str, wait: float, *, source: str) -> Any:
-        """Ask the tree's asker (a person step of the root job, whose thread they see) and wait."""
-        from oz0.edge.runtime.questions import Question
-
-        step = f"budget-{uuid.uuid4().hex[:8]}"
-        self.runtime.questions.ask(Question(job_id=root.id, step=step, message=message, answer_schema=ALLOW_SCHEMA,
-                                            answerers={}, expires_at=time.time() + wait, source=source[:200]))
-        return await self.runtime.questions.wait_async(root.id, step, timeout_s=wait)
 
     # reading --------------------------------------------------------------------------------------
 
