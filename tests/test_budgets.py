@@ -5,6 +5,7 @@ show`, asked about, shared per day by a channel (access.yaml), over a flow's ste
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 import subprocess
@@ -238,6 +239,8 @@ def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
         "(cli:ana said no when asked to allow more)")
     rt.close()
     shown = jobs_show(tmp_path / "home", ended.id).stdout
+    day = datetime.datetime.fromtimestamp(ended.created, datetime.timezone.utc).strftime("%Y-%m-%d")
+    assert f"agent hook, per day ({day} UTC; on_exhausted: ask)" in shown
     assert "cost: limit $1.00 (+$0.08 granted), reserved $0.00, spent $1.08, left $0.00" in shown
     assert "granted $0.08 for this job by cli:ana" in shown
 

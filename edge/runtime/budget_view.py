@@ -50,7 +50,8 @@ def budget_table(state: BudgetState) -> list[dict[str, str]]:
 
 def budget_lines(state: BudgetState) -> list[str]:
     """One budget as text lines: whose it is, then each limited dimension."""
-    lines = [f"{state.ref.label} (on_exhausted: {state.ref.budget.on_exhausted})"]
+    day = f"{state.ref.period[4:]} UTC; " if state.ref.period.startswith("day:") else ""
+    lines = [f"{state.ref.label} ({day}on_exhausted: {state.ref.budget.on_exhausted})"]
     for row in budget_table(state):
         granted = f" (+{row['granted']} granted)" if state.granted.get(row["dimension"]) else ""
         lines.append(f"  {row['dimension']}: limit {row['limit']}{granted}, reserved {row['reserved']}, "
