@@ -174,6 +174,16 @@ def test_calls_budgets_of_http_and_mcp_agents(tmp_path):
     rt.close()
 
 
+def test_a_per_job_budget_is_each_jobs_own(tmp_path):
+    with Loopback(lambda data, headers, path: (200, "ok")) as server:
+        rt = plugin_runtime(tmp_path, {"hook": {"kind": "http", "url": server.url, "input": "text", "output": "text",
+                                                "budget": {"calls": 1}}})
+        jobs = [run(rt, "hook", f"n{i}") for i in range(3)]
+    assert [j.status for j in jobs] == ["succeeded"] * 3 and len(server.requests) == 3
+    assert [rt.budgets.report(j)[0].ref.period for j in jobs] == [f"job:{j.id}" for j in jobs]
+    rt.close()
+
+
 def test_a_flows_budget_covers_its_steps(tmp_path):
     with Loopback(lambda data, headers, path: (200, "ok")) as server:
         hook = {"kind": "http", "url": server.url, "input": "text", "output": "text"}

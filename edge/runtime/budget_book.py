@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, Budget
@@ -138,11 +138,11 @@ class BudgetBook:
     def _ids(self, refs: list[BudgetRef]) -> dict[tuple[str, str], int]:
         if not refs:
             return {}
-        wanted = {(r.key, r.period) for r in refs}
+        wanted = sorted({(r.key, r.period) for r in refs})
+        pairs = or_(*(and_(budgets.c.key == k, budgets.c.period == p) for k, p in wanted))  # by the unique index
         with self.store.engine.connect() as conn:
-            rows = conn.execute(select(budgets.c.id, budgets.c.key, budgets.c.period)
-                                .where(budgets.c.key.in_(sorted({k for k, _ in wanted})))).all()
-        return {(k, p): i for i, k, p in rows if (k, p) in wanted}
+            rows = conn.execute(select(budgets.c.id, budgets.c.key, budgets.c.period).where(pairs)).all()
+        return {(k, p): i for i, k, p in rows}
 
     # reserving and settling --------------------------------------------------------------------
 
