@@ -201,6 +201,26 @@ def test_a_flows_budget_covers_its_steps(tmp_path):
     rt.close()
 
 
+def test_under_the_job_engine_a_flows_budget_covers_its_durable_steps(tmp_path):
+    with Loopback(lambda data, headers, path: (200, "ok")) as server:
+        hook = {"kind": "http", "url": server.url, "input": "text", "output": "text"}
+        flow = {"input": "text", "output": "text", "budget": {"calls": 3, "per": "day"},
+                "steps": [{"id": "first", "agent": "hook"}, {"id": "second", "agent": "hook"}]}
+        rt = plugin_runtime(tmp_path, {"hook": hook}, flows={"twice": flow})
+        jobs = [rt.submit("twice", f"go {i}")[0].id for i in range(2)]
+        rt.close()
+        env = {**os.environ, "OZ0_HOME": str(tmp_path / "home"), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        env.pop("OZ0_DATABASE_URL", None)
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("budget_engine.py")), *jobs],
+                              capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert (first["status"], first["steps"]) == ("succeeded", ["succeeded", "succeeded"])
+    assert (second["kind"], second["steps"]) == ("BudgetExhausted", ["succeeded", "BudgetExhausted"])
+    assert "the 3 calls budget (flow twice, per day)" in second["reason"]
+    assert len(server.requests) == 3
+
+
 def test_an_access_yaml_channel_budget_is_shared_per_day(tmp_path):
     with Loopback(lambda data, headers, path: (200, "ok")) as server:
         rt = plugin_runtime(tmp_path, {"hook": {"kind": "http", "url": server.url, "input": "text", "output": "text"}})
