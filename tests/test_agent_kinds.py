@@ -4,13 +4,10 @@ the test for `http` and `model` (an OpenAI-compatible chat-completions stand-in)
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -18,6 +15,7 @@ from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.plugins.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
+from loopback import Loopback, chat
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
 
@@ -26,44 +24,7 @@ def test_the_kinds_table_is_explicit():
     assert {"python", "command", "http", "model"} <= set(AGENT_KINDS)
 
 
-# loopback HTTP ---------------------------------------------------------------------------------
-
-class Loopback:
-    """A real HTTP server on 127.0.0.1 answering from a script: each request gets the next answer."""
-
-    def __init__(self, answer: Callable[[dict[str, Any], dict[str, str], str], tuple[int, Any]]) -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                data = json.loads(body) if body else None
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                outer.requests.append({"path": self.path, "json": data, "headers": headers})
-                status, reply = answer(data, headers, self.path)
-                raw = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain" if isinstance(reply, str) else "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "Loopback":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
+# loopback HTTP (tests/loopback.py) -----------------------------------------------------------
 
 def runtime_with(tmp_path: Path, agents: dict[str, Any], files: dict[str, Any] | None = None) -> Runtime:
     root = make_plugin(tmp_path / "plugin", agents=agents, files=files or {})
@@ -251,11 +212,6 @@ def test_http_agent_missing_env_and_server_errors_are_typed(tmp_path, monkeypatc
 REVIEW_SCHEMA = {"type": "object", "required": ["verdict", "risk"], "additionalProperties": False,
                  "properties": {"verdict": {"enum": ["approve", "request changes"]},
                                 "risk": {"enum": ["low", "high"]}}}
-
-
-def chat(content: str) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion", "model": "stand-in",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
 
 
 def model_agent(url: str) -> dict[str, Any]:

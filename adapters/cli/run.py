@@ -135,6 +135,8 @@ def _jobs(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from oz0.edge.runtime.budget_view import budget_json, budget_lines
+
     runtime = open_runtime()
     try:
         runtime.recover_interrupted()
@@ -144,10 +146,13 @@ def _show(args: argparse.Namespace) -> int:
                                "see oz0 jobs)", code=1)
         card = runtime.card(job)
         tree = _tree(runtime, job)
+        budgets = runtime.budgets.report(job)
     finally:
         runtime.close()
     if args.json:
         data: dict[str, Any] = {"job": job.to_dict()}
+        if budgets:
+            data["budgets"] = [budget_json(b) for b in budgets]
         if len(tree) > 1:
             data["tree"] = [{"depth": depth, **j.to_dict()} for depth, j in tree]
         return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data=data)
@@ -160,6 +165,9 @@ def _show(args: argparse.Namespace) -> int:
               _when(job.created), _when(job.started), _when(job.ended))
     facts = Card(form="key_values", title=f"Job {job.id}", keys=keys, values=values)
     print(render_payload(facts, "text").rstrip("\n"))
+    if budgets:
+        print("\nBudgets")
+        print("\n".join(f"  {line}" for b in budgets for line in budget_lines(b)))
     if len(tree) > 1:
         print()
         for depth, node in tree:

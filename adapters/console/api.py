@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from oz0.adapters.console import answers
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
@@ -225,6 +226,9 @@ class _Api:
         question = answers.question_json(self.runtime, job)
         if question is not None:
             out["question"] = question
+        budgets = self.runtime.budgets.report(job)
+        if budgets:  # each budget covering the job: limit, granted, reserved, spent, left
+            out["budgets"] = [budget_json(b) for b in budgets]
         children = self.runtime.children(job.id)
         if children:  # a flow's steps, each a child job
             out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]

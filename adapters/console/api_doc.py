@@ -120,6 +120,9 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
         "contract_version": {"type": ["string", "null"]},
         "question": {"$ref": "#/components/schemas/Question"},
+        "budgets": {"type": "array", "description": "Each budget covering the job: for each limited dimension "
+                    "(tokens, cost, calls) its limit, granted, reserved, spent and left (cost as a decimal "
+                    "string).", "items": {"type": "object", "required": ["budget", "per", "on_exhausted"]}},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
         "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},

@@ -41,7 +41,7 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
-from oz0.adapters.console.views import agent_view, drawn_card, example_values, job_view
+from oz0.adapters.console.views import agent_view, budget_rows, drawn_card, example_values, job_view
 from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
@@ -284,6 +284,7 @@ class _Pages:
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
                          card_error=card_error, payloads=payloads, raw_output=raw, download=download,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
+                         budgets=budget_rows(self.runtime.budgets.report(job)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
                          if question and question.expires_at else None,
                          answer_error=answer_error, status_code=status_code)

@@ -20,7 +20,7 @@ from oz0.edge.cards.model import Card
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.runtime.progress import Progress
 
-__all__ = ["PAGE_REFRESH_S", "agent_view", "drawn_card", "example_values", "job_view"]
+__all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "drawn_card", "example_values", "job_view"]
 
 PAGE_REFRESH_S = 2   # a running job's page reloads this often, to show its latest progress
 
@@ -115,6 +115,17 @@ def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str,
         else:
             values[field.html_id] = "" if value is None else str(value)
     return values
+
+
+def budget_rows(states: Any) -> list[dict[str, Any]]:
+    """The job page's budgets: whose each is, and a row per limited dimension (edge.runtime.budget_view)."""
+    from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, format_dimension
+    from oz0.edge.runtime.budget_view import budget_table
+
+    return [{"label": s.ref.label, "on_exhausted": s.ref.budget.on_exhausted, "rows": budget_table(s),
+             "grants": [{"by": g["granted_by"], "what": ", ".join(
+                 format_dimension(d, int(g[d])) for d in BUDGET_DIMENSIONS if g[d])} for g in s.grants]}
+            for s in states]
 
 
 def job_view(job: Any) -> dict[str, Any]:

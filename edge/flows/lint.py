@@ -44,6 +44,7 @@ Add = Callable[..., None]
 def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], add: Add,
                agents: Mapping[str, AgentSides], installed: Mapping[str, AgentSides] | None) -> None:
     """Every finding of the plugin's flow files, through `add(severity, file, path, message, fix)`."""
+    from oz0.edge.plugins.budgets import budget_findings
     from oz0.edge.plugins.lint_examples import lint_examples
     from oz0.edge.plugins.manifest import manifest_contract
 
@@ -57,6 +58,7 @@ def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], ad
         shape = manifest_contract("flow").validate(data, limit=50)
         for v in shape:
             add("error", file, v.json_path, v.message, "see schemas/flow.schema.json")
+        budget_findings(data, kind="flow", add=lambda path, message, fix: add("error", file, path, message, fix))
         name = data.get("name") if isinstance(data.get("name"), str) else file.stem
         if name in agents:
             add("error", file, "$.name", f"a flow and an agent are both named {name!r}",

@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.flows.expressions import ExpressionError, compile_expression, holes
-from oz0.edge.plugins.manifest import AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, examples_of, read_yaml
+from oz0.edge.plugins.manifest import (AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, budget_of,
+                                      examples_of, read_yaml)
 
 __all__ = [
     "FLOW_FAILURES",
@@ -157,7 +158,7 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
         description=data.get("description", ""), input=contracts["input"], output=contracts["output"],
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
         failures=failures, limits=Limits(**(data.get("limits") or {})), example=example, examples=examples_of(data),
-        steps=tuple(steps))
+        steps=tuple(steps), budget=budget_of(data, file))
 
 
 def stored_steps(rows: list[Mapping[str, Any]], *, source: str) -> tuple[FlowStep, ...]:

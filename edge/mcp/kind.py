@@ -126,8 +126,11 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
                                              f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
-    _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
-                                elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
+    from oz0.edge.runtime.budgets import budget_call, call_need  # here: it brings the store (SQLAlchemy)
+
+    async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
+        _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
+                                    elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
 
 

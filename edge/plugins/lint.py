@@ -20,6 +20,7 @@ import orjson
 from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
+from oz0.edge.plugins.budgets import budget_findings
 from oz0.edge.plugins.files import plugin_problems
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
@@ -236,6 +237,7 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
     lint_examples(lint.add, file, data, input=contracts.get("input"), output=contracts.get("output"))
     _lint_kind(lint, file, data)
     _lint_failures(lint, file, data)
+    budget_findings(data, kind=data.get("kind"), add=lambda path, message, fix: lint.add("error", file, path, message, fix))
     return name
 
 

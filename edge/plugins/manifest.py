@@ -21,12 +21,14 @@ import orjson
 import yaml
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, Price, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load
 
 __all__ = [
     "AGENT_KINDS",
     "AGENT_NAME_RE",
     "AgentSpec",
+    "BUDGET_EXHAUSTED",
     "Example",
     "FailureKind",
     "Limits",
@@ -35,6 +37,7 @@ __all__ = [
     "PluginError",
     "load_plugin",
     "manifest_contract",
+    "budget_of",
     "examples_of",
     "read_yaml",
 ]
@@ -68,6 +71,9 @@ class FailureKind:
 
 
 INVALID_INPUT = FailureKind("InvalidInput", description="The input does not match the agent's input contract.")
+# Built in and never retried, whatever an agent file declares (edge.runtime.budgets raises it).
+BUDGET_EXHAUSTED = FailureKind("BudgetExhausted", partial=True, description=(
+    "A budget covering the job had no room for the next call's maximum; the call was not made."))
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,8 @@ class AgentSpec:
     example: str | None = None
     examples: tuple[Example, ...] = ()
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
+    budget: Budget | None = None  # `budget:` (edge.plugins.budgets)
+    price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
 
     @cached_property
     def contract_hash(self) -> str:
@@ -136,6 +144,8 @@ class AgentSpec:
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:
             return INVALID_INPUT
+        if name == BUDGET_EXHAUSTED.name:
+            return BUDGET_EXHAUSTED
         return next((f for f in self.failures if f.name == name), None)
 
 
@@ -247,7 +257,7 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
     )
     limits = Limits(**(data.get("limits") or {}))
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example", "examples"}
+             "limits", "example", "examples", "budget", "price"}
     config = MappingProxyType({k: v for k, v in data.items() if k not in known})
     example = data.get("example")
     return AgentSpec(
@@ -256,8 +266,16 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
         failures=failures, limits=limits, config=config,
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
-        examples=examples_of(data),
+        examples=examples_of(data), budget=budget_of(data, file), price=budget_of(data, file, key="price"),
     )
+
+
+def budget_of(data: Mapping[str, Any], file: Path, *, key: str = "budget") -> Any:
+    """An agent or flow file's `budget:` (or `price:`), its amounts exact; PluginError naming the path."""
+    try:
+        return (parse_budget if key == "budget" else parse_price)(data.get(key), f"$.{key}")
+    except BudgetDeclarationError as exc:
+        raise PluginError(exc.message, file=str(file), location=exc.path) from None
 
 
 def examples_of(data: Mapping[str, Any]) -> tuple[Example, ...]:

@@ -10,6 +10,10 @@
         groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids
       - deny: ["*"]
         channels: [C0DEAD]
+    budgets:                 # optional: what the jobs asked in a place may spend (edge.runtime.budgets)
+      - workspace: T0123     # the same conditions as a rule (platform, workspace, channels), none: everywhere
+        channels: [C0456]
+        cost: 5.00           # and tokens, calls, per (day, the default here, or job), on_exhausted
 
 Without the file every agent may be asked everywhere the bot is. A broken file is an error at start,
 never a silent "allow".
@@ -24,7 +28,9 @@ from typing import Any, Iterable
 
 import yaml
 
-__all__ = ["AccessError", "AccessPolicy", "AccessRule", "Asker"]
+from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, parse_budget
+
+__all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker"]
 
 _CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
 
@@ -71,10 +77,27 @@ class AccessRule:
 
 
 @dataclass(frozen=True)
+class AccessBudget:
+    """A budget of access.yaml: what the jobs asked where it matches may spend, together."""
+
+    budget: Budget
+    name: str
+    platform: str | None = None
+    workspace: str | None = None
+    channels: tuple[str, ...] = ()
+
+    def matches(self, asker: Asker) -> bool:
+        return ((self.platform is None or self.platform == asker.platform)
+                and (self.workspace is None or self.workspace == asker.workspace)
+                and (not self.channels or asker.channel in self.channels))
+
+
+@dataclass(frozen=True)
 class AccessPolicy:
     default: str = "allow"
     rules: tuple[AccessRule, ...] = ()
     source: str = "(no access.yaml: every agent, everywhere)"
+    budgets: tuple[AccessBudget, ...] = ()
 
     @classmethod
     def load(cls, home: str | Path) -> "AccessPolicy":
@@ -98,10 +121,11 @@ class AccessPolicy:
         rules = []
         for i, raw in enumerate(data.get("rules") or []):
             rules.append(_rule(raw, i, source))
-        unknown = set(data) - {"default", "rules"}
+        unknown = set(data) - {"default", "rules", "budgets"}
         if unknown:
-            raise AccessError(f"{source}: unknown keys {sorted(unknown)}; expected 'default' and 'rules'")
-        return cls(default, tuple(rules), source)
+            raise AccessError(f"{source}: unknown keys {sorted(unknown)}; expected 'default', 'rules' and 'budgets'")
+        budgets = tuple(_budget(raw, i, source) for i, raw in enumerate(data.get("budgets") or []))
+        return cls(default, tuple(rules), source, budgets)
 
     def decide(self, agent: str, asker: Asker) -> tuple[bool, AccessRule | None]:
         """Whether `asker` may run `agent`, and the rule that decided (None: the default)."""
@@ -143,6 +167,24 @@ def _rule(raw: Any, index: int, source: str) -> AccessRule:
         users=_strings(raw.get("users", []), f"{where}.users"),
         groups=_strings(raw.get("groups", []), f"{where}.groups"),
     )
+
+
+def _budget(raw: Any, index: int, source: str) -> AccessBudget:
+    where = f"budgets[{index}]"
+    if not isinstance(raw, dict):
+        raise AccessError(f"{source}: {where}: a budget is a mapping of conditions and limits")
+    conditions = {"name", "platform", "workspace", "channels"}
+    try:
+        budget = parse_budget({k: v for k, v in raw.items() if k not in conditions}, f"$.{where}", default_per="day")
+    except BudgetDeclarationError as exc:
+        raise AccessError(f"{source}: {exc.path[2:]}: {exc.message}") from None
+    assert budget is not None
+    platform = _scalar(raw.get("platform"), f"{source}: {where}.platform")
+    workspace = _scalar(raw.get("workspace"), f"{source}: {where}.workspace")
+    channels = _strings(raw.get("channels", []), f"{source}: {where}.channels")
+    name = _scalar(raw.get("name"), f"{source}: {where}.name") or "/".join(
+        (platform or "*", workspace or "*", ",".join(channels) or "*"))
+    return AccessBudget(budget, name, platform, workspace, channels)
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
-from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.plugins.manifest import BUDGET_EXHAUSTED, INVALID_INPUT, AgentSpec, FailureKind
 from oz0.edge.runtime.progress import Progress
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.delegation import Delegation
     from oz0.edge.runtime.questions import Answer, Questions
 
@@ -54,6 +56,7 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
                                          "did not get it; nothing ran.", person=True),
     FailureKind("LimitExceeded", description="The job's tree reached one of its limits (max_steps, max_depth, "
                                              "max_children, tree_timeout_s); what finished is kept.", partial=True),
+    BUDGET_EXHAUSTED,
 )}
 
 
@@ -138,6 +141,8 @@ class RunContext:
     on_progress: Callable[[Progress], Any] | None = field(default=None, repr=False)
     questions: "Questions | None" = field(default=None, repr=False)
     delegate: "Delegation | None" = field(default=None, repr=False)
+    budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
+    started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Report what the job does now (a command's stderr line, a model's step, `done` of `total`

@@ -22,6 +22,7 @@ import httpx
 import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
+from oz0.edge.runtime.budgets import budget_call, call_need, model_need
 from oz0.edge.runtime.jobs import JobFailure, RunContext
 from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent
@@ -231,9 +232,10 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     headers.setdefault("X-Oz0-Job", ctx.job_id)
     what = f"the agent's URL {spec.config['url']}"
     try:
-        async with httpx.AsyncClient(timeout=spec.limits.timeout_s, follow_redirects=False) as client:
-            async with client.stream("POST", url, json=value, headers=headers) as response:
-                body = await _read_capped(response, spec.limits.max_output_bytes, what)
+        async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the URL
+            async with httpx.AsyncClient(timeout=spec.limits.timeout_s, follow_redirects=False) as client:
+                async with client.stream("POST", url, json=value, headers=headers) as response:
+                    body = await _read_capped(response, spec.limits.max_output_bytes, what)
     except httpx.HTTPError as exc:
         raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
     parsed: Any = None
@@ -284,20 +286,27 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
     content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     messages.append({"role": "user", "content": content})
     request: dict[str, Any] = {"model": spec.config["model"], "messages": messages}
+    if spec.config.get("max_tokens") is not None:
+        request["max_tokens"] = int(spec.config["max_tokens"])
     if spec.output is not None:
         request["response_format"] = {"type": "json_schema", "json_schema": {
             "name": _schema_name(spec.name), "schema": spec.output.schema, "strict": False}}
     what = f"the model endpoint {base_url}"
     reason = ""
     async with httpx.AsyncClient(timeout=spec.limits.timeout_s) as client:
-        for attempt in range(1, MAX_MODEL_TRIES + 1):
-            try:
-                async with client.stream("POST", url, json=request, headers=headers) as response:
-                    body = await _read_capped(response, spec.limits.max_output_bytes, what)
-            except httpx.HTTPError as exc:
-                raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
-            if response.status_code >= 400:
-                raise _http_failure(response.status_code, what, body, redactor)
+        for attempt in range(1, MAX_MODEL_TRIES + 1):  # every try is a call, reserved against the budgets
+            payload = orjson.dumps(request)
+            async with budget_call(ctx, model_need(spec, len(payload))) as meter:
+                try:
+                    async with client.stream("POST", url, content=payload, headers=headers) as response:
+                        body = await _read_capped(response, spec.limits.max_output_bytes, what)
+                except httpx.HTTPError as exc:
+                    raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
+                usage = _usage(body)
+                if usage is not None:
+                    meter.used(prompt_tokens=usage[0], completion_tokens=usage[1])
+                if response.status_code >= 400:
+                    raise _http_failure(response.status_code, what, body, redactor)
             answer = _answer_text(body, what, redactor)
             if spec.output is None:
                 return answer
@@ -318,6 +327,19 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
                 "Answer again with only a JSON document that matches the schema.")})
     raise JobFailure("InvalidOutput", f"the model's answer did not match the output schema after "
                                       f"{MAX_MODEL_TRIES} tries; the last reason: {reason}")
+
+
+def _usage(body: bytes) -> tuple[int, int] | None:
+    """The provider's reported `usage` (prompt_tokens, completion_tokens) of a chat completion, if any."""
+    try:
+        usage = loads_exact(body).get("usage")
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    if isinstance(prompt, int) and isinstance(completion, int) and not isinstance(prompt, bool) \
+            and not isinstance(completion, bool) and prompt >= 0 and completion >= 0:
+        return prompt, completion
+    return None
 
 
 def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:

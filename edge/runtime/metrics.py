@@ -17,7 +17,7 @@ import threading
 from typing import Any, Iterator
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
@@ -28,6 +28,7 @@ __all__ = [
     "DURATION_BUCKETS_S",
     "MAX_ERROR_SERIES",
     "JournalCollector",
+    "SpendCollector",
     "count_channel_error",
     "metrics_registry",
 ]
@@ -134,13 +135,37 @@ class JournalCollector(Collector):
         row[-1] += seconds
 
 
+class SpendCollector(Collector):
+    """What calls spent (edge.runtime.budgets), by agent and channel, read from the store when scraped:
+    journal-wide like the job counts (aggregate replicas with `max`). Cost is in currency units."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime  # its budget book is read at each scrape
+
+    def collect(self) -> Iterator[Metric]:
+        from oz0.edge.plugins.budgets import MICRO
+
+        families = {d: CounterMetricFamily(f"oz0_budget_spent_{d}", f"{what}, by agent and channel "
+                                           "(journal-wide).", labels=["agent", "channel"])
+                    for d, what in (("tokens", "Model tokens spent (prompt and answer)"),
+                                    ("cost", "Money spent, from the agents' prices"),
+                                    ("calls", "Model, http and MCP calls made"))}
+        for agent, channel, used in self.runtime.budgets.book.spend():
+            labels = [_label(agent), _label(channel)]
+            families["tokens"].add_metric(labels, used.tokens)
+            families["cost"].add_metric(labels, used.cost / MICRO)
+            families["calls"].add_metric(labels, used.calls)
+        yield from families.values()
+
+
 def _bound(bound: float) -> str:
     return repr(float(bound))
 
 
 def metrics_registry(runtime: Any) -> CollectorRegistry:
-    """A registry for one console: the journal of `runtime` and this process's channel errors."""
+    """A registry for one console: the journal of `runtime`, its spend, and this process's channel errors."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(JournalCollector(runtime.store))
+    registry.register(SpendCollector(runtime))
     registry.register(CHANNEL_ERRORS)
     return registry

@@ -32,6 +32,7 @@ from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.job_cards import JobCards
@@ -89,6 +90,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
+        self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
 
         watch_tools(self)
@@ -296,7 +298,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                 try:
                     delegate = Delegation(self, job, attempts, asyncio.get_running_loop())
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
-                                                                         on_progress, self.questions, delegate))
+                                                                         on_progress, self.questions, delegate,
+                                                                         budgets=self.budgets))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -344,6 +347,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
+        self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
         job = self.job(job_id)
         assert job is not None
         return job

@@ -400,3 +400,6 @@ class Store:
             self.add_audit("plugin.install", actor=installed_by, detail=audit_detail, conn=conn)
             stored = conn.execute(select(plugin_versions).where(plugin_versions.c.id == version_id)).mappings().one()
             return self._version(conn, stored, current=True)
+
+
+from oz0.edge.runtime import budget_tables  # noqa: E402,F401  its tables join `metadata` (revision 0008)
