@@ -361,3 +361,29 @@ def test_the_job_page_and_the_api_show_the_budgets(tmp_path):
     assert "<h2>Budgets</h2>" in page and "agent reviewer, per job" in page
     assert "<td>$0.50</td><td>$0.00</td><td>$0.00</td><td>$0.105</td><td>$0.395</td>" in page
     rt.close()
+
+
+# delegation ---------------------------------------------------------------------------------------
+
+DELEGATOR = '''
+async def triage(value, ctx):
+    first = await ctx.ask("reviewer", "first look")
+    second = await ctx.ask("reviewer", "second look")
+    return first + " / " + second
+'''
+
+
+def test_a_delegating_agents_budget_covers_the_calls_of_the_jobs_it_delegates_to(tmp_path):
+    with model_server("looks good") as server:
+        agents = {"reviewer": reviewer(server.url),
+                  "triage": {"kind": "python", "entry": "triage_agent:triage", "input": "text", "output": "text",
+                             "budget": {"calls": 1}}}
+        make_plugin(tmp_path / "plugin", agents=agents, files={"triage_agent.py": DELEGATOR})
+        rt = plugin_runtime(tmp_path, agents)
+        job = run(rt, "triage")
+    assert [r["json"]["messages"][-1]["content"] for r in server.requests] == ["first look"]
+    assert (job.status, job.failure_kind) == ("failed", "BudgetExhausted")
+    assert "the 1 call budget (agent triage, per job) has no room for the next call" in job.failure_reason
+    first, second = rt.children(job.id)
+    assert (first.status, first.output, second.failure_kind) == ("succeeded", "looks good", "BudgetExhausted")
+    rt.close()
