@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from oz0.adapters.chat import slack_http
 from oz0.adapters.chat.slack_http import signature_problem
 from slack_harness import install_test_plugin, running_channel
 from slack_sdk.signature import SignatureVerifier
@@ -197,4 +198,33 @@ def test_an_agent_installed_while_the_channel_runs_is_never_refused_as_unknown(h
             assert payload["text"].startswith("\u23f3 Working on latecomer"), payload
             _, payload, _ = await h.command("nobody hi", trigger_id="unknown")
             assert "There is no agent 'nobody'" in payload["text"] and "latecomer" in json.dumps(payload)
+    run(main())
+
+
+def test_the_work_after_an_ack_waits_for_the_lull_but_the_ack_does_not(home, monkeypatch):
+    """In a burst the journal writes and jobs wait until requests stop arriving (slack_http._Lull):
+    with a lull made 2 s long, the ack comes back at once and the job is journaled only after it."""
+    monkeypatch.setattr(slack_http, "QUIET_S", 2.0)
+    monkeypatch.setattr(slack_http, "MAX_DEFER_S", 30.0)
+
+    async def main():
+        async with running_channel(home) as h:
+            status, payload, _ = await h.command("echo after the lull", trigger_id="lull-1")
+            assert status == 200 and payload["text"].startswith("\u23f3 Working on echo")
+            assert h.runtime.jobs() == []          # still waiting for the lull
+            [card] = await h.slack.wait_for("response", timeout=20)
+            assert "echo: after the lull" in json.dumps(card.args)
+            assert len(h.runtime.jobs()) == 1
+    run(main())
+
+
+def test_the_lull_is_open_without_requests_and_never_waits_past_its_cap(monkeypatch):
+    monkeypatch.setattr(slack_http, "QUIET_S", 60.0)
+    monkeypatch.setattr(slack_http, "MAX_DEFER_S", 0.05)
+
+    async def main():
+        lull = slack_http._Lull()
+        await asyncio.wait_for(lull.wait(), 1)     # nothing arrived: no wait
+        lull.arrived()
+        await asyncio.wait_for(lull.wait(), 10)    # still arriving as far as it knows: the cap lets it go
     run(main())

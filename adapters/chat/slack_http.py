@@ -36,6 +36,8 @@ log = logging.getLogger("oz0.slack")
 
 ACK_TIMEOUT_S = 3.0           # Slack's deadline for the first answer; bolt's listener ack_timeout too
 MAX_BODY_BYTES = 1 << 20      # Slack's payloads are far smaller; a larger body is refused with 413
+QUIET_S = 0.02                # no request for this long: a burst is over (see _Lull)
+MAX_DEFER_S = 0.5             # the longest the work after an ack waits for a burst to end
 MAX_SKEW_S = 300              # a signed request older (or newer) than this is refused as a replay
 
 _TIMESTAMP = re.compile(r"[0-9]{1,15}")
@@ -66,17 +68,57 @@ def signature_problem(verifier: SignatureVerifier, headers: Mapping[str, str], b
 
 
 class _Ack(AsyncAck):
-    """bolt's ack (the same response bodies), which also wakes the request waiting for it."""
+    """bolt's ack (the same response bodies), which also wakes the request waiting for it; a
+    listener's first ack returns once `after` has (the lull after a burst)."""
 
-    def __init__(self, acked: asyncio.Future[None]) -> None:
+    def __init__(self, acked: asyncio.Future[None], after: Callable[[], Awaitable[None]] | None) -> None:
         super().__init__()
         self.acked = acked
+        self.after = after
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         response = await super().__call__(*args, **kwargs)
         if not self.acked.done():
             self.acked.set_result(None)
+            if self.after is not None:
+                await self.after()
         return response
+
+
+class _Lull:
+    """Whether requests are still arriving. What a listener does after its ack (the journal write,
+    the job) waits until none has arrived for QUIET_S, at most MAX_DEFER_S: measured with
+    bench/replicas.py, the journal writes and jobs of the first asks of a burst otherwise hold the
+    interpreter and the cores the later acks need. Not a queue: the work waits in its own task."""
+
+    def __init__(self) -> None:
+        self._quiet: asyncio.Event | None = None
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def arrived(self) -> None:
+        self._last = time.monotonic()
+        if self._quiet is None:
+            self._quiet = asyncio.Event()
+        self._quiet.clear()
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(QUIET_S, self._check)
+
+    def _check(self) -> None:
+        idle = time.monotonic() - self._last
+        if idle >= QUIET_S:
+            self._timer = None
+            assert self._quiet is not None
+            self._quiet.set()
+        else:
+            self._timer = asyncio.get_running_loop().call_later(QUIET_S - idle, self._check)
+
+    async def wait(self) -> None:
+        if self._quiet is not None and not self._quiet.is_set():
+            try:
+                await asyncio.wait_for(self._quiet.wait(), MAX_DEFER_S)
+            except asyncio.TimeoutError:
+                pass   # requests keep coming: the work goes on, each ack still answered first
 
 
 class SlackHttp:
@@ -88,6 +130,7 @@ class SlackHttp:
         self.verifier = SignatureVerifier(signing_secret)
         self.spawn = spawn
         self.on_error = on_error
+        self.lull = _Lull()
 
     def app(self, path: str) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
@@ -95,6 +138,7 @@ class SlackHttp:
         return app
 
     async def handle(self, request: web.Request) -> web.Response:
+        self.lull.arrived()
         raw = await request.read()
         try:
             text = raw.decode("utf-8")
@@ -120,10 +164,10 @@ class SlackHttp:
             return web.json_response({"error": "unhandled request"}, status=404)
         listener, ack_first = found
         acked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        ack = _Ack(acked)
+        ack = _Ack(acked, None if ack_first else self.lull.wait)
         if ack_first:
             await ack()
-        task = self.spawn(self._run(listener, ack, body), name=f"slack-{_name(body)}")
+        task = self.spawn(self._run(listener, ack, body, after_lull=ack_first), name=f"slack-{_name(body)}")
         if not acked.done():
             task.add_done_callback(lambda _t: acked.done() or acked.set_result(None))
             try:
@@ -134,8 +178,10 @@ class SlackHttp:
             return web.json_response({"error": "internal error"}, status=500)
         return _response(ack.response)
 
-    async def _run(self, listener: Listener, ack: _Ack, body: dict[str, Any]) -> None:
+    async def _run(self, listener: Listener, ack: _Ack, body: dict[str, Any], *, after_lull: bool) -> None:
         try:
+            if after_lull:
+                await self.lull.wait()
             await listener(ack=ack, body=body)
         except Exception as exc:
             await self.on_error(exc, body)
