@@ -3,7 +3,8 @@ the durable job engine costs per job.
 
 1. Two real replicas (subprocesses) over a real Postgres started here (tests/postgres_server.py), the
    loopback Slack stand-in as the Web API; 200 signed slash commands fired at once, alternating between
-   the replicas. Prints the ack latency (target: p99 <= 100 ms) and checks every card was posted once.
+   the replicas. Prints the ack latency (target: p99 <= 100 ms) and checks every card was posted once;
+   and, as the floor, the same burst against two bare aiohttp servers that answer at once.
 2. A no-op agent run to its end in one process, journal alone (no engine) vs journal + engine (each job
    a DBOS workflow on its agent's queue), on SQLite and on Postgres: per-job time one at a time, and for
    200 at once; printed as ratios against the journal alone, measured in the same run.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,9 +49,46 @@ async def ask(http: aiohttp.ClientSession, url: str, slack: SlackStandIn, text: 
         return resp.status, (time.perf_counter() - started) * 1000
 
 
+# The floor: the same burst from the same client against two bare aiohttp servers that answer at once
+# (what the load generator, loopback TCP and the shared cores cost before oz0 does anything).
+BARE = """
+import sys
+from aiohttp import web
+async def answer(request):
+    await request.read()
+    return web.json_response({"response_type": "ephemeral", "text": "working"})
+app = web.Application()
+app.router.add_post("/slack/events", answer)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=None, backlog=1024, print=None)
+"""
+
+
+async def bare_floor(http: aiohttp.ClientSession, slack: SlackStandIn, count: int) -> list[float]:
+    ports = [free_port(), free_port()]
+    servers = [subprocess.Popen([sys.executable, "-c", BARE, str(port)]) for port in ports]
+    try:
+        urls = [f"http://127.0.0.1:{port}/slack/events" for port in ports]
+        for url in urls:
+            for _ in range(200):
+                try:
+                    await ask(http, url, slack, "warm", "bare-warm")
+                    break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.05)
+        results = await asyncio.gather(*(ask(http, urls[i % 2], slack, f"noop ask {i}", f"bare-{i}")
+                                         for i in range(count)))
+        return [ms for _, ms in results]
+    finally:
+        for process in servers:
+            process.terminate()
+            process.wait(timeout=10)
+
+
 async def replicas_ack(tmp: Path, server: PostgresServer, count: int) -> None:
     url = server.database()
     # no client-side cap on connections (aiohttp's default is 100): Slack's requests do not wait for each other
+    async with SlackStandIn() as slack, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        floor = await bare_floor(http, slack, count)
     async with SlackStandIn() as slack, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
         made = []
         for name in ("bench-a", "bench-b"):
@@ -81,6 +120,8 @@ async def replicas_ack(tmp: Path, server: PostgresServer, count: int) -> None:
     print(f"{count} concurrent signed /ask over 2 replicas, one Postgres (loopback)")
     print(f"  ack latency  p50 {statistics.median(acks):6.1f} ms   p99 {p99:6.1f} ms   max {max(acks):6.1f} ms"
           f"   (target p99 <= {ACK_P99_TARGET_MS:.0f} ms: {'met' if p99 <= ACK_P99_TARGET_MS else 'MISSED'})")
+    print(f"  floor (bare servers answering at once, same client): p50 {statistics.median(floor):6.1f} ms   "
+          f"p99 {percentile(floor, 99):6.1f} ms   ratio of p99s {p99 / percentile(floor, 99):4.1f}x")
     print(f"  HTTP statuses {sorted({s for s, _ in results})}; cards posted exactly once: {once}/{count}"
           f"; all answered after {answered:.2f} s")
 
