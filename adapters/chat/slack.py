@@ -193,20 +193,11 @@ class SlackChannel:
 
     def route(self, body: Mapping[str, Any]) -> tuple[Listener, bool] | None:
         """The listener of an HTTP delivery, as bolt would pick it, and whether it is acked first."""
-        if "command" in body:
-            found = [(k, m, f) for k, m, f in self.routes if k == "command" and m == body.get("command")]
-        elif body.get("type") == "event_callback":
-            kind = (body.get("event") or {}).get("type")
-            found = [(k, m, f) for k, m, f in self.routes if k == "event" and m == kind]
-        elif body.get("type") == "block_actions" and body.get("actions"):
-            action = str((body["actions"][0] or {}).get("action_id", ""))
-            found = [(k, m, f) for k, m, f in self.routes if k == "action" and _matches(m, action)]
-        elif body.get("type") == "view_submission":
-            callback = str((body.get("view") or {}).get("callback_id", ""))
-            found = [(k, m, f) for k, m, f in self.routes if k == "view" and _matches(m, callback)]
-        else:
-            return None
-        return (found[0][2], found[0][0] == "event") if found else None
+        kind, name = _kind_of(body)
+        for k, key, listener in self.routes:
+            if k == kind and _matches(key, name):
+                return listener, kind == "event"
+        return None
 
     def http(self) -> SlackHttp:
         """The HTTP endpoint of these routes (HTTP mode: the signing secret is required)."""
@@ -225,7 +216,7 @@ class SlackChannel:
         await self.flow.ask(ask)
 
     async def _on_mention(self, ack: Any, body: dict[str, Any]) -> None:
-        # bolt has acknowledged the event already; the work is the flow's to track (and to drain on stop)
+        # the event is acknowledged already (by bolt or the endpoint); the work is the flow's to track
         self.flow.tasks.spawn(self._mention(body), name=f"slack-event-{body.get('event_id')}")
 
     async def _mention(self, body: dict[str, Any]) -> None:
@@ -262,6 +253,20 @@ class SlackChannel:
     async def _on_error(self, error: Exception, body: Mapping[str, Any]) -> None:
         log.error("Slack listener failed for a %s payload", body.get("type") or body.get("command"),
                   exc_info=error)
+
+
+def _kind_of(body: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(bolt's listener kind, the name its listeners match) of a payload."""
+    if "command" in body:
+        return "command", str(body["command"])
+    kind = body.get("type")
+    if kind == "event_callback":
+        return "event", str((body.get("event") or {}).get("type", ""))
+    if kind == "block_actions" and body.get("actions"):
+        return "action", str((body["actions"][0] or {}).get("action_id", ""))
+    if kind == "view_submission":
+        return "view", str((body.get("view") or {}).get("callback_id", ""))
+    return None, ""
 
 
 def _matches(key: str | re.Pattern[str], value: str) -> bool:
