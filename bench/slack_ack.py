@@ -1,6 +1,6 @@
 """Ack latency of the Slack channel: 200 concurrent signed `/ask` commands on loopback.
 
-Runs the real channel (`oz0.adapters.chat.slack.serve`, bolt in HTTP mode, a Runtime on a SQLite file)
+Runs the real channel (`oz0.adapters.chat.slack.serve`, its HTTP endpoint, a Runtime on a SQLite file)
 against the loopback Slack stand-in of the tests, fires the commands at once, and prints the time
 from sending each request to reading its acknowledgement: p50, p99 and max. Slack gives an app
 3 seconds; every job also runs and its card is posted, so the acks compete with real work.

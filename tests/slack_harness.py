@@ -1,4 +1,4 @@
-"""A running Slack channel for tests and the ack benchmark: the real bolt app in HTTP mode (or Socket
+"""A running Slack channel for tests and the ack benchmark: the real HTTP endpoint (or bolt in Socket
 Mode) started by `oz0.adapters.chat.slack.serve`, a real Runtime on a SQLite file, a plugin of small agents
 installed in it, and the loopback Slack stand-in as the Web API."""
 
@@ -145,7 +145,8 @@ async def running_channel(home: Path, *, usergroups: dict[str, list[str]] | None
             env["SLACK_APP_TOKEN"] = APP_TOKEN
         stop = asyncio.Event()
         server = asyncio.create_task(slack_app.serve(runtime, env=env, stop=stop))
-        http = await stack.enter_async_context(aiohttp.ClientSession())
+        # no client-side cap on connections (aiohttp's default is 100): Slack's requests do not wait for each other
+        http = await stack.enter_async_context(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)))
         if socket_mode:
             await slack.wait_for("apps.connections.open")
         else:

@@ -62,3 +62,25 @@ def test_report_interrupted_reaches_every_asker_of_its_platform_even_when_one_fa
         asyncio.run(report_interrupted(jobs, platform="slack", log=log, card_for=card_for, deliver=deliver))
     assert delivered == [("j4", "oz0 restarted while job j4 was running; ask again.")]
     assert "could not report interrupted job j1 to slack channel C1" in caplog.text
+
+
+def test_drain_waits_for_the_tasks_a_task_spawns_while_draining() -> None:
+    """A listener's task spawns the job's task after its ack: a stop must let that one finish too."""
+    async def main() -> list[str]:
+        tasks = ChannelTasks("Test", log=log, grace_s=5.0)
+        ended: list[str] = []
+
+        async def job() -> None:
+            await asyncio.sleep(0.05)
+            ended.append("job")
+
+        async def listener() -> None:
+            await asyncio.sleep(0.05)
+            tasks.spawn(job(), name="job-task")
+            ended.append("listener")
+
+        tasks.spawn(listener(), name="listener-task")
+        await tasks.drain()
+        return ended
+
+    assert asyncio.run(main()) == ["listener", "job"]

@@ -1,4 +1,4 @@
-"""The Slack channel end to end: the real bolt app in HTTP mode, fed signed requests, talking to a
+"""The Slack channel end to end: the real HTTP endpoint (slack_http), fed signed requests, talking to a
 loopback Slack Web API stand-in that records every call. Assertions are on the wire: what Slack was
 asked to post, update, upload, and what the asker saw."""
 

@@ -27,6 +27,7 @@ import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
 
+from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
@@ -60,6 +61,7 @@ class AskFlow:
         self.jobs = JobLoop(wire.platform)
         self._progress: dict[str, WorkingProgress] = {}
         self.questions = Questions(self, log=log)
+        self.catalog = Catalog(runtime)
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -130,7 +132,7 @@ class AskFlow:
     async def ask(self, ask: Ask) -> None:
         """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
         asker = await self.wire.with_groups(ask.asker)
-        specs = [*self.runtime.agents(), *self.runtime.flows()]   # a read of milliseconds: here, not queued in a thread before the ack
+        specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
@@ -154,7 +156,7 @@ class AskFlow:
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, self.draw(working_card(ask.agent))) if early else ask.reply
+        reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
                                         reply_to=reply.to_dict())
@@ -164,10 +166,14 @@ class AskFlow:
                 await self.wire.ignore(ask)
             return
         if not early:
-            reply = await self.wire.working(ask, self.draw(working_card(job.agent)))
+            reply = await self.wire.working(ask, self._working(ask.agent))
         if reply.to_dict() != ask.reply.to_dict():
             await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
+
+    def _working(self, agent: str) -> Rendered:
+        """The working message of `agent`, drawn once per channel."""
+        return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask) -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""

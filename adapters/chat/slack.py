@@ -1,14 +1,15 @@
 """The Slack channel: `/ask AGENT INPUT` and `@bot AGENT INPUT` run an agent; the answer is a card.
 
-Wire translation only, around a thin bolt-python `AsyncApp`: `to_ask(body)` and `to_share_click(body)`
-turn what Slack sent into the ask flow's neutral requests, and `SlackWire` turns the flow's calls
-into Web API calls. What is decided (access, help, dedupe, the job, share, restart reports) is in
+Wire translation only: HTTP deliveries are answered by a thin endpoint (`slack_http`), Socket Mode
+by a bolt-python `AsyncApp`, both routed by one table to the same listeners. `to_ask(body)` and
+`to_share_click(body)` turn what Slack sent into the ask flow's neutral requests, and `SlackWire`
+turns the flow's calls into Web API calls. What is decided (access, help, dedupe, the job, share, restart reports) is in
 `oz0.adapters.chat.flow`, the same for every chat channel.
 
 What is Slack's here:
 - Slack wants an answer within 3 seconds. A slash command is acknowledged with its first answer
   (the help card, a refusal, or "working..." shown privately, later replaced in place through the
-  command's `response_url`); an `app_mention` is acknowledged by bolt at once and answered in its
+  command's `response_url`); an `app_mention` is acknowledged at once and answered in its
   thread, the "working..." message replaced by the card with `chat.update`.
 - The delivery id is the event's `event_id` or the command's `trigger_id`.
 - Files go to the asker's direct messages for a private answer, else into the thread.
@@ -27,12 +28,12 @@ from typing import Any, Callable, Mapping
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
-from slack_bolt.middleware.request_verification.async_request_verification import AsyncRequestVerification
 from slack_sdk.web.async_client import AsyncWebClient
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
+from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
 from oz0.adapters.chat.slack_wire import COMMAND, ClickReply, ReplyTarget, SlackWire
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
@@ -61,6 +62,7 @@ log = logging.getLogger("oz0.slack")
 
 EVENTS_PATH = "/slack/events"
 STOP_GRACE_S = 5.0        # how long running jobs may finish when the channel stops
+LISTEN_BACKLOG = 1024     # connections waiting to be accepted; past it a SYN waits 1 s to be resent
 HELP_WORDS = ("", "help", "-h", "--help", "?")
 
 _LEADING_MENTION = re.compile(r"^\s*<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*")
@@ -156,43 +158,53 @@ def to_answer_submit(body: Mapping[str, Any], *, ack: Callable[..., Any]) -> Ans
 
 # ---- the channel ----------------------------------------------------------------------------
 
-_TIMESTAMP = re.compile(r"[0-9]{1,15}")
-
-
-class _RequestVerification(AsyncRequestVerification):
-    """bolt's signature check, after refusing a timestamp that is not a number with the same 401:
-    slack_sdk's verifier calls `int()` on the header, so junk there was an exception (a 500 and a
-    traceback in the log) rather than a refusal."""
-
-    async def async_process(self, *, req: Any, resp: Any, next: Any) -> Any:  # noqa: A002 (bolt's name)
-        if not self._can_skip(req.mode, req.body):
-            timestamp = req.headers.get("x-slack-request-timestamp", [""])[0]
-            if not _TIMESTAMP.fullmatch(timestamp):
-                log.info("refused a Slack request: its X-Slack-Request-Timestamp is not a number of seconds")
-                return self._build_error_response()
-        return await super().async_process(req=req, resp=resp, next=next)
-
-
 class SlackChannel:
-    """The bolt app: each listener translates and hands the request to the ask flow."""
+    """The listeners, each translating a payload and handing it to the ask flow; one table routes
+    Slack's payloads to them, for bolt in Socket Mode and for the HTTP endpoint (`slack_http`)."""
 
     def __init__(self, runtime: ChatRuntime, *, client: AsyncWebClient, signing_secret: str | None,
-                 policy: AccessPolicy | None = None, command: str = COMMAND,
-                 request_verification: bool = True) -> None:
+                 policy: AccessPolicy | None = None, command: str = COMMAND) -> None:
         policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         self.wire = SlackWire(client, policy, command=command)
         self.flow = AskFlow(runtime, self.wire, policy=policy, log=log, grace_s=STOP_GRACE_S)
-        # bolt runs `before_authorize` where its own verification would run: first after the SSL check
-        verification = _RequestVerification(signing_secret, base_logger=log) if request_verification else None
-        self.app = AsyncApp(client=client, signing_secret=signing_secret, process_before_response=False,
-                            request_verification_enabled=False, before_authorize=verification, logger=log,
-                            raise_error_for_unhandled_request=False)
-        self.app.command(command)(self._on_command)
-        self.app.event("app_mention")(self._on_mention)
-        self.app.action(SHARE_ACTION)(self._on_share)
-        self.app.action(re.compile(f"^{ANSWER_ACTION}_"))(self._on_answer)
-        self.app.view(ANSWER_FORM)(self._on_answer_form)
-        self.app.error(self._on_error)
+        self.command = command
+        self.signing_secret = signing_secret
+        # (kind, what it matches, listener): bolt's listener kinds; an event is acked before it runs
+        self.routes: tuple[tuple[str, str | re.Pattern[str], Listener], ...] = (
+            ("command", command, self._on_command),
+            ("event", "app_mention", self._on_mention),
+            ("action", SHARE_ACTION, self._on_share),
+            ("action", re.compile(f"^{ANSWER_ACTION}_"), self._on_answer),
+            ("view", ANSWER_FORM, self._on_answer_form),
+        )
+        self._app: AsyncApp | None = None
+
+    @property
+    def app(self) -> AsyncApp:
+        """The bolt app of Socket Mode, with the same routes (made on first use)."""
+        if self._app is None:
+            self._app = AsyncApp(client=self.wire.client, process_before_response=False,
+                                 request_verification_enabled=False, logger=log,
+                                 raise_error_for_unhandled_request=False)
+            for kind, key, listener in self.routes:
+                getattr(self._app, kind)(key)(listener)
+            self._app.error(self._on_error)
+        return self._app
+
+    def route(self, body: Mapping[str, Any]) -> tuple[Listener, bool] | None:
+        """The listener of an HTTP delivery, as bolt would pick it, and whether it is acked first."""
+        kind, name = _kind_of(body)
+        for k, key, listener in self.routes:
+            if k == kind and _matches(key, name):
+                return listener, kind == "event"
+        return None
+
+    def http(self) -> SlackHttp:
+        """The HTTP endpoint of these routes (HTTP mode: the signing secret is required)."""
+        if not self.signing_secret:
+            raise SlackConfigError("SLACK_SIGNING_SECRET is required for Slack's HTTP events")
+        return SlackHttp(self, signing_secret=self.signing_secret, spawn=self.flow.tasks.spawn,
+                         on_error=self._on_error)
 
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
         """The command's first answer is its ack (Slack gives 3 s): the flow acks through the reply."""
@@ -203,8 +215,8 @@ class SlackChannel:
             return
         await self.flow.ask(ask)
 
-    async def _on_mention(self, body: dict[str, Any]) -> None:
-        # bolt has acknowledged the event already; the work is the flow's to track (and to drain on stop)
+    async def _on_mention(self, ack: Any, body: dict[str, Any]) -> None:
+        # the event is acknowledged already (by bolt or the endpoint); the work is the flow's to track
         self.flow.tasks.spawn(self._mention(body), name=f"slack-event-{body.get('event_id')}")
 
     async def _mention(self, body: dict[str, Any]) -> None:
@@ -238,9 +250,27 @@ class SlackChannel:
             return
         await self.flow.answer(click)
 
-    async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
+    async def _on_error(self, error: Exception, body: Mapping[str, Any]) -> None:
         log.error("Slack listener failed for a %s payload", body.get("type") or body.get("command"),
                   exc_info=error)
+
+
+def _kind_of(body: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(bolt's listener kind, the name its listeners match) of a payload."""
+    if "command" in body:
+        return "command", str(body["command"])
+    kind = body.get("type")
+    if kind == "event_callback":
+        return "event", str((body.get("event") or {}).get("type", ""))
+    if kind == "block_actions" and body.get("actions"):
+        return "action", str((body["actions"][0] or {}).get("action_id", ""))
+    if kind == "view_submission":
+        return "view", str((body.get("view") or {}).get("callback_id", ""))
+    return None, ""
+
+
+def _matches(key: str | re.Pattern[str], value: str) -> bool:
+    return key.match(value) is not None if isinstance(key, re.Pattern) else key == value
 
 
 # ---- oz0 serve ------------------------------------------------------------------------------
@@ -257,8 +287,7 @@ def report_interrupted(jobs: Any) -> None:
 async def serve(runtime: ChatRuntime, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
     """Run the Slack channel until `stop` is set: Socket Mode with SLACK_APP_TOKEN, else HTTP events."""
     settings = SlackSettings.from_env(env)
-    channel = SlackChannel(runtime, client=web_client(settings), signing_secret=settings.signing_secret,
-                           request_verification=not settings.socket_mode)
+    channel = SlackChannel(runtime, client=web_client(settings), signing_secret=settings.signing_secret)
     channel.flow.deliver_durably()
     channel.flow.listen_questions()
     try:
@@ -272,10 +301,10 @@ async def serve(runtime: ChatRuntime, *, env: Mapping[str, str], stop: asyncio.E
 
 
 async def _serve_http(channel: SlackChannel, settings: SlackSettings, stop: asyncio.Event) -> None:
-    runner = web.AppRunner(channel.app.web_app(path=EVENTS_PATH, port=settings.port), access_log=None)
+    runner = web.AppRunner(channel.http().app(EVENTS_PATH), access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
+        site = web.TCPSite(runner, settings.host, settings.port, backlog=LISTEN_BACKLOG)
         await site.start()
         for address in runner.addresses:
             log.info("Slack channel: HTTP events at http://%s:%s%s", address[0], address[1], EVENTS_PATH)

@@ -52,9 +52,11 @@ class ChannelTasks:
     async def drain(self, *, timeout: float | None = None) -> None:
         """Let running jobs finish for a while (`grace_s`); the rest are cancelled, which journals them
         as interrupted and lets each say so to its asker while it can."""
-        if not self._tasks:
-            return
-        _done, pending = await asyncio.wait(set(self._tasks), timeout=self.grace_s if timeout is None else timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.grace_s if timeout is None else timeout)
+        while self._tasks and loop.time() < deadline:   # a task may spawn another (the job after its ack)
+            await asyncio.wait(set(self._tasks), timeout=deadline - loop.time())
+        pending = set(self._tasks)
         for task in pending:
             task.cancel()
         if pending:
