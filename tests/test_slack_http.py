@@ -228,3 +228,23 @@ def test_the_lull_is_open_without_requests_and_never_waits_past_its_cap(monkeypa
         lull.arrived()
         await asyncio.wait_for(lull.wait(), 10)    # still arriving as far as it knows: the cap lets it go
     run(main())
+
+
+def test_a_mention_by_the_bot_itself_or_another_app_is_acked_and_never_answered(home):
+    from slack_standin import BOT_USER, mention_event_body
+
+    async def main():
+        async with running_channel(home) as h:
+            own = mention_event_body("echo loop", event_id="EvOwn", user=BOT_USER)
+            other = json.loads(mention_event_body("echo other", event_id="EvApp", user="U0OTHERAPP"))
+            other["event"]["bot_id"] = "B0OTHER"
+            other = json.dumps(other)
+            for body in (own, other):
+                status, payload, _ = await h.post(body, signed_headers(body, content_type="application/json"))
+                assert (status, payload) == (200, None)
+            person = await h.mention("echo hi", event_id="EvPerson")
+            assert person[0] == 200
+            await h.slack.wait_for("chat.update")
+            await asyncio.sleep(0.3)
+            assert [j.input for j in h.runtime.jobs()] == ["hi"]
+    run(main())

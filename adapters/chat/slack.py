@@ -104,12 +104,20 @@ def to_ask(body: Mapping[str, Any], *, ack: Callable[..., Any] | None = None) ->
         team = body.get("team_id") or event.get("team")
         if not user or not channel or not body.get("event_id"):
             raise ValueError("app_mention without user, channel or event_id")
+        if event.get("bot_id") or user in _bot_users(body):
+            raise ValueError("app_mention by a bot (its own message, or another app's): only people ask")
         wants_help, agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
         asker = Asker("slack", workspace=team, channel=channel, user=user)
         reply = ReplyTarget(channel=channel, user=user, team=team,
                             thread_ts=event.get("thread_ts") or event.get("ts"), in_thread=bool(event.get("thread_ts")))
         return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention")
     raise ValueError(f"not an ask: {body.get('type') or 'unknown'} payload")
+
+
+def _bot_users(body: Mapping[str, Any]) -> set[str]:
+    """The bot users an event was delivered for (`authorizations`): the app's own messages that mention
+    it come back as events, and answering them would loop."""
+    return {str(a.get("user_id")) for a in body.get("authorizations") or () if isinstance(a, Mapping) and a.get("is_bot")}
 
 
 def to_share_click(body: Mapping[str, Any]) -> ShareClick:
