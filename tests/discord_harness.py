@@ -13,6 +13,7 @@ from typing import Any, AsyncIterator
 
 from oz0.adapters.chat import discord as discord_client
 from chat_plugin import install_chat_plugin
+from plugin_kit import COUNT_AGENT
 from discord_standin import DiscordStandIn, Recorded, snowflake
 from oz0.edge.runtime.runner import Runtime
 
@@ -31,7 +32,7 @@ RESTRICTED_AGENT = {"agents/ops-restart.yaml": """\
     input: text
     output: text
     """}
-IMPL = """\
+IMPL = COUNT_AGENT + """\
     import asyncio
     import os
     import threading
@@ -46,12 +47,8 @@ IMPL = """\
             f.write(threading.current_thread().name + "\\n")
         if text.startswith("sleep "):
             await asyncio.sleep(float(text.split()[1]))
-        if text.startswith("count "):  # count N EVERY_S [REST_S]: progress i of N every EVERY_S, then rest
-            n, every, *rest = text.split()[1:]
-            for i in range(1, int(n) + 1):
-                ctx.progress(f"item {i}", i, int(n))
-                await asyncio.sleep(float(every))
-            await asyncio.sleep(float(rest[0]) if rest else 0)
+        if text.startswith("count "):
+            await count(text, ctx)
         return "echo: " + text
 
     def deploys(value):

@@ -9,7 +9,21 @@ from typing import Any, Mapping
 
 import yaml
 
-__all__ = ["make_plugin"]
+__all__ = ["COUNT_AGENT", "make_plugin"]
+
+# Plugin code for the chat harnesses' agents (indented as their IMPL texts, dedented with them):
+# `count N EVERY_S [REST_S]` reports progress i of N every EVERY_S seconds, then rests.
+COUNT_AGENT = """\
+    import asyncio as _asyncio
+
+    async def count(text, ctx):
+        n, every, *rest = text.split()[1:]
+        for i in range(1, int(n) + 1):
+            ctx.progress(f"item {i}", i, int(n))
+            await _asyncio.sleep(float(every))
+        await _asyncio.sleep(float(rest[0]) if rest else 0)
+
+"""
 
 
 def make_plugin(root: Path, *, name: str = "testkit", version: str = "0.1.0",

@@ -17,6 +17,7 @@ from slack_sdk.models.blocks import Block
 from oz0.adapters.chat import slack as slack_app
 from chat_plugin import install_chat_plugin
 from oz0.edge.runtime.runner import Runtime
+from plugin_kit import COUNT_AGENT
 from slack_standin import (
     APP_TOKEN,
     BOT_TOKEN,
@@ -29,7 +30,7 @@ from slack_standin import (
 
 __all__ = ["Harness", "answer_response", "assert_valid_blocks", "install_test_plugin", "running_channel"]
 
-IMPL = """\
+IMPL = COUNT_AGENT + """\
     import asyncio
     import threading
 
@@ -39,12 +40,8 @@ IMPL = """\
         if text.startswith("progress "):
             ctx.progress("step 1 of 2: " + text.split(None, 1)[1])
             await asyncio.sleep(0.3)
-        if text.startswith("count "):  # count N EVERY_S [REST_S]: progress i of N every EVERY_S, then rest
-            n, every, *rest = text.split()[1:]
-            for i in range(1, int(n) + 1):
-                ctx.progress(f"item {i}", i, int(n))
-                await asyncio.sleep(float(every))
-            await asyncio.sleep(float(rest[0]) if rest else 0)
+        if text.startswith("count "):
+            await count(text, ctx)
         if text == "which thread":
             return "echo: on " + threading.current_thread().name
         return "echo: " + text
