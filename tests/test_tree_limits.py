@@ -59,7 +59,7 @@ def calls(tmp_path: Path) -> list[str]:
 
 def test_a_loop_in_a_flow_is_stopped_by_max_steps_and_jobs_show_draws_it(runtime, tmp_path):
     job = asyncio.run(runtime.run("loop", '{"n": 0}'))
-    assert (job.status, job.failure_kind) == ("failed", "LimitExceeded")
+    assert (job.status, job.failure_kind, job.attempts) == ("failed", "LimitExceeded", 1)
     assert job.failure_reason == (f"limits.max_steps is 5 (set by flow loop): reached at step bump#6 of job "
                                   f"{job.id}, the 6th step of the tree")
     assert tree(runtime, job.id) == [(0, "loop", "failed", "LimitExceeded"),
@@ -83,8 +83,11 @@ def test_a_loop_in_a_flow_is_stopped_by_max_steps_and_jobs_show_draws_it(runtime
 
 
 def test_a_loop_ends_when_its_until_is_true(runtime):
-    job = asyncio.run(runtime.run("loop-done", '{"n": 0}'))
+    seen: list[str] = []
+    job = asyncio.run(runtime.run("loop-done", '{"n": 0}', on_progress=lambda p: seen.append(p.message)))
     assert job.status == "succeeded", job.failure_reason
+    assert seen == ["step 1 of 1: bump (counter)", "step 1 of 1: bump (counter), run 2",
+                    "step 1 of 1: bump (counter), run 3"]
     assert job.output == {"n": 3}
     assert [label for _, label, _, _ in tree(runtime, job.id)] == ["loop-done", "bump", "bump#2", "bump#3"]
     assert "bump succeeded after 3 runs" in " ".join(runtime.card(job).notes)

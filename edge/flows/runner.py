@@ -135,11 +135,13 @@ def step_note(results: list[StepResult] | tuple[StepResult, ...]) -> str:
     return "steps: " + "; ".join(f"{r.step} {r.status}" for r in results)
 
 
-def step_progress(spec: FlowSpec, step: FlowStep) -> Progress:
-    """"step 2 of 3: approve" (an agent step also names its agent): where a running flow is."""
+def step_progress(spec: FlowSpec, step: FlowStep, *, run: int = 1) -> Progress:
+    """"step 2 of 3: approve" (an agent step also names its agent, a loop's later runs their number):
+    where a running flow is."""
     number = next(i for i, s in enumerate(spec.steps, start=1) if s.id == step.id)
     agent = f" ({step.agent})" if step.agent and not step.is_ask else ""
-    return Progress.of(f"step {number} of {len(spec.steps)}: {step.id}{agent}")
+    again = f", run {run}" if run > 1 else ""
+    return Progress.of(f"step {number} of {len(spec.steps)}: {step.id}{agent}{again}")
 
 
 async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
@@ -155,7 +157,7 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
             return child
         if on_progress is None:
             return await runtime.execute_here(child.id)
-        where = step_progress(spec, step)
+        where = step_progress(spec, step, run=run)
         on_progress(where)
         return await runtime.execute_here(child.id, on_progress=lambda p: on_progress(
             replace(p, message=f"{where.message} · {p.message}")))

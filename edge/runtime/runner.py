@@ -287,6 +287,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             value = self.parse_input(spec, job.input)
             if spec.kind == FLOW_KIND:
                 self.take_step(job, 1)
+                attempts = 1  # a flow runs once; its steps retry
                 return self._end(job_id, "succeeded", attempts=1, output=await self._run_flow(
                     job, spec, value, on_progress))
             await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
