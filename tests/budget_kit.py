@@ -15,7 +15,8 @@ from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 
-__all__ = ["COUNTER_SERVER", "USAGE", "Asker", "mcp_counter", "model_server", "plugin_runtime", "reviewer"]
+__all__ = ["COUNTER_SERVER", "USAGE", "Asker", "install_budget_plugin", "mcp_counter", "model_server", "plugin_runtime",
+           "reviewer"]
 
 USAGE = (120, 30)  # what the stand-in model reports: prompt and completion tokens
 
@@ -63,6 +64,15 @@ def plugin_runtime(tmp_path: Path, agents: dict[str, Any], *, flows: dict[str, A
     if not rt.installed():
         install_plugin(rt, load_plugin(root))
     return rt
+
+
+def install_budget_plugin(rt: Runtime, where: Path, url: str) -> None:
+    """For the chat channels' tests: `reviewer`, a model agent at `url` whose 50-token budget is too small
+    for its first call (`on_exhausted: ask`), so asking it from chat asks the asker to allow more."""
+    make_plugin(where, name="budgettest", agents={"reviewer": reviewer(
+        url, description="Reviews under a small budget", budget={"tokens": 50, "on_exhausted": "ask"},
+        limits={"timeout_s": 30, "max_attempts": 1})})
+    install_plugin(rt, load_plugin(where), actor="test")
 
 
 def mcp_counter(**extra: Any) -> dict[str, Any]:

@@ -196,6 +196,13 @@ def _contract_id(digest: str | None, version: str | None) -> str:
     return f"{digest[:12]} (since {version})" if version else digest[:12]
 
 
+def _budget(budget: Any) -> str:
+    """A declared budget in a table cell: `20,000 tokens, $0.50 per job (ask)`; `-` for none."""
+    if budget is None:
+        return "-"
+    return f"{budget.describe()} per {budget.per}" + (" (ask)" if budget.on_exhausted == "ask" else "")
+
+
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
@@ -204,15 +211,23 @@ def _list(args: argparse.Namespace) -> int:
     try:
         versions = runtime.installed()
         latest = latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
+        specs = {(p.name, a.name): a for p in runtime.plugins() for a in (*p.agents, *p.flows)}
     finally:
         runtime.close()
+
+    def declared(plugin: str, agent: str, key: str) -> Any:
+        value = getattr(specs.get((plugin, agent)), key, None)
+        return value.as_json() if value is not None else None
+
     if args.json:
         plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
                     "agents": [{"name": a.name, "kind": a.kind,
                                 "input": _contract(a.input_schema_file, a.input_hash),
                                 "output": _contract(a.output_schema_file, a.output_hash),
                                 "failures": dict(a.failures), "contract_hash": a.contract_hash,
-                                "contract_version": a.contract_version} for a in v.agents],
+                                "contract_version": a.contract_version,
+                                "budget": declared(v.plugin, a.name, "budget"),
+                                "price": declared(v.plugin, a.name, "price")} for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -220,10 +235,13 @@ def _list(args: argparse.Namespace) -> int:
         print("No plugins installed. Try: oz0 plugin install --example")
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
-                  _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version))
+                  _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
+                  _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)))
                  for v in versions for a in v.agents)
-    card = Card(form="table", title=f"Installed plugins ({runtime.home})",
-                columns=("plugin", "version", "agent", "kind", "input", "output", "contract"), rows=rows)
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget")
+    if all(row[-1] == "-" for row in rows):  # no budget declared: the column would be empty
+        rows, columns = tuple(row[:-1] for row in rows), columns[:-1]
+    card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
     cli_upgrade.print_latest_changes(versions, latest)
     return 0

@@ -263,6 +263,8 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
                       "description": f.description} for f in failure_kinds(spec)],
         "annotations": known_annotations(spec),
         "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "budget": spec.budget.as_json() if getattr(spec, "budget", None) is not None else None,
+        "price": spec.price.as_json() if getattr(spec, "price", None) is not None else None,
         "examples": [{"description": e.description, "input": e.input,
                       **({"output": e.output} if e.has_output else {})} for e in spec.examples],
         **({"steps": [{"id": s.id, **({"ask": s.ask} if s.is_ask else {"agent": s.agent}),

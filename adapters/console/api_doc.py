@@ -152,6 +152,10 @@ _COMMON_SCHEMAS: dict[str, Any] = {
                             "destructiveHint, idempotentHint, openWorldHint (declared, or from tools/list)."},
             "contract_hash": {"type": "string", "description": "SHA-256 of the contract parts; pin it with If-Match."},
             "contract_version": {"type": ["string", "null"], "description": "The plugin version that introduced it."},
+            "budget": {"type": ["object", "null"], "description": "The declared budget: tokens, cost (a decimal "
+                       "string), calls (those limited), per, on_exhausted; null: none."},
+            "price": {"type": ["object", "null"], "description": "The declared price: input_per_1k, output_per_1k, "
+                      "per_call, each a decimal string; null: none."},
             "examples": {"type": "array", "items": {"type": "object", "required": ["input"], "properties": {
                 "description": {"type": "string"}, "input": {}, "output": {}}}}}}}}},
 }

@@ -20,7 +20,7 @@ from oz0.edge.cards.model import Card
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.runtime.progress import Progress
 
-__all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "drawn_card", "example_values", "job_view"]
+__all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "drawn_card", "example_values", "job_view"]
 
 PAGE_REFRESH_S = 2   # a running job's page reloads this often, to show its latest progress
 
@@ -83,10 +83,19 @@ def agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "steps": [{"id": s.id, "what": f"asks: {s.ask}" if s.is_ask else f"runs {s.agent}",
                    "condition": s.condition} for s in getattr(spec, "steps", ())],
         "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "budget": budget_text(getattr(spec, "budget", None)),
+        "price": spec.price.describe() if getattr(spec, "price", None) is not None else None,
         "examples": [{"description": e.description, "input": e.input_text,
                       "output": json.dumps(e.output, ensure_ascii=False) if e.has_output else None}
                      for e in spec.examples],
     }
+
+
+def budget_text(budget: Any) -> str | None:
+    """A declared budget for people, as `oz0 jobs show` names it: `50 tokens, $0.50 per job (on_exhausted: ask)`."""
+    if budget is None:
+        return None
+    return f"{budget.describe()} per {budget.per} (on_exhausted: {budget.on_exhausted})"
 
 
 def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str, str]:

@@ -8,8 +8,9 @@ kinds and the agent's declared ones as 502, each a schema carrying `x-retryable`
 Each contract is embedded once under `components/schemas/{agent}.input` (or `.output`) with every
 local `$ref` rewritten to a pointer from the document root, and `$id`/`$anchor`/`$schema` dropped, so
 that one resolver (a JSON pointer into this document) follows every reference the same way the
-contract's own validator did. The document is a function of the contracts only: the same agents give
-the same document, byte for byte, which is what lets two versions be compared.
+contract's own validator did. The document is a function of the agent files only: the same agents give
+the same document, byte for byte, which is what lets two versions be compared. A declared budget and
+price are shown as `x-budget` and `x-price` (money as decimal strings); the upgrade check ignores them.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "x-oz0-kind": agent.kind,
             "x-contract-hash": agent.contract_hash,
         }
+        if getattr(agent, "budget", None) is not None:
+            operation["x-budget"] = agent.budget.as_json()
+        if getattr(agent, "price", None) is not None:
+            operation["x-price"] = agent.price.as_json()
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)
         if agent.description:

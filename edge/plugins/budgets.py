@@ -20,6 +20,7 @@ __all__ = [
     "BudgetDeclarationError",
     "MICRO",
     "Price",
+    "amount_text",
     "budget_findings",
     "format_amount",
     "format_dimension",
@@ -61,6 +62,11 @@ class Budget:
         """`$1.00, 10,000 tokens, 5 calls`: what the budget allows, for messages."""
         return ", ".join(format_dimension(d, n) for d in BUDGET_DIMENSIONS if (n := self.limit(d)) is not None)
 
+    def as_json(self) -> dict[str, Any]:
+        """The budget as declared, for JSON: its limited dimensions (cost a decimal string), per, on_exhausted."""
+        return {**{d: amount_text(n) if d == "cost" else n for d in BUDGET_DIMENSIONS
+                   if (n := self.limit(d)) is not None}, "per": self.per, "on_exhausted": self.on_exhausted}
+
 
 @dataclass(frozen=True)
 class Price:
@@ -75,6 +81,17 @@ class Price:
         """The cost of a call in micro-units, rounded up (a reservation never falls short)."""
         return (_ceil_div(prompt_tokens * self.input_per_1k, 1000)
                 + _ceil_div(completion_tokens * self.output_per_1k, 1000) + calls * self.per_call)
+
+    def as_json(self) -> dict[str, str]:
+        """The price as declared, for JSON: each amount a decimal string."""
+        return {k: amount_text(getattr(self, k)) for k in ("input_per_1k", "output_per_1k", "per_call")}
+
+    def describe(self) -> str:
+        """`$0.0005 per 1k prompt tokens, $0.0015 per 1k answer tokens`: for people (a free price: `$0.00 a call`)."""
+        parts = [f"{format_amount(n)} {what}" for n, what in (
+            (self.input_per_1k, "per 1k prompt tokens"), (self.output_per_1k, "per 1k answer tokens"),
+            (self.per_call, "a call")) if n]
+        return ", ".join(parts) or f"{format_amount(0)} a call"
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -105,6 +122,11 @@ def format_amount(micro: int) -> str:
     text = f"{Decimal(abs(micro)) / MICRO:.6f}".rstrip("0")
     whole, _, cents = text.partition(".")
     return f"{sign}${whole}.{cents.ljust(2, '0')}"
+
+
+def amount_text(micro: int) -> str:
+    """Micro-units as an exact decimal string for JSON (`"0.5"`, `"0.000125"`, `"0"`), never a float."""
+    return str(Decimal(micro) / MICRO)
 
 
 def format_dimension(dimension: str, value: int) -> str:

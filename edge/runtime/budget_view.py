@@ -7,10 +7,9 @@ Money in JSON is a decimal string (`"0.105"`), exact as stored, never a float.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
-from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, MICRO, format_dimension
+from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, amount_text, format_dimension
 from oz0.edge.runtime.budget_book import BudgetState
 
 __all__ = ["FIGURES", "budget_json", "budget_lines", "budget_table"]
@@ -26,7 +25,7 @@ def _figures(state: BudgetState, dimension: str) -> dict[str, int]:
 
 
 def _exact(dimension: str, value: int) -> Any:
-    return str(Decimal(value) / MICRO) if dimension == "cost" else value
+    return amount_text(value) if dimension == "cost" else value
 
 
 def budget_json(state: BudgetState) -> dict[str, Any]:
