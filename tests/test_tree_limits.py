@@ -257,3 +257,14 @@ def test_get_job_shows_the_limit_and_the_steps(runtime):
     assert "steps: a succeeded; b succeeded; c not run" in body["card"]["notes"]
     assert [(s["step"], s["status"]) for s in body["job"]["steps"]] == [("a", "succeeded"), ("b", "succeeded")]
     assert body["output"] == {"steps": {"a": {"n": 1}, "b": {"n": 2}}}
+
+
+def test_a_child_started_past_its_trees_time_ends_limit_exceeded_not_left_running(runtime):
+    root, _ = runtime.submit("slow", '{"n": 0}')
+    runtime.store.update_job(root.id, status="running", started=root.created - 5)  # its 1 s are long gone
+    child = runtime.submit_child(runtime.job(root.id), "sleeper", '{"n": 0}', dedupe_key=f"flow:{root.id}:b")
+    ended = asyncio.run(asyncio.wait_for(runtime.execute_here(child.id), 10))
+    assert (ended.status, ended.failure_kind) == ("failed", "LimitExceeded")
+    assert ended.failure_reason.startswith("limits.tree_timeout_s is 1 (set by flow slow): the tree had run 5.")
+    assert ended.failure_reason.endswith(f"(waits for a person excluded) at step b of job {root.id}")
+    assert runtime.job(root.id).limit_reached == ended.failure_reason

@@ -71,6 +71,8 @@ AGENTS: dict[str, Any] = {
                      "output_schema": "schemas/n.json"},
     "sleeper": {"kind": "python", "entry": "agents:sleep", "input_schema": "schemas/n.json",
                 "output_schema": "schemas/n.json"},
+    "sleeper-one": {"kind": "python", "entry": "agents:sleep", "input_schema": "schemas/n.json",
+                    "output_schema": "schemas/n.json", "limits": {"concurrency": 1}},  # one run at a time
     "flaky": {"kind": "python", "entry": "agents:flaky", "input_schema": "schemas/n.json",
               "output_schema": "schemas/n.json", "failures": {"Busy": {"retryable": True}},
               "limits": {"max_attempts": 3}},
@@ -105,6 +107,7 @@ FLOWS: dict[str, Any] = {
                    {"id": "c", "agent": "counter"}], max_children=2),
     "retry": flow([{"id": "first", "agent": "flaky"}], max_steps=2),
     "slow": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper"}], tree_timeout_s=1),
+    "slow-queued": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper-one"}], tree_timeout_s=2),
     "outer": flow([{"id": "inner", "agent": "loop-done"}, {"id": "again", "agent": "counter"}], max_steps=4),
 }
 
