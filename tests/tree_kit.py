@@ -46,6 +46,9 @@ def flaky(value):
 def recurse(text, ctx):
     return ctx.ask_sync("recurse", text + ".")
 
+def recurse_deep(text, ctx):
+    return ctx.ask_sync("recurse-deep", text + ".")
+
 async def delegate(value, ctx):
     first = await ctx.ask("counter", {"n": value["n"]})
     second = await ctx.ask("counter", first)
@@ -78,6 +81,8 @@ AGENTS: dict[str, Any] = {
               "limits": {"max_attempts": 3}},
     "recurse": {"kind": "python", "entry": "agents:recurse", "input": "text", "output": "text",
                 "limits": {"max_depth": 3}},
+    "recurse-deep": {"kind": "python", "entry": "agents:recurse_deep", "input": "text", "output": "text",
+                     "limits": {"max_depth": 12}},
     "recurse-2": {"kind": "python", "entry": "agents:recurse", "input": "text", "output": "text"},  # asks recurse
     "delegator": {"kind": "python", "entry": "agents:delegate", "input_schema": "schemas/n.json",
                   "output_schema": "schemas/n.json"},

@@ -33,7 +33,7 @@ from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["GRACE_S", "LIMIT_EXCEEDED", "JobTree", "TreeNode", "ordinal", "step_label"]
+__all__ = ["GRACE_S", "LIMIT_EXCEEDED", "MAX_DEPTH", "JobTree", "TreeNode", "ordinal", "step_label"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,9 @@ LIMIT_EXCEEDED = "LimitExceeded"
 GRACE_S = 0.5       # how much later a job's tree_timeout_s watch stops it than its running child's
 POLL_S = 1.0        # how often a watch looks again (waits for a person extend the deadline)
 STOP_WAIT_S = 5.0   # how long a stopped child's run may take to end (its workflow's result) before its parent goes on
-MAX_CHAIN = 64      # ancestors read at most (max_depth is at most 20: a longer chain is a broken journal)
+MAX_DEPTH = 20      # the largest limits.max_depth a file may set (the agent and flow schemas' maximum)
+MAX_CHAIN = 64      # ancestors read at most (max_depth is at most MAX_DEPTH: a longer chain is a broken journal)
+MAX_LEFT_OUT = 1000  # jobs below MAX_DEPTH counted at most when a tree is drawn
 
 
 def ordinal(n: int) -> str:
@@ -98,6 +100,29 @@ class JobTree:
             chain.append(parent)
         top = len(chain) - 1
         return [TreeNode(j, self._spec_or_none(j.agent), top - i) for i, j in enumerate(chain)]
+
+    def tree_below(self, job: Job) -> tuple[list[tuple[int, Job]], int]:
+        """The job and the jobs below it with their depth, depth first, down to MAX_DEPTH levels (as deep
+        as any max_depth lets a tree go); and how many jobs lie deeper, which only a broken journal holds
+        (counted up to MAX_LEFT_OUT, each once)."""
+        drawn: list[tuple[int, Job]] = []
+        deeper: list[Job] = []
+        stack = [(0, job)]
+        while stack:
+            depth, node = stack.pop()
+            drawn.append((depth, node))
+            children = self.children(node.id)  # type: ignore[attr-defined]
+            if depth == MAX_DEPTH:
+                deeper.extend(children)
+            else:
+                stack.extend((depth + 1, c) for c in reversed(children))
+        seen = {j.id for _, j in drawn}
+        while deeper and len(seen) - len(drawn) < MAX_LEFT_OUT:
+            node = deeper.pop()
+            if node.id not in seen:
+                seen.add(node.id)
+                deeper.extend(self.children(node.id))  # type: ignore[attr-defined]
+        return drawn, len(seen) - len(drawn)
 
     def _spec_or_none(self, agent: str) -> AgentSpec | None:
         try:
