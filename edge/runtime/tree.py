@@ -13,7 +13,9 @@ Children of one job are started by the process running that job (a flow's workfl
 step), so `max_children` is a count of the journal's rows at that moment. `tree_timeout_s` is watched
 around every job of the tree while it runs (`_watched`): the innermost running job stops first (its
 parents GRACE_S later), so each parent still sees its child end and keeps what its
-finished children gave (`partial`).
+finished children gave (`partial`). A durable flow waits for each child workflow under the same
+watch (`watch_child`), so a child still queued, or one whose own watch did not stop it, is stopped at
+the deadline too (its workflow cancelled).
 """
 
 from __future__ import annotations
