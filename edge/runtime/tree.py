@@ -316,9 +316,9 @@ class JobTree:
                         delay = overdue + GRACE_S - time.monotonic()
                     if delay <= 0:
                         if child is not None and not child.finished:
-                            reason = self._refuse(child, self._time_reason(child, left[1], left[2])).reason
+                            self._refuse(child, self._time_reason(child, left[1], left[2]))
                             await self._stop_elsewhere(child.id, child.dedupe_key)
-                            self._stop(child.id, reason)
+                            self._stop(child.id)  # with the tree's reason (the first recorded)
                         stopped = time.monotonic()
                 if stopped is not None:
                     delay = stopped + STOP_WAIT_S - time.monotonic()
