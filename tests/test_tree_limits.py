@@ -260,3 +260,49 @@ def test_get_job_shows_the_limit_and_the_steps(runtime):
     assert "steps: a succeeded; b succeeded; c not run" in body["card"]["notes"]
     assert [(s["step"], s["status"]) for s in body["job"]["steps"]] == [("a", "succeeded"), ("b", "succeeded")]
     assert body["output"] == {"steps": {"a": {"n": 1}, "b": {"n": 2}}}
+
+
+def _show(rt: Runtime, job_id: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
+    env["OZ0_HOME"] = str(rt.home)
+    return subprocess.run([*OZ0, "jobs", "show", job_id, *args], capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+def test_jobs_show_draws_a_delegation_chain_deeper_than_eight(runtime):
+    job = asyncio.run(runtime.run("recurse-deep", "go"))
+    assert (job.status, job.failure_kind) == ("failed", "LimitExceeded")
+    assert job.failure_reason.endswith("(recurse-deep, depth 12) tried to start delegation 1 (recurse-deep) at "
+                                       "depth 13")
+    shown = _show(runtime, job.id)
+    assert shown.returncode == 0, shown.stderr
+    drawn = [line for line in shown.stdout.splitlines() if "recurse-deep failed (LimitExceeded)" in line]
+    assert [len(line) - len(line.lstrip()) for line in drawn] == [0, *[2 * d for d in range(1, 13)]]
+    assert drawn[-1].strip().startswith("└ ") and ": recurse-deep failed" in drawn[-1]
+    assert "not drawn" not in shown.stdout
+
+
+def test_jobs_show_says_how_many_jobs_of_a_broken_chain_it_leaves_out(runtime):
+    root, _ = runtime.submit("counter", '{"n": 0}')
+    parent = root
+    for n in range(25):  # a chain deeper than any max_depth (at most 20): only a broken journal holds one
+        parent, _ = runtime.submit("counter", '{"n": 0}', dedupe_key=f"delegate:{parent.id}:1", parent_id=parent.id)
+    shown = _show(runtime, root.id)
+    assert shown.returncode == 0, shown.stderr
+    assert sum(": counter " in line for line in shown.stdout.splitlines()) == 21  # depths 0 to 20
+    assert f"{' ' * 42}└ … 5 jobs below depth 20 not drawn (deeper than any limits.max_depth allows: the journal's " \
+           "parent links are broken)" in shown.stdout
+    data = json.loads(_show(runtime, root.id, "--json").stdout)  # data fields sit at the top level
+    assert [node["depth"] for node in data["tree"]] == list(range(21))
+    assert data["tree_left_out"] == 5
+
+
+def test_a_child_started_past_its_trees_time_ends_limit_exceeded_not_left_running(runtime):
+    root, _ = runtime.submit("slow", '{"n": 0}')
+    runtime.store.update_job(root.id, status="running", started=root.created - 5)  # its 1 s are long gone
+    child = runtime.submit_child(runtime.job(root.id), "sleeper", '{"n": 0}', dedupe_key=f"flow:{root.id}:b")
+    ended = asyncio.run(asyncio.wait_for(runtime.execute_here(child.id), 10))
+    assert (ended.status, ended.failure_kind) == ("failed", "LimitExceeded")
+    assert ended.failure_reason.startswith("limits.tree_timeout_s is 1 (set by flow slow): the tree had run 5.")
+    assert ended.failure_reason.endswith(f"(waits for a person excluded) at step b of job {root.id}")
+    assert runtime.job(root.id).limit_reached == ended.failure_reason

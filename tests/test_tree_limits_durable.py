@@ -97,3 +97,60 @@ def test_a_durable_flow_waiting_for_a_person_is_stopped_by_its_tree_time_when_wa
     assert job["reason"].endswith(f"(waits for a person included) at person step ok of job {job['id']}")
     assert job["tree"] == [[0, "wait-counted", "failed", "LimitExceeded"], [1, "a", "succeeded", None]]
     assert job["output"] == {"steps": {"a": {"n": 1}}}
+
+
+def test_a_durable_flow_past_its_tree_time_stops_its_running_step_at_the_deadline(tmp_path):
+    from tree_kit import FLOWS, flow
+
+    home = tmp_path / "home"
+    runtime = Runtime(home)
+    flows = {**FLOWS, "slow-3": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper"}],
+                                     tree_timeout_s=3)}
+    install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
+    runtime.close()
+    job = run_engine(home, "slow-3", '{"n": 0}')
+    assert (job["status"], job["kind"]) == ("failed", "LimitExceeded"), job
+    assert job["reason"].startswith("limits.tree_timeout_s is 3 (set by flow slow-3): the tree had run 3."), job
+    assert job["reason"].endswith(f"(waits for a person excluded) at step b of job {job['id']}")
+    assert job["tree"] == [[0, "slow-3", "failed", "LimitExceeded"], [1, "a", "succeeded", None],
+                           [1, "b", "failed", "LimitExceeded"]]
+    assert job["output"] == {"steps": {"a": {"n": 1}}}
+    assert job["elapsed"] < 8, job  # the sleeper sleeps 30 s
+    assert_stopped_with_the_tree(home, job, deadline_s=3, started_before=True)
+
+
+def test_a_durable_flow_past_its_tree_time_cancels_its_child_workflow_still_queued(tmp_path):
+    home = tmp_path / "home"
+    runtime = Runtime(home)
+    install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees")), actor="test")
+    runtime.close()
+    job = run_engine(home, "slow-queued", '{"n": 0}', "sleeper-one")  # step b waits behind another sleeper
+    assert (job["status"], job["kind"]) == ("failed", "LimitExceeded"), job
+    assert job["reason"].startswith("limits.tree_timeout_s is 2 (set by flow slow-queued): the tree had run 2."), job
+    assert job["reason"].endswith(f"(waits for a person excluded) at step b of job {job['id']}")
+    assert job["tree"] == [[0, "slow-queued", "failed", "LimitExceeded"], [1, "a", "succeeded", None],
+                           [1, "b", "failed", "LimitExceeded"]]
+    assert job["output"] == {"steps": {"a": {"n": 1}}}
+    assert job["elapsed"] < 6, job  # the step ahead of b sleeps 30 s
+    assert job["workflows"][f"flow:{job['id']}:b"] == "CANCELLED"
+    assert job["workflows"][f"flow:{job['id']}:a"] == "SUCCESS"
+    assert_stopped_with_the_tree(home, job, deadline_s=2)
+
+
+def assert_stopped_with_the_tree(home: Path, job: dict, *, deadline_s: float, started_before: bool = False) -> None:
+    """The stopped step ended at the tree's deadline with the tree's reason, and nothing of the tree is
+    left running."""
+    runtime = Runtime(home)
+    try:
+        stopped = runtime.children(job["id"])[-1]
+        assert (stopped.status, stopped.failure_reason) == ("failed", job["reason"])
+        began = runtime.job(job["id"]).started
+        if started_before:  # the step ran when the deadline came
+            assert stopped.started - began < deadline_s, stopped.started - began
+        late = stopped.ended - began - deadline_s
+        print(f"stopped {late:.2f} s after the deadline")
+        assert late < 1.5, late
+        active = [c for c in runtime.children(job["id"]) if not c.finished]
+        assert active == [] and runtime.job(job["id"]).finished
+    finally:
+        runtime.close()

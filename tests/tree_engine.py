@@ -1,5 +1,5 @@
 """A process for test_tree_limits_durable: the job engine launched over OZ0_HOME, one job run (`run AGENT
-INPUT`) as its durable workflow, or started and left to be killed (`start AGENT INPUT`) and resumed by
+INPUT [HOLD]`, HOLD an agent whose queue a job of it keeps busy meanwhile) as its durable workflow, or started and left to be killed (`start AGENT INPUT`) and resumed by
 a new process (`resume JOB`); prints the ended job and its tree as JSON."""
 
 from __future__ import annotations
@@ -21,6 +21,22 @@ def tree(runtime: Runtime, job_id: str, depth: int = 0) -> list[list]:
     return out
 
 
+async def run(runtime: Runtime, agent: str, text: str, *, hold: str | None) -> object:
+    """The job run to its end; with `hold`, a job of that agent runs first and keeps its queue busy."""
+    if hold is not None:
+        holder, _ = runtime.submit(hold, '{"n": 0}')
+        asyncio.ensure_future(runtime.execute(holder.id))
+        while runtime.job(holder.id).status != "running":
+            await asyncio.sleep(0.05)
+    return await runtime.run(agent, text)
+
+
+def workflows(runtime: Runtime) -> dict[str, str]:
+    from dbos import DBOS
+
+    return {w.workflow_id: w.status for w in DBOS.list_workflows(load_input=False, load_output=False)}
+
+
 def main() -> None:
     runtime = Runtime()
     runtime.launch_engine()
@@ -29,15 +45,19 @@ def main() -> None:
         print(f"job {job.id}", flush=True)
         asyncio.run(runtime.execute(job.id))
         return
+    elapsed = None
     if sys.argv[1] == "resume":  # the engine resumes the job's workflow at launch
         deadline = time.monotonic() + 120
         while not runtime.job(sys.argv[2]).finished and time.monotonic() < deadline:
             time.sleep(0.1)
         job = runtime.job(sys.argv[2])
     else:
-        job = asyncio.run(runtime.run(sys.argv[2], sys.argv[3]))
-    print(json.dumps({"id": job.id, "status": job.status, "kind": job.failure_kind, "reason": job.failure_reason,
-                      "output": job.output, "tree": tree(runtime, job.id)}), flush=True)
+        began = time.monotonic()
+        job = asyncio.run(run(runtime, sys.argv[2], sys.argv[3], hold=sys.argv[4] if len(sys.argv) > 4 else None))
+        elapsed = time.monotonic() - began
+    print(json.dumps({"elapsed": elapsed, "id": job.id, "status": job.status, "kind": job.failure_kind, "reason": job.failure_reason,
+                      "output": job.output, "tree": tree(runtime, job.id),
+                      "workflows": workflows(runtime)}), flush=True)
     runtime.close()
 
 

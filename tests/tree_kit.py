@@ -46,6 +46,9 @@ def flaky(value):
 def recurse(text, ctx):
     return ctx.ask_sync("recurse", text + ".")
 
+def recurse_deep(text, ctx):
+    return ctx.ask_sync("recurse-deep", text + ".")
+
 async def delegate(value, ctx):
     first = await ctx.ask("counter", {"n": value["n"]})
     second = await ctx.ask("counter", first)
@@ -71,11 +74,15 @@ AGENTS: dict[str, Any] = {
                      "output_schema": "schemas/n.json"},
     "sleeper": {"kind": "python", "entry": "agents:sleep", "input_schema": "schemas/n.json",
                 "output_schema": "schemas/n.json"},
+    "sleeper-one": {"kind": "python", "entry": "agents:sleep", "input_schema": "schemas/n.json",
+                    "output_schema": "schemas/n.json", "limits": {"concurrency": 1}},  # one run at a time
     "flaky": {"kind": "python", "entry": "agents:flaky", "input_schema": "schemas/n.json",
               "output_schema": "schemas/n.json", "failures": {"Busy": {"retryable": True}},
               "limits": {"max_attempts": 3}},
     "recurse": {"kind": "python", "entry": "agents:recurse", "input": "text", "output": "text",
                 "limits": {"max_depth": 3}},
+    "recurse-deep": {"kind": "python", "entry": "agents:recurse_deep", "input": "text", "output": "text",
+                     "limits": {"max_depth": 12}},
     "recurse-2": {"kind": "python", "entry": "agents:recurse", "input": "text", "output": "text"},  # asks recurse
     "delegator": {"kind": "python", "entry": "agents:delegate", "input_schema": "schemas/n.json",
                   "output_schema": "schemas/n.json"},
@@ -105,6 +112,7 @@ FLOWS: dict[str, Any] = {
                    {"id": "c", "agent": "counter"}], max_children=2),
     "retry": flow([{"id": "first", "agent": "flaky"}], max_steps=2),
     "slow": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper"}], tree_timeout_s=1),
+    "slow-queued": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper-one"}], tree_timeout_s=2),
     "outer": flow([{"id": "inner", "agent": "loop-done"}, {"id": "again", "agent": "counter"}], max_steps=4),
 }
 

@@ -136,6 +136,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.budget_view import budget_json, budget_lines
+    from oz0.edge.runtime.tree import MAX_DEPTH
 
     runtime = open_runtime()
     try:
@@ -145,7 +146,7 @@ def _show(args: argparse.Namespace) -> int:
             raise CommandError(f"no job {args.id!r} (an id, or its first 4+ characters when they are unique; "
                                "see oz0 jobs)", code=1)
         card = runtime.card(job)
-        tree = _tree(runtime, job)
+        tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)
     finally:
         runtime.close()
@@ -155,6 +156,8 @@ def _show(args: argparse.Namespace) -> int:
             data["budgets"] = [budget_json(b) for b in budgets]
         if len(tree) > 1:
             data["tree"] = [{"depth": depth, **j.to_dict()} for depth, j in tree]
+        if left_out:
+            data["tree_left_out"] = left_out
         return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data=data)
     keys = ("id", "agent", "plugin", "contract", "status", "failure kind", "reason", "attempts", "requester",
             "channel", "input", "created", "started", "ended")
@@ -175,18 +178,18 @@ def _show(args: argparse.Namespace) -> int:
             took = f", {node.duration_s:.2f} s" if node.duration_s is not None else ""
             kind = f" ({node.failure_kind})" if node.failure_kind else ""
             print(f"{'  ' * depth}{'└ ' if depth else ''}{node.id}  {step}: {node.agent} {_status(node)}{kind}{took}")
+        if left_out:
+            print(f"{'  ' * (MAX_DEPTH + 1)}└ … {_left_out(left_out)} below depth {MAX_DEPTH} not drawn "
+                  f"(deeper than any limits.max_depth allows: the journal's parent links are broken)")
     print()
     print(render_payload(card, "text").rstrip("\n"))
     return 0
 
 
-def _tree(runtime: Any, job: Job, depth: int = 0) -> list[tuple[int, Job]]:
-    """The job and, for a flow, its step jobs below it (a step that is itself a flow, below that)."""
-    out = [(depth, job)]
-    if depth < 8:
-        for child in runtime.children(job.id):
-            out.extend(_tree(runtime, child, depth + 1))
-    return out
+def _left_out(count: int) -> str:
+    from oz0.edge.runtime.tree import MAX_LEFT_OUT
+
+    return f"{MAX_LEFT_OUT} or more jobs" if count >= MAX_LEFT_OUT else f"{count} job{'s' * (count != 1)}"
 
 
 def register_audit(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID
+from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
 from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
@@ -55,7 +56,11 @@ async def flow_workflow(job_id: str) -> str:
             try:
                 with SetWorkflowID(child_dedupe_key(job_id, step.id, run)):
                     handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
-                await handle.get_result()
+                try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
+                    await runtime.watch_child(job, child_id, handle.get_result())
+                except DBOSAwaitedWorkflowCancelledError:
+                    if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
+                        raise
             finally:
                 if engine._progress.get(child_id) is follow:
                     engine._progress.pop(child_id, None)

@@ -13,7 +13,9 @@ Children of one job are started by the process running that job (a flow's workfl
 step), so `max_children` is a count of the journal's rows at that moment. `tree_timeout_s` is watched
 around every job of the tree while it runs (`_watched`): the innermost running job stops first (its
 parents GRACE_S later), so each parent still sees its child end and keeps what its
-finished children gave (`partial`).
+finished children gave (`partial`). A durable flow waits for each child workflow under the same
+watch (`watch_child`), so a child still queued, or one whose own watch did not stop it, is stopped at
+the deadline too (its workflow cancelled).
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["GRACE_S", "LIMIT_EXCEEDED", "JobTree", "TreeNode", "ordinal", "step_label"]
+__all__ = ["GRACE_S", "LIMIT_EXCEEDED", "MAX_DEPTH", "JobTree", "TreeNode", "ordinal", "step_label"]
 
 log = logging.getLogger(__name__)
 
 LIMIT_EXCEEDED = "LimitExceeded"
 GRACE_S = 0.5       # how much later a job's tree_timeout_s watch stops it than its running child's
 POLL_S = 1.0        # how often a watch looks again (waits for a person extend the deadline)
-MAX_CHAIN = 64      # ancestors read at most (max_depth is at most 20: a longer chain is a broken journal)
+STOP_WAIT_S = 5.0   # how long a stopped child's run may take to end (its workflow's result) before its parent goes on
+MAX_DEPTH = 20      # the largest limits.max_depth a file may set (the agent and flow schemas' maximum)
+MAX_CHAIN = 64      # ancestors read at most (max_depth is at most MAX_DEPTH: a longer chain is a broken journal)
+MAX_LEFT_OUT = 1000  # jobs below MAX_DEPTH counted at most when a tree is drawn
 
 
 def ordinal(n: int) -> str:
@@ -97,6 +102,29 @@ class JobTree:
             chain.append(parent)
         top = len(chain) - 1
         return [TreeNode(j, self._spec_or_none(j.agent), top - i) for i, j in enumerate(chain)]
+
+    def tree_below(self, job: Job) -> tuple[list[tuple[int, Job]], int]:
+        """The job and the jobs below it with their depth, depth first, down to MAX_DEPTH levels (as deep
+        as any max_depth lets a tree go); and how many jobs lie deeper, which only a broken journal holds
+        (counted up to MAX_LEFT_OUT, each once)."""
+        drawn: list[tuple[int, Job]] = []
+        deeper: list[Job] = []
+        stack = [(0, job)]
+        while stack:
+            depth, node = stack.pop()
+            drawn.append((depth, node))
+            children = self.children(node.id)  # type: ignore[attr-defined]
+            if depth == MAX_DEPTH:
+                deeper.extend(children)
+            else:
+                stack.extend((depth + 1, c) for c in reversed(children))
+        seen = {j.id for _, j in drawn}
+        while deeper and len(seen) - len(drawn) < MAX_LEFT_OUT:
+            node = deeper.pop()
+            if node.id not in seen:
+                seen.add(node.id)
+                deeper.extend(self.children(node.id))  # type: ignore[attr-defined]
+        return drawn, len(seen) - len(drawn)
 
     def _spec_or_none(self, agent: str) -> AgentSpec | None:
         try:
@@ -241,6 +269,7 @@ class JobTree:
                     self._refuse(job, self._time_reason(job, left[1], left[2]))
                     task.cancel()
                     await asyncio.wait({task})
+                    self._stop(job.id)  # a task cancelled before it ran has not ended the job
                     return self.job(job.id)  # type: ignore[attr-defined,no-any-return]
                 done, _ = await asyncio.wait({task}, timeout=min(delay, POLL_S))
                 if done:
@@ -264,6 +293,67 @@ class JobTree:
         spec = self._spec_or_none(job.agent)
         return spec is not None and spec.limits.tree_timeout_s is not None
 
+    async def watch_child(self, parent: Job, child_id: str, wait: "Coroutine[Any, Any, Any]") -> Any:
+        """Wait for a child of `parent` that runs elsewhere (a durable flow's child workflow: `wait` is
+        its result), but not past the tree's time: then the child is stopped where it runs (its
+        workflow cancelled) and ends LimitExceeded. Returns or raises as `wait` does, or returns None
+        if `wait` has not ended STOP_WAIT_S after the stop (the child's row says how it ended). The
+        child's own watch, when it runs, stops it first; this one GRACE_S later, or at once for a
+        child still queued."""
+        task = asyncio.ensure_future(wait)
+        overdue: float | None = None
+        stopped: float | None = None
+        try:
+            while True:
+                if stopped is None:
+                    left = self._time_left(self.tree_chain(parent))
+                    if left is None:
+                        return await task
+                    delay = left[0]
+                    child = self.job(child_id)  # type: ignore[attr-defined]
+                    if delay <= 0 and child is not None and child.status in ("running", "waiting"):
+                        overdue = time.monotonic() if overdue is None else overdue
+                        delay = overdue + GRACE_S - time.monotonic()
+                    if delay <= 0:
+                        if child is not None and not child.finished:
+                            self._refuse(child, self._time_reason(child, left[1], left[2]))
+                            await self._stop_elsewhere(child.id, child.dedupe_key)
+                            self._stop(child.id)  # with the tree's reason (the first recorded)
+                        stopped = time.monotonic()
+                if stopped is not None:
+                    delay = stopped + STOP_WAIT_S - time.monotonic()
+                    if delay <= 0:
+                        log.warning("job %s was stopped by its tree's limit, but its run did not end within %g s",
+                                    child_id, STOP_WAIT_S)
+                        return None
+                done, _ = await asyncio.wait({task}, timeout=min(delay, POLL_S))
+                if done:
+                    return task.result()
+        finally:
+            task.cancel()
+
+    async def _stop_elsewhere(self, job_id: str, dedupe_key: str | None) -> None:
+        """Cancel a job of the tree running in this process (its task) or as a workflow of the engine
+        (on any replica). The engine's cancel runs on a thread outside the caller's context, so it is
+        never recorded as a step of the workflow that calls it (which would break that one's replay)."""
+        task = self._tree_tasks.get(job_id)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task})
+        elif self.engine is not None and (dedupe_key or "").startswith("flow:"):  # type: ignore[attr-defined]
+            from dbos import DBOS
+
+            await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key)
+
+    def _stop(self, job_id: str, reason: str | None = None) -> None:
+        """End a job of a tree a limit ended, if it has not ended itself: its questions closed, failed
+        with the tree's reason, keeping what its finished children gave."""
+        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined,arg-type]
+        for step in self.questions.open_steps(job_id):  # type: ignore[attr-defined]
+            self.questions.close(job_id, step, action="cancel", by="limit")  # type: ignore[attr-defined]
+        self.store.update_job(job_id, only_if_status=ACTIVE_STATUSES, status="failed", failure_kind=LIMIT_EXCEEDED,
+                              failure_reason=reason, output=self.tree_partial(job_id), ended=time.time())
+
     async def end_tree(self, root_id: str) -> None:
         """After a root a limit ended: its jobs still running are cancelled (a task here, a workflow of
         the engine elsewhere), their questions closed, and each ends failed with the tree's reason."""
@@ -273,18 +363,6 @@ class JobTree:
         with self.store.engine.connect() as conn:
             active = [dict(r) for r in conn.execute(select(jobs).where(
                 jobs.c.root_id == root_id, jobs.c.status.in_(ACTIVE_STATUSES))).mappings()]
-        running = self._tree_tasks
         for row in active:
-            task = running.get(row["id"])
-            if task is not None:
-                task.cancel()
-                await asyncio.wait({task})
-            elif self.engine is not None and (row["dedupe_key"] or "").startswith("flow:"):  # type: ignore[attr-defined]
-                from dbos import DBOS
-
-                await DBOS.cancel_workflow_async(row["dedupe_key"])
-            for step in self.questions.open_steps(row["id"]):  # type: ignore[attr-defined]
-                self.questions.close(row["id"], step, action="cancel", by="limit")  # type: ignore[attr-defined]
-            self.store.update_job(row["id"], only_if_status=ACTIVE_STATUSES, status="failed",
-                                  failure_kind=LIMIT_EXCEEDED, failure_reason=f"stopped: {root.limit_reached}",
-                                  ended=time.time())
+            await self._stop_elsewhere(row["id"], row["dedupe_key"])
+            self._stop(row["id"], root.limit_reached)
