@@ -17,7 +17,7 @@ from plugin_kit import COUNT_AGENT
 from discord_standin import DiscordStandIn, Recorded, snowflake
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "install_test_plugin", "running_channel", "texts"]
+__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts"]
 
 GUILD = snowflake()
 CHANNEL = snowflake()
@@ -141,6 +141,18 @@ async def running_channel(home: Path, *, env: dict[str, str] | None = None, acce
             await standin.close()
             if own_runtime:
                 runtime.close()
+
+
+def buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every button (type 2) of a message's components, in document order."""
+    found: list[dict[str, Any]] = []
+    stack = list(components)
+    while stack:
+        node = stack.pop(0)
+        if node.get("type") == 2:
+            found.append(node)
+        stack[0:0] = node.get("components") or []
+    return found
 
 
 def texts(components: list[dict[str, Any]]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +14,17 @@ import pytest
 
 from budget_kit import install_budget_plugin, model_server
 from oz0.edge.runtime.runner import Runtime
-from discord_harness import CHANNEL, texts
+from discord_harness import CHANNEL, buttons, texts
 from discord_harness import running_channel as discord_running
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import block_action_body, signed_headers
+from waits import eventually
 
 QUESTION = ("this job needs up to {} more of its 50 tokens budget (agent reviewer, per job); allow?")
 
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-async def eventually(check, *, within: float = 10.0):
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s: {check}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 # Slack --------------------------------------------------------------------------------------------
@@ -137,16 +128,6 @@ def discord_channel(home: Path, url: str) -> Any:
     return discord_running(home, before_serve=lambda rt: install_budget_plugin(rt, home.parent / "budget-plugin", url))
 
 
-def discord_buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    found, stack = [], list(components)
-    while stack:
-        node = stack.pop(0)
-        if node.get("type") == 2:
-            found.append(node)
-        stack[0:0] = node.get("components") or []
-    return found
-
-
 async def discord_question(h: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """/ask reviewer: the ask's interaction, the budget question (a follow-up to the asker), Yes, No."""
     ask = await h.send(h.standin.slash("ask", {"agent": "reviewer", "input": "please review"}, **h.where()))
@@ -157,7 +138,7 @@ async def discord_question(h: Any) -> tuple[dict[str, Any], dict[str, Any], dict
     assert texts(question["components"]).splitlines()[:3] == [
         "## Budget (agent reviewer, per job) asks", QUESTION.format("144 tokens"), f"-# Job {ask_job(h)}, step "
         + h.runtime.questions.question(ask_job(h)).step + "."]
-    yes, no = discord_buttons(question["components"])
+    yes, no = buttons(question["components"])
     assert (yes["label"], no["label"]) == ("Yes", "No")
     return ask, question, yes, no
 

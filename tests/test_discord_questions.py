@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ask_plugin import install_ask_plugin
-from discord_harness import CHANNEL, running_channel, texts
+from discord_harness import CHANNEL, buttons, running_channel, texts
 from oz0.adapters.chat import discord as discord_client
 
 DEFERRED_WITH_SOURCE = 5
@@ -33,18 +33,6 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def channel(home: Path):
     return running_channel(home, before_serve=lambda rt: install_ask_plugin(rt, home.parent / "ask-plugin"))
-
-
-
-def buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    stack = list(components)
-    while stack:
-        node = stack.pop(0)
-        if node.get("type") == 2:
-            found.append(node)
-        stack[0:0] = node.get("components") or []
-    return found
 
 
 async def asked(h: Any, text: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
@@ -15,14 +14,7 @@ from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, running_channel
 from slack_standin import block_action_body, signed_headers
-
-
-async def eventually(check, *, within: float = 20.0):
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"not within {within}s"
-        await asyncio.sleep(0.05)
-    return value
+from waits import eventually
 
 
 def test_a_flows_person_step_is_answered_with_slack_buttons_and_the_flow_goes_on(tmp_path: Path, oz0_home: Path):

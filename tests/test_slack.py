@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from oz0.adapters.chat import slack as slack_app
 from oz0.edge.runtime.access import Asker
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SIGNING_SECRET, SlackStandIn, block_action_body, signed_headers, slash_command_body
+from waits import eventually
 
 ACK_LIMIT_S = 3.0
 
@@ -31,16 +31,6 @@ def home(oz0_home: Path) -> Path:
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-async def eventually(check, *, within: float = 5.0):
-    """What happens after the ack happens soon: wait for `check()` to be truthy, and return it."""
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s: {check}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 def texts(blocks) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from oz0.adapters.chat import slack as slack_app
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import block_action_body, signed_headers, view_submission_body
+from waits import eventually
 
 ACK_LIMIT_S = 3.0
 
@@ -34,15 +34,6 @@ def home(oz0_home: Path) -> Path:
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-async def eventually(check, *, within: float = 10.0):
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s: {check}")
-        await asyncio.sleep(0.02)
-    return value
 
 
 def buttons(blocks) -> list[dict]:
