@@ -211,3 +211,24 @@ def test_the_openapi_document_lists_the_management_operations(http):
     assert set(doc["paths"]["/plugins"]) == {"get", "post"}
     assert doc["paths"]["/plugins/diff"]["post"]["responses"]["409"]
     assert doc["paths"]["/plugins/{name}"]["get"]["operationId"] == "plugins.get"
+
+
+def test_an_empty_archive_or_a_header_bomb_is_a_400_with_one_line(http):
+    from test_plugin_archive import _extended_header_bomb
+
+    empty, dot = io.BytesIO(), io.BytesIO()
+    with tarfile.open(fileobj=empty, mode="w:gz"):
+        pass
+    with tarfile.open(fileobj=dot, mode="w:gz") as tar:
+        info = tarfile.TarInfo("./")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    for data in (empty.getvalue(), dot.getvalue()):
+        r = upload(http, "/v1/plugins/diff", data)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"] == ("the archive is refused: the archive holds no file or folder: it is empty "
+                                     "(a plugin needs plugin.yaml)")
+    r = upload(http, "/v1/plugins/diff", _extended_header_bomb(tarfile.XHDTYPE, 40 << 20))
+    assert r.status_code == 400 and r.json()["error_code"] == "bad_archive"
+    assert "a pax or GNU long-name header claims 41,943,040 bytes, over 65,536" in r.json()["error"]
+    assert http.get("/healthz").status_code == 200
