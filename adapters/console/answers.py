@@ -17,7 +17,6 @@ job asked from the console may be answered through the API by the same holder, a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Mapping
 
@@ -25,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
+from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.qzx.core import result_envelope
 from oz0.edge.runtime.questions import AnswerRefused, Question
@@ -112,8 +112,11 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
     content: Any = None
     if body.strip():
         try:
-            content = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            content = loads_data(body)
+        except JsonDataError as exc:
+            return _failure(f"the answer is not JSON data: {exc.message}", "invalid_answer", 422, command,
+                            details={"path": exc.path if len(exc.path) <= 80 else "$"})
+        except ValueError as exc:
             return _failure(f"the answer is not JSON: {exc}", "invalid_answer", 422, command,
                             details={"path": "$"})
     by = _as_asker(job, operator(request, prefix="api"))

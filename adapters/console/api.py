@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
@@ -89,7 +90,7 @@ def check_input(runtime: Any, spec: Any, text: str, *, asker_user: str) -> Refus
         violations: tuple[Violation, ...] = ()
         if spec.input is not None:
             try:
-                violations = spec.input.validate(json.loads(text))
+                violations = spec.input.validate(loads_exact(text))
             except json.JSONDecodeError as bad:
                 violations = (Violation("$", "", "json", f"not JSON: {bad.msg} at line {bad.lineno} "
                                                           f"column {bad.colno}"),)
@@ -163,7 +164,7 @@ class _Api:
             text = decoded
             if spec.input is None:
                 try:
-                    value = json.loads(decoded)
+                    value = loads_exact(decoded)
                 except json.JSONDecodeError as exc:
                     return _invalid(command, f"the body is not JSON: {exc.msg}", "$")
                 if not isinstance(value, str):
