@@ -67,6 +67,21 @@ def test_a_900_level_value_the_schema_allows_is_refused_before_it_is_stored(http
     still_answerable(http, job_id)
 
 
+def test_if_match_with_a_stale_contract_hash_is_412_and_the_jobs_own_hash_is_taken(http):
+    job_id = waiting(http)
+    job = http.get(f"/v1/jobs/{job_id}").json()["job"]
+    assert job["contract_hash"]
+    r = answer(http, job_id, b'{"approved": true}', **{"if-match": '"0123stale"'})
+    assert r.status_code == 412, r.text
+    assert r.json()["error_code"] == "contract_changed"
+    assert r.json()["details"] == {"agent": "approve", "pinned": ["0123stale"], "installed": job["contract_hash"],
+                                   "contract_version": job["contract_version"]}
+    assert f"not the pinned 0123stale; read it at GET /v1/jobs/{job_id}" in r.json()["error"]
+    assert http.get(f"/v1/jobs/{job_id}").json()["job"]["status"] == "waiting"
+    ok = answer(http, job_id, b'{"approved": true}', **{"if-match": f'W/"{job["contract_hash"]}"'})
+    assert ok.status_code == 202, ok.text
+
+
 def test_a_deep_json_run_input_is_a_422_not_a_500(http):
     r = http.post("/v1/agents/approve/runs", content=b"[" * 100_000 + b"]" * 100_000,
                   headers={"content-type": "application/json"})

@@ -218,6 +218,10 @@ class _Api:
         return self._job_response(job, "jobs.get", read_only=True)
 
     async def answer(self, request: Request) -> Response:
+        job = self.runtime.job(request.path_params["job_id"])
+        stale = None if job is None else _stale_job_pin(job, request.headers.get("if-match"))
+        if stale is not None:
+            return stale
         size = int(request.headers.get("content-length") or 0)
         body = None if size > MAX_BODY_BYTES else await read_body(request)
         return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
@@ -274,12 +278,30 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
-    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+def _stale(header: str | None, contract_hash: str | None) -> list[str] | None:
+    """The pinned hashes of `If-Match: "<contract_hash>"` when none of them is `contract_hash`, else None."""
     if header is None:
         return None
     pins = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
-    if "*" in pins or spec.contract_hash in pins:
+    return None if "*" in pins or contract_hash in pins else pins
+
+
+def _stale_job_pin(job: Any, header: str | None) -> JSONResponse | None:
+    """412 when an answer pins a contract that is not the one the job runs under (the rule of runs)."""
+    pins = _stale(header, job.contract_hash)
+    if pins is None:
+        return None
+    return failure(f"job {job.id} runs under {job.agent}'s contract {job.contract_hash} (version "
+                   f"{job.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read it at "
+                   f"GET {API_PREFIX}/jobs/{job.id}", "contract_changed", status_code=412, command="jobs.answer",
+                   details={"agent": job.agent, "pinned": pins, "installed": job.contract_hash,
+                            "contract_version": job.contract_version})
+
+
+def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
+    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+    pins = _stale(header, spec.contract_hash)
+    if pins is None:
         return None
     return failure(f"{spec.name}'s installed contract is {spec.contract_hash} (since version "
                    f"{spec.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read its contract "
