@@ -82,6 +82,24 @@ def test_if_match_with_a_stale_contract_hash_is_412_and_the_jobs_own_hash_is_tak
     assert ok.status_code == 202, ok.text
 
 
+@pytest.mark.parametrize("media", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+def test_an_answer_that_is_not_application_json_is_415(http, media):
+    job_id = waiting(http)
+    r = http.post(f"/v1/jobs/{job_id}/answer", content=b'{"approved": true}', headers={"content-type": media})
+    assert r.status_code == 415, r.text
+    assert r.json()["error"] == f"send the answer as application/json, not {media}"
+    r = http.post(f"/v1/jobs/{job_id}/answer?action=decline", headers={"content-type": media})
+    assert r.status_code == 415
+    still_answerable(http, job_id)
+
+
+def test_a_body_without_content_type_is_415_and_a_bodiless_decline_still_works(http):
+    job_id = waiting(http)
+    r = http.post(f"/v1/jobs/{job_id}/answer", content=b'{"approved": true}', headers={"content-type": ""})
+    assert r.status_code == 415 and "not a body without Content-Type" in r.json()["error"]
+    assert http.post(f"/v1/jobs/{job_id}/answer?action=decline").status_code == 202
+
+
 def test_a_deep_json_run_input_is_a_422_not_a_500(http):
     r = http.post("/v1/agents/approve/runs", content=b"[" * 100_000 + b"]" * 100_000,
                   headers={"content-type": "application/json"})
