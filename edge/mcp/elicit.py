@@ -10,8 +10,10 @@ channel can ask (`RunContext.can_ask_person`: a channel registered `on_question`
 platform); every other call uses the shared session, which declares none. Eliciting sessions use the
 handshake protocol (`initialize`), where a server has the back-channel `elicitation/create` needs.
 
-The MCP spec asks that the user see which server asks: the question's `source` is the server's name
-(its `serverInfo`, else the configured label). accept / decline / cancel map to the ElicitResult;
+The MCP spec asks that the user see which server asks: the question's `source` names it by the
+plugin's own name for it (`MCP server of PLUGIN/AGENT`); what the server says it is (its
+`serverInfo` title or name, chosen by the server, so never trusted as the asker) follows only as its
+claim, cut to MAX_CLAIM_CHARS: `MCP server of team/deploy (it calls itself “Acme Deploys”)`. accept / decline / cancel map to the ElicitResult;
 a person step that times out (or a stopped job) answers `cancel`.
 """
 
@@ -29,8 +31,10 @@ if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
     from oz0.edge.mcp.stdio import StdioServer
 
-__all__ = ["ELICIT_OPTIONS", "Elicitor", "ElicitingSessions", "MAX_ELICITING_SESSIONS", "elicitor_for"]
+__all__ = ["ELICIT_OPTIONS", "Elicitor", "ElicitingSessions", "MAX_CLAIM_CHARS", "MAX_ELICITING_SESSIONS",
+           "elicitor_for", "server_source"]
 
+MAX_CLAIM_CHARS = 60
 MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
 ELICIT_OPTIONS = {"mode": "legacy"}  # the handshake protocol: the server has a back-channel to ask
 
@@ -56,7 +60,7 @@ class Elicitor:
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1
-        asking = self.ctx.ask_person(params.message, schema, step=self._step(), source=_server_name(context, self.server))
+        asking = self.ctx.ask_person(params.message, schema, step=self._step(), source=server_source(self.ctx.agent, context))
         answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asking, self.job_loop))
         if answer.action == "accept":
             return types.ElicitResult(action="accept", content=answer.content)
@@ -76,10 +80,18 @@ def elicitor_for(ctx: Any, server: ServerSpec) -> Elicitor | None:
     return Elicitor(ctx, server, asyncio.get_running_loop())
 
 
-def _server_name(context: Any, server: ServerSpec) -> str:
+def server_source(agent: Any, context: Any) -> str:
+    """Who asks, as the question shows it: the plugin's name for the server, then the server's own
+    claim (its serverInfo title, else name) as a claim, on one line and cut."""
+    own = f"MCP server of {agent.plugin}/{agent.name}"
     info = getattr(getattr(context, "session", None), "server_info", None)
-    name = (getattr(info, "title", None) or getattr(info, "name", None)) if info is not None else None
-    return str(name or server.label())
+    claim = (getattr(info, "title", None) or getattr(info, "name", None)) if info is not None else None
+    claim = " ".join(str(claim or "").split())
+    if not claim:
+        return own
+    if len(claim) > MAX_CLAIM_CHARS:
+        claim = claim[:MAX_CLAIM_CHARS - 1] + "…"
+    return f"{own} (it calls itself “{claim}”)"
 
 
 @dataclass
