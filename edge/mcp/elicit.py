@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from oz0.edge.mcp.spec import ServerSpec
 from oz0.edge.runtime.questions import check_answer_schema
+from oz0.edge.runtime.redact import Redactor
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -46,6 +47,7 @@ class Elicitor:
     ctx: Any
     server: ServerSpec
     job_loop: asyncio.AbstractEventLoop
+    redactor: Redactor
     asked: int = 0
 
     async def __call__(self, context: Any, params: Any) -> Any:
@@ -54,13 +56,13 @@ class Elicitor:
         if getattr(params, "mode", "form") != "form":
             return types.ErrorData(code=types.INVALID_PARAMS, message="this client answers form-mode "
                                                                          "elicitation only, not URL mode")
-        schema = dict(params.requested_schema)
+        schema = self.redactor.data(dict(params.requested_schema))
         try:
             check_answer_schema(schema)
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1
-        asking = self.ctx.ask_person(params.message, schema, step=self._step(), source=server_source(self.ctx.agent, context))
+        asking = self.ctx.ask_person(self.redactor.text(params.message), schema, step=self._step(), source=server_source(self.ctx.agent, context))
         answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asking, self.job_loop))
         if answer.action == "accept":
             return types.ElicitResult(action="accept", content=answer.content)
@@ -73,11 +75,12 @@ class Elicitor:
         return f"elicit-{book.count(self.ctx.job_id) + 1}" if book is not None else f"elicit-{self.asked}"
 
 
-def elicitor_for(ctx: Any, server: ServerSpec) -> Elicitor | None:
-    """The elicitation handler of a call, when its job's channel can ask; else None (no capability)."""
+def elicitor_for(ctx: Any, server: ServerSpec, redactor: Redactor) -> Elicitor | None:
+    """The elicitation handler of a call, when its job's channel can ask; else None (no capability).
+    What the server asks passes `redactor` (its configured secrets) before anyone sees it."""
     if ctx is None or not getattr(ctx, "can_ask_person", lambda: False)():
         return None
-    return Elicitor(ctx, server, asyncio.get_running_loop())
+    return Elicitor(ctx, server, asyncio.get_running_loop(), redactor)
 
 
 def server_source(agent: Any, context: Any) -> str:

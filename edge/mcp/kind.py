@@ -2,6 +2,9 @@
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
 outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
+What the server configuration reads from the environment (`${NAME}` in its env, headers, URL) is
+hidden by the one Redactor, as for http and model agents: in the answer, a failure's reason (the
+server's stderr too), progress lines and an elicitation's question.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.runtime.redact import Redactor
 
 __all__ = [
     "apply_tool_contracts",
@@ -49,8 +53,14 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> A
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    info = await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return apply_tool_contracts(spec, info)
+    server = server_for_agent(spec)
+    listing = (pool or servers()).tool(server, tool_name(spec), timeout_s=spec.limits.timeout_s)
+    return apply_tool_contracts(spec, await _redacted(Redactor(server.secrets()), listing))
+
+
+async def _redacted(redactor: Redactor, work: Any) -> Any:
+    """`redactor.run(work)`; without secrets to hide, the work as it is (its McpFailure kept whole)."""
+    return await (redactor.run(work) if redactor else work)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
@@ -100,10 +110,15 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
     with the edge's validator when the runtime has not already done so.
     """
+    server = server_for_agent(spec)
+    redactor = Redactor(server.secrets())
+    ctx = redactor.context(ctx) if ctx is not None else None
+    return await _redacted(redactor, _call(spec, value, ctx, pool or servers(), server, redactor))
+
+
+async def _call(spec: Any, value: Any, ctx: Any, pool: McpServers, server: ServerSpec, redactor: Redactor) -> Any:
     import orjson
 
-    pool = pool or servers()
-    server = server_for_agent(spec)
     tool = tool_name(spec)
     info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
     arguments = value
@@ -130,7 +145,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
 
     async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
-                                    elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
+                                    elicit=elicitor_for(ctx, server, redactor), on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
 from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.runtime.redact import ENV_REF, Redactor, env_secrets
 
 __all__ = [
     "REASON_TAIL_LINES",
@@ -21,9 +22,6 @@ __all__ = [
 ]
 
 REASON_TAIL_LINES = 5
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
 
 class McpFailure(JobFailure):
     """A typed failure of an MCP server or call: a JobFailure of a built-in kind, so the runtime reports it.
@@ -54,7 +52,7 @@ def _expand_env(value: str, *, what: str) -> str:
         if name not in os.environ:
             raise McpFailure("Misconfigured", f"{what} names the environment variable ${{{name}}}, which is not set")
         return os.environ[name]
-    return _ENV_REF.sub(sub, value)
+    return ENV_REF.sub(sub, value)
 
 
 @dataclass(frozen=True)
@@ -120,6 +118,15 @@ class ServerSpec:
         parts = urlsplit(self.url or "")
         host = parts.netloc.rpartition("@")[2]
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    def secrets(self) -> list[str]:
+        """What this server's configuration reads from the environment (`${NAME}` in its env, headers
+        and URL): hidden by the job's Redactor wherever the server's words go."""
+        return env_secrets(*(v for _, v in self.env), *(v for _, v in self.headers), self.url or "")
+
+    def redact(self, text: str) -> str:
+        """`text` (the server's stderr, a reason quoting it) without this server's secrets."""
+        return Redactor(self.secrets()).text(text)
 
     def resolved_env(self) -> dict[str, str]:
         return {k: _expand_env(v, what=f"server env {k}") for k, v in self.env}

@@ -167,7 +167,7 @@ class StdioServer:
             else:
                 why = describe(exc)
             raise McpFailure("Unavailable", f"the MCP server `{self.spec.label()}` could not start: {why}",
-                             stderr_tail=stderr.text()) from None
+                             stderr_tail=self.spec.redact(stderr.text())) from None
 
     def _elicit_options(self) -> dict[str, Any]:
         if not self.eliciting:
@@ -207,7 +207,7 @@ class StdioServer:
         tail = ""
         if stderr is not None:
             await asyncio.to_thread(stderr.ended.wait, 1.0)
-            tail = stderr.text()
+            tail = self.spec.redact(stderr.text())
         return McpFailure("Crashed", f"the MCP server `{self.spec.label()}` died during {during}; "
                                            "it is restarted on the next call", stderr_tail=tail)
 

@@ -42,14 +42,16 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
     agents = []
     for spec in plugin.agents:
         if _needs_tool(spec):
+            server = None
             try:
                 server = server_for_agent(spec)
                 name = tool_name(spec)
                 info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s), name, server)
                 spec = apply_tool_contracts(spec, info)
             except McpFailure as exc:
+                reason = server.redact(exc.reason) if server is not None else exc.reason
                 raise PluginError(f"agent {spec.name!r} takes its contracts from its MCP tool, and they cannot "
-                                  f"be read: {exc.reason}", file=spec.file) from None
+                                  f"be read: {reason}", file=spec.file) from None
         agents.append(spec)
     return replace(plugin, agents=tuple(agents))
 

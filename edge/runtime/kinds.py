@@ -24,7 +24,7 @@ import orjson
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
 from oz0.edge.runtime.jobs import JobFailure, RunContext
-from oz0.edge.runtime.redact import Redactor
+from oz0.edge.runtime.redact import ENV_REF, Redactor, env_secrets
 from oz0.edge.mcp.kind import run_mcp_agent
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
@@ -177,9 +177,6 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
 
 # http -----------------------------------------------------------------------------------------
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def expand_env(value: str, *, what: str) -> str:
     """`${NAME}` in a header or URL from the environment; a name that is not set is Misconfigured
     (its value is never quoted in the reason)."""
@@ -189,12 +186,7 @@ def expand_env(value: str, *, what: str) -> str:
             raise JobFailure("Misconfigured", f"{what} names ${{{name}}}, which is not set in the environment "
                                               "of the bot")
         return os.environ[name]
-    return _ENV_REF.sub(sub, value)
-
-
-def _env_values(*texts: str) -> list[str]:
-    """The values of the `${NAME}` references in these texts that are set: credentials, as a rule."""
-    return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
+    return ENV_REF.sub(sub, value)
 
 
 async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
@@ -221,7 +213,7 @@ async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
     variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
     raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
-    redactor = Redactor(_env_values(str(spec.config["url"]), *raw_headers.values()))
+    redactor = Redactor(env_secrets(str(spec.config["url"]), *raw_headers.values()))
     return await redactor.run(_post_http(spec, value, redactor.context(ctx), raw_headers, redactor))
 
 
