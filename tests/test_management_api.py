@@ -232,3 +232,14 @@ def test_an_empty_archive_or_a_header_bomb_is_a_400_with_one_line(http):
     assert r.status_code == 400 and r.json()["error_code"] == "bad_archive"
     assert "a pax or GNU long-name header claims 41,943,040 bytes, over 65,536" in r.json()["error"]
     assert http.get("/healthz").status_code == 200
+
+
+def test_an_install_refusal_names_the_archives_own_path_never_the_servers_temporary_one(http, tmp_path):
+    other = write_plugin(tmp_path / "other", version="0.1.0", agents={"helper": {}})
+    (other / "plugin.yaml").write_text("name: other\nversion: 0.1.0\n")
+    r = upload(http, "/v1/plugins", tgz(other, top="other-0.1.0"), headers=admin())
+    assert r.status_code == 409, r.text
+    assert r.json()["error"] == ("not installed: other-0.1.0/agents/helper.yaml at $.name: agent 'helper' is already "
+                                 "installed by plugin 'team'; agent names are unique across plugins, so rename one")
+    assert r.json()["details"] == {"file": "other-0.1.0/agents/helper.yaml", "location": "$.name"}
+    assert tempfile.gettempdir() not in r.text

@@ -19,6 +19,7 @@ per process but loaded plugin files, by their immutable version id), so a new ve
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -106,6 +107,16 @@ class _Upload:
         self.folder = folder
 
 
+def _in_archive(text: str | None, folder: Path) -> str | None:
+    """Paths under the upload's temporary `folder` as the archive's own (`team-1.2.0/agents/x.yaml`):
+    a refusal never shows where the server unpacked it."""
+    if text is None:
+        return None
+    for root in {str(folder / "plugin"), str((folder / "plugin").resolve())}:
+        text = text.replace(root + os.sep, "").replace(root, ".")
+    return text
+
+
 class _PluginsApi:
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
@@ -184,8 +195,9 @@ class _PluginsApi:
         except UpgradeRefused as exc:
             return _refused(exc, command, plugin, previous)
         except PluginError as exc:
-            return failure(f"not installed: {exc}", "plugin_conflict", status_code=409, command=command,
-                           details={"file": exc.file, "location": exc.location})
+            return failure(f"not installed: {_in_archive(str(exc), upload.folder)}", "plugin_conflict",
+                           status_code=409, command=command,
+                           details={"file": _in_archive(exc.file, upload.folder), "location": exc.location})
         finally:
             shutil.rmtree(upload.folder, ignore_errors=True)
         v = result.version
@@ -224,8 +236,9 @@ class _PluginsApi:
             try:
                 plugin = load_plugin(root)
             except PluginError as exc:
-                return failure(f"not a valid plugin: {exc}", "invalid_plugin", status_code=422, command=command,
-                               details={"file": exc.file, "location": exc.location})
+                return failure(f"not a valid plugin: {_in_archive(str(exc), folder)}", "invalid_plugin",
+                               status_code=422, command=command,
+                               details={"file": _in_archive(exc.file, folder), "location": exc.location})
             kept = True
             return _Upload(plugin, [f for f in findings if f["severity"] == "warning"], folder)
         finally:
