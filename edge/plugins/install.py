@@ -17,7 +17,19 @@ from oz0.edge.plugins.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
-__all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
+__all__ = ["InstallResult", "VersionReused", "agent_row", "content_hash", "contract_version", "install_plugin"]
+
+
+class VersionReused(PluginError):
+    """A version already installed with other content: a version names one content, as on a package
+    index, so a changed plugin needs a new version (or `force`, audited as plugin.version.replaced)."""
+
+    def __init__(self, plugin: Plugin, installed_hash: str, new_hash: str) -> None:
+        super().__init__(f"{plugin.name} {plugin.version} is already installed with other content (sha256 "
+                         f"{installed_hash[:12]}, this is {new_hash[:12]}); give the changed plugin a new version, "
+                         "or replace it with --force (force=true over the API)",
+                         file=str(Path(plugin.path) / "plugin.yaml"), location="$.version")
+        self.installed_hash, self.new_hash = installed_hash, new_hash
 
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
@@ -76,7 +88,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
 
 
 def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
-                   actor: str | None = None) -> InstallResult:
+                   actor: str | None = None, force: bool = False) -> InstallResult:
     """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made
     current in one transaction. Installing the same content again changes nothing.
@@ -88,13 +100,18 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     cannot be listed, and UpgradeRefused
     (edge.contracts.compat) when the new version breaks the installed one's contracts without a new major version
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
-    is recorded in the audit log as `plugin.contracts.breaking`.
+    is recorded in the audit log as `plugin.contracts.breaking`. A version installed before with other
+    content raises VersionReused unless `force` (then audited as `plugin.version.replaced`).
     """
     actor = actor or local_user()
     digest = content_hash(plugin.path)
     previous = runtime.store.current_version(plugin.name)
     if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
         return InstallResult(previous, unchanged=True, previous=previous)
+    reused = next((v for v in runtime.store.versions(plugin.name)
+                   if v.version == plugin.version and v.content_hash != digest), None)
+    if reused is not None and not force:
+        raise VersionReused(plugin, reused.content_hash, digest)
     owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
     for spec in (*plugin.agents, *plugin.flows):
         if spec.name in owners:
@@ -125,6 +142,10 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
+    if reused is not None:
+        runtime.audit("plugin.version.replaced", actor=actor, detail={
+            "plugin": plugin.name, "version": plugin.version, "content_hash": digest,
+            "replaced_content_hash": reused.content_hash})
     if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
