@@ -5,32 +5,14 @@ and the job still waits for a good answer."""
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
-from console_plugin import ConsoleThread, installed_runtime
 from oz0.adapters.chat import asking
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from test_person_console import settled, with_asking_agents
+from test_person_console import console, http, settled  # noqa: F401  (the person-step console and client)
 
 DEPTH_RULE = f"the data nests deeper than {MAX_JSON_DEPTH} levels (the limit for JSON data)"
-
-
-@pytest.fixture(scope="module")
-def console(tmp_path_factory):
-    root = tmp_path_factory.mktemp("answers")
-    runtime = with_asking_agents(installed_runtime(root / "home"), root / "asking")
-    with ConsoleThread(runtime) as server:
-        yield server
-    runtime.close()
-
-
-@pytest.fixture
-def http(console):
-    with httpx.Client(base_url=console.url, timeout=20) as client:
-        yield client
 
 
 def waiting(http: httpx.Client) -> str:
