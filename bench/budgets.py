@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 import yaml  # noqa: E402
 
 from loopback import Loopback  # noqa: E402
-from oz0.edge.plugins.install import install_plugin  # noqa: E402
+from oz0.edge.runtime.install import install_plugin  # noqa: E402
 from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
 from oz0.edge.runtime.runner import Runtime  # noqa: E402
 from plugin_kit import make_plugin  # noqa: E402

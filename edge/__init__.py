@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_qzx_result
-    from oz0.edge.mcp.result import is_call_tool_result
+    from oz0.edge.results.tool_result import is_call_tool_result
     from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
     from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
                                            load_json_file)
@@ -41,7 +41,7 @@ __all__ = [
 
 _HOMES: dict[str, str] = {
     **dict.fromkeys(("MAX_CARD_BYTES", "choose_card", "compact_json", "is_qzx_result"), "oz0.edge.cards.choice"),
-    "is_call_tool_result": "oz0.edge.mcp.result",
+    "is_call_tool_result": "oz0.edge.results.tool_result",
     **dict.fromkeys(("FORMS", "Attachment", "Card", "DiffBody", "DiffLine", "KeyChange", "Status", "cell_text"),
                     "oz0.edge.cards.model"),
     **dict.fromkeys(("Contract", "ContractError", "Violation", "compile_count", "load_contract", "load_json_file"),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -97,7 +97,7 @@ def example(text, ctx):
     return json.loads((Path(__file__).parent / "examples" / f"{name}.result.json").read_text(encoding="utf-8"))
 
 def grumpy(text):
-    from oz0.edge.runtime.jobs import JobFailure
+    from oz0.edge.model.job import JobFailure
     raise JobFailure("Upstream", "the upstream service said no <b>twice</b>")
 '''
 

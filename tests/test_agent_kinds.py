@@ -13,7 +13,7 @@ import pytest
 
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from loopback import Loopback, chat
 from plugin_kit import make_plugin

@@ -8,7 +8,7 @@ import pytest
 
 from console_plugin import ConsoleThread
 from oz0.adapters.console.security import CSP
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from test_compat import obj, write_plugin

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, running_channel

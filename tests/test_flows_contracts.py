@@ -11,10 +11,10 @@ import pytest
 from openapi_spec_validator import validate
 
 from flow_kit import RELEASE, flow_plugin
-from oz0.edge.contracts.compat import UpgradeRefused
-from oz0.edge.contracts.diff import compare_agents
-from oz0.edge.contracts.openapi import openapi_document
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.documents.compat import UpgradeRefused
+from oz0.edge.documents.diff import compare_agents
+from oz0.edge.documents.openapi import openapi_document
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 

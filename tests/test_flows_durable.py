@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 

@@ -11,7 +11,7 @@ import pytest
 
 from console_plugin import ConsoleThread
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 

@@ -8,7 +8,7 @@ import json
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SECRET = "interaction-token-7f3a9c"

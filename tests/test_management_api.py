@@ -15,7 +15,7 @@ from openapi_spec_validator import validate
 
 from console_plugin import ConsoleThread
 from oz0.adapters.console.plugins_api import MAX_UPLOAD_BYTES
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from test_compat import obj, write_plugin

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from oz0.adapters.console.api_doc import api_document
-from oz0.edge.contracts.openapi import agent_path
+from oz0.edge.documents.openapi import agent_path
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 

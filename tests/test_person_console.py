@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from console_plugin import ConsoleThread, installed_runtime
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.questions import Question
 from oz0.edge.runtime.runner import Runtime

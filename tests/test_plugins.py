@@ -325,7 +325,7 @@ def test_every_example_agent_answers_its_example_with_its_card(oz0_home):
 
     from oz0.edge.plugins.lint import lint_plugin as lint
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.runtime.runner import Runtime
 
     assert lint(example_plugin_dir()).findings == ()

@@ -25,7 +25,7 @@ import pytest
 from oz0.adapters.chat.cards import agent_help_card, help_card
 from oz0.adapters.chat.slack_wire import SlackWire
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.progress import JournalProgress, Progress
 from oz0.edge.runtime.runner import Runtime

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.questions import Answer, AnswerRefused, Question, check_answer_schema
 from oz0.edge.runtime import recovery

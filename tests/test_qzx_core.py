@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.qzx.core import check_core, parse_document, InputError, same_json
-from oz0.edge.qzx.tools import canonical_schema
+from oz0.edge.results.qzx import check_core, parse_document, InputError, same_json
+from oz0.edge.results.qzx_tools import canonical_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
-from oz0.edge.runtime.jobs import UnknownAgent
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.model.job import UnknownAgent
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
@@ -25,7 +25,7 @@ from oz0.renderers import RENDERERS
 AGENT_PY = """
 import asyncio, json, os, time
 from pathlib import Path
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 CALLS = {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 

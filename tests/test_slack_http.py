@@ -174,7 +174,7 @@ def test_a_listener_that_fails_before_its_ack_is_a_500_without_details(home, cap
 def test_an_agent_installed_while_the_channel_runs_is_never_refused_as_unknown(home, tmp_path):
     """The ack answers from the channel's snapshot of the installed agents; a name it does not know
     is read again before it is refused."""
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from oz0.edge.runtime.runner import Runtime
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.delegation import Delegation

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from tree_kit import tree_plugin

@@ -12,7 +12,7 @@ import orjson
 
 from oz0.adapters.chat.wire import Syntax
 from oz0.edge.cards.model import Action, Card, Status
-from oz0.edge.contracts.summary import example_input, input_summary, schema_summary
+from oz0.edge.documents.summary import example_input, input_summary, schema_summary
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.progress import Progress
 

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequenc
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import Asker
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.progress import Progress
 from oz0.renderers.rendered import Rendered
 

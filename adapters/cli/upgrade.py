@@ -19,7 +19,7 @@ from oz0.adapters.cli.json_out import emit_result
 
 if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
     from oz0.edge.contracts.changes import Change
-    from oz0.edge.contracts.compat import UpgradeRefused
+    from oz0.edge.documents.compat import UpgradeRefused
     from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
@@ -55,7 +55,7 @@ def register_openapi(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from oz0.edge.contracts.openapi import openapi_document
+    from oz0.edge.documents.openapi import openapi_document
 
     plugin = _load(args.dir)
     document = openapi_document((*plugin.agents, *plugin.flows), title=plugin.name, version=plugin.version)
@@ -82,8 +82,8 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.contracts.changes import CompatError, breaking_changes
-    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
-    from oz0.edge.contracts.diff import compare_agents
+    from oz0.edge.documents.compat import is_major_bump, required_version_bump
+    from oz0.edge.documents.diff import compare_agents
 
     started = time.monotonic()
     old, new = _load(args.old), _load(args.new)
@@ -122,7 +122,7 @@ def contract_hash_lines(old: Mapping[str, str | None], new: Mapping[str, str | N
 
 def _verdict(old: Plugin, new: Plugin, changes: list[Change]) -> str:
     from oz0.edge.contracts.changes import breaking_changes
-    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
+    from oz0.edge.documents.compat import is_major_bump, required_version_bump
 
     n, b = len(changes), len(breaking_changes(changes))
     counts = f"{n} change{'s' * (n != 1)}, {b} breaking."

@@ -1,7 +1,7 @@
 """The runtime API served beside the console: run an agent or a flow, read a job, answer it, list agents.
 
 Every answer is a QZX result (`success`, `message`, `meta.command`, and on failure `error` and
-`error_code`), built by edge.qzx.result_envelope so it is checked before it leaves. A run answers with
+`error_code`), built by edge.results.qzx.result_envelope so it is checked before it leaves. A run answers with
 the job, its neutral card and the raw output. Input that breaks the contract is 422 `InvalidInput`
 with the JSON path and the rule, before any job is journaled; a job that ends with one of the agent's
 failure kinds is 502, as the OpenAPI document (adapters/console/api_doc.py) says.
@@ -24,9 +24,9 @@ from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, JobFailure, snake_case
 from oz0.edge.plugins.manifest import INVALID_INPUT, FailureKind
-from oz0.edge.qzx.core import result_envelope
+from oz0.edge.results.qzx import result_envelope
 
 __all__ = [
     "API_PREFIX",

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of the runtime API, served at `/openapi.json`.
 
-It is the upgrade check's document (edge.contracts.openapi, a function of the installed contracts
+It is the upgrade check's document (edge.documents.openapi, a function of the installed contracts
 only) with what this server adds around it: the `/v1` prefix, the QZX envelope around the output
 contract, 422 for `InvalidInput`, and the read-only endpoints.
 """
@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
-from oz0.edge.contracts.openapi import INVALID_INPUT_STATUS, openapi_document
+from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
 from oz0.edge.runtime.confirm import known_annotations
 
 __all__ = ["api_document", "routes"]

@@ -128,7 +128,7 @@ def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str,
 
 def budget_rows(states: Any) -> list[dict[str, Any]]:
     """The job page's budgets: whose each is, and a row per limited dimension (edge.runtime.budget_view)."""
-    from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, format_dimension
+    from oz0.edge.model.budget import BUDGET_DIMENSIONS, format_dimension
     from oz0.edge.runtime.budget_view import budget_table
 
     return [{"label": s.ref.label, "on_exhausted": s.ref.budget.on_exhausted, "rows": budget_table(s),

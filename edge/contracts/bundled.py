@@ -12,7 +12,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx import CONTRACT_SCHEMA_URL
 
 __all__ = ["BUNDLED_SCHEMAS", "bundled_schema"]
 

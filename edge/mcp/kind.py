@@ -1,7 +1,7 @@
 """The `mcp` agent kind: an agent file that names a server and a tool; a job calls the tool.
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
-outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
+outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import read_tool_result
+from oz0.edge.results.tool_result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [

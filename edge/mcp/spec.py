@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 __all__ = [
     "REASON_TAIL_LINES",

@@ -20,7 +20,7 @@ import orjson
 from oz0.edge.contracts.pointer import parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
-from oz0.edge.plugins.budgets import budget_findings
+from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.files import plugin_problems
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
@@ -83,7 +83,7 @@ class _Linter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.findings: list[Finding] = []
-        self.sides: dict[str, Any] = {}  # agent name -> edge.flows.lint.AgentSides, for the flows' lint
+        self.sides: dict[str, Any] = {}  # agent name -> edge.plugins.flow_lint.AgentSides, for the flows' lint
 
     def rel(self, path: Path) -> str:
         try:
@@ -153,7 +153,7 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
     flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
         if flows_dir.is_dir() and "flows" not in refused else []
     if flow_files:
-        from oz0.edge.flows.lint import AgentSides, lint_flows
+        from oz0.edge.plugins.flow_lint import AgentSides, lint_flows
 
         unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
         known = None if installed is None else {
@@ -228,7 +228,7 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
                      f"add `{direction}: text`, or `{direction}_schema: schemas/{name}-{direction}.json`")
         if isinstance(schema_ref, str) and schema_ref:
             contracts[direction] = _lint_schema(lint, file, direction, schema_ref)
-    from oz0.edge.flows.lint import AgentSides  # small: no JMESPath until a flow is linted
+    from oz0.edge.plugins.flow_lint import AgentSides  # small: no JMESPath until a flow is linted
 
     lint.sides[name] = AgentSides(*(contracts.get(d) or ("text" if data.get(d) == "text" else None)
                                     for d in ("input", "output")),

@@ -21,7 +21,7 @@ import orjson
 import yaml
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, Price, parse_budget, parse_price
+from oz0.edge.model.budget import Budget, BudgetDeclarationError, Price, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load
 
 __all__ = [
@@ -131,13 +131,13 @@ class AgentSpec:
     example: str | None = None
     examples: tuple[Example, ...] = ()
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
-    budget: Budget | None = None  # `budget:` (edge.plugins.budgets)
+    budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
 
     @cached_property
     def contract_hash(self) -> str:
-        """SHA-256 of the canonical JSON of the contract parts (edge.contracts.contract_hash)."""
-        from oz0.edge.contracts.contract_hash import contract_hash
+        """SHA-256 of the canonical JSON of the contract parts (edge.documents.contract_hash)."""
+        from oz0.edge.documents.contract_hash import contract_hash
 
         return contract_hash(self)
 
@@ -156,7 +156,7 @@ class Plugin:
     path: Path
     description: str = ""
     agents: tuple[AgentSpec, ...] = ()
-    flows: tuple[AgentSpec, ...] = ()  # edge.flows.model.FlowSpec, from flows/*.yaml
+    flows: tuple[AgentSpec, ...] = ()  # edge.plugins.flow_manifest.FlowSpec, from flows/*.yaml
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -209,7 +209,7 @@ def load_plugin(path: str | Path) -> Plugin:
     flows = []
     flow_files = sorted((root / "flows").glob("*.yaml"))
     if flow_files:
-        from oz0.edge.flows.model import load_flow  # flows build on this module's AgentSpec
+        from oz0.edge.plugins.flow_manifest import load_flow  # flows build on this module's AgentSpec
 
         for flow_file in flow_files:
             flow = load_flow(root, flow_file, manifest["name"])

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, parse_budget
+from oz0.edge.model.budget import Budget, BudgetDeclarationError, parse_budget
 
 __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:

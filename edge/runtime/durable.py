@@ -39,7 +39,7 @@ from oz0.edge.runtime.leases import Leases
 from oz0.edge.runtime.progress import ProgressSink
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [

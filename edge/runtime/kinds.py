@@ -23,7 +23,7 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure, RunContext
 from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent
 from oz0.edge.plugins.manifest import AgentSpec

@@ -143,7 +143,7 @@ class SpendCollector(Collector):
         self.runtime = runtime  # its budget book is read at each scrape
 
     def collect(self) -> Iterator[Metric]:
-        from oz0.edge.plugins.budgets import MICRO
+        from oz0.edge.model.budget import MICRO
 
         families = {d: CounterMetricFamily(f"oz0_budget_spent_{d}", f"{what}, by agent and channel "
                                            "(journal-wide).", labels=["agent", "channel"])

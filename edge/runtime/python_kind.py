@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure, RunContext
 
 __all__ = ["load_entry", "run_python"]
 

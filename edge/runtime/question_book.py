@@ -29,7 +29,7 @@ from oz0.edge.runtime.questions import (
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["Questions"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 from oz0.edge.contracts.schema import ContractError, load_contract
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.question_book import Questions
 
 __all__ = [

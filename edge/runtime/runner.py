@@ -27,16 +27,16 @@ import orjson
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.flows.model import FLOW_KIND
+from oz0.edge.plugins.flow_manifest import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
-from oz0.edge.plugins.tool_contracts import with_stored_contracts
+from oz0.edge.mcp.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.job_cards import JobCards
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.progress import JournalProgress, ProgressSink
@@ -91,12 +91,12 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
-        from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
+        from oz0.edge.runtime.tool_refresh import watch_tools  # edge.plugins imports this module
 
         watch_tools(self)
 
     def close(self) -> None:
-        from oz0.edge.plugins.tool_refresh import unwatch_tools
+        from oz0.edge.runtime.tool_refresh import unwatch_tools
 
         unwatch_tools(self)
         if self.engine is not None:
@@ -167,7 +167,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
 
     def flows(self) -> list[AgentSpec]:
-        """Installed flows (edge.flows.model.FlowSpec, run by name like agents), by name."""
+        """Installed flows (edge.plugins.flow_manifest.FlowSpec, run by name like agents), by name."""
         return sorted((f for p in self.plugins() for f in p.flows), key=lambda f: f.name)
 
     def agent(self, name: str) -> AgentSpec:

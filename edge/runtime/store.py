@@ -86,7 +86,7 @@ agents = Table(
     Column("output_hash", String(64), nullable=True),
     Column("failures", JSON, nullable=False),
     Column("limits", JSON, nullable=False),
-    Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.contracts.contract_hash
+    Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.documents.contract_hash
     Column("contract_version", String(64), nullable=True),  # revision 0006: the version that introduced it
     UniqueConstraint("version_id", "name", name="uq_agent_per_version"),
 )
@@ -369,7 +369,7 @@ class Store:
 
     def update_agent_contracts(self, version_id: int, name: str, *, contracts: Mapping[str, Any]) -> None:
         """Replace one stored agent's contracts (`contracts`: its `input_schema*`/`output_schema*`/`*_hash`
-        columns): an `mcp` agent's tool changed compatibly (edge.plugins.tool_refresh)."""
+        columns): an `mcp` agent's tool changed compatibly (edge.runtime.tool_refresh)."""
         with self.engine.begin() as conn:
             conn.execute(update(agents).where(agents.c.version_id == version_id, agents.c.name == name)
                          .values(**contracts))

@@ -1,7 +1,7 @@
 """QZX Result Contract v1: the core rules of a result, and building one that keeps them.
 
-The MCP profiles (edge.qzx.profiles), tool definitions (edge.qzx.tools) and conformance receipts
-(edge.qzx.receipts) build on these rules. Every check is a pure function that returns findings (a JSON path and a sentence) instead of raising,
+The MCP profiles (edge.results.qzx_profiles), tool definitions (edge.results.qzx_tools) and conformance receipts
+(edge.results.qzx_receipts) build on these rules. Every check is a pure function that returns findings (a JSON path and a sentence) instead of raising,
 so the same code serves `oz0 qzx validate`, the pair receipt and the runtime that validates its own
 envelope before printing it (`result_envelope`). Hand-written rules rather than a schema engine,
 because the contract asks for things a schema cannot say (a finite `duration_ms`, a present-but-null

@@ -22,7 +22,7 @@ from urllib.parse import quote, urldefrag
 from oz0.edge.contracts.pointer import PointerError, fragment_pointer, locate
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import walk_schema
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES
+from oz0.edge.model.job import BUILTIN_FAILURES
 from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
 
 __all__ = [
@@ -48,7 +48,7 @@ FAILURE_STATUS = "502"
 TEXT = "text/plain"
 JSON = "application/json"
 
-FLOW_KIND = "flow"  # as edge.flows.model's (imported lazily: flows import JMESPath)
+FLOW_KIND = "flow"  # as edge.plugins.flow_manifest's (imported lazily: flows import JMESPath)
 _NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
@@ -148,7 +148,7 @@ def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
 def flow_failures(flow: AgentSpec) -> dict[str, FailureKind]:
     """The kinds a flow itself may end with: a step failed with a kind it does not declare, and for a
     flow with person steps, nobody answered or the person declined."""
-    from oz0.edge.flows.model import FLOW_FAILURES
+    from oz0.edge.plugins.flow_manifest import FLOW_FAILURES
 
     asks = any(s.is_ask for s in getattr(flow, "steps", ()))
     return {name: kind for name, kind in FLOW_FAILURES.items() if asks or name == "StepFailed"}

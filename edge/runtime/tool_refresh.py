@@ -2,7 +2,7 @@
 contracts of the installed `mcp` agents on it follow, by the upgrade check's rules.
 
 Each agent whose contracts come from a tool of that server has the tool's new schemas compared with the
-stored ones (edge.contracts.diff, as between two plugin versions). A change that breaks no caller is
+stored ones (edge.documents.diff, as between two plugin versions). A change that breaks no caller is
 stored, so validation and the OpenAPI document follow it. A breaking change is not applied: callers keep
 the contract they were promised, and the change is recorded once in the audit log (`mcp.tools.breaking`)
 and logged once, so an operator sees it.
@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change, CompatError
-from oz0.edge.contracts.compat import installed_agents
-from oz0.edge.contracts.diff import compare_agents
+from oz0.edge.documents.compat import installed_agents
+from oz0.edge.documents.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError
 from oz0.edge.plugins.manifest import PluginError, load_plugin
 
@@ -52,7 +52,7 @@ def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dic
     store the compatible changes, audit the breaking ones. Returns every change found."""
     from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
     from oz0.edge.mcp.spec import McpFailure
-    from oz0.edge.plugins.install import agent_row
+    from oz0.edge.runtime.install import agent_row
 
     found: list[Change] = []
     for version in runtime.installed():

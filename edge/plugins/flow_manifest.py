@@ -3,7 +3,7 @@
 A FlowSpec is an AgentSpec of kind `flow`, so everything that takes an agent by name (the input check,
 the OpenAPI document, access rules, the card) takes a flow the same way; only the runtime's execute
 tells them apart. Loading is strict (PluginError naming the file and the JSON path); `oz0 plugin lint`
-reports every finding instead (edge.flows.lint). The file's shape is schemas/flow.schema.json.
+reports every finding instead (edge.plugins.flow_lint). The file's shape is schemas/flow.schema.json.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.flows.expressions import ExpressionError, compile_expression, holes
+from oz0.edge.plugins.expressions import ExpressionError, compile_expression, holes
 from oz0.edge.plugins.manifest import (AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, budget_of,
                                       examples_of, read_yaml)
 
@@ -162,7 +162,7 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
 
 
 def stored_steps(rows: list[Mapping[str, Any]], *, source: str) -> tuple[FlowStep, ...]:
-    """A flow's person steps as the plugin store keeps them (edge.contracts.openapi.person_steps'
+    """A flow's person steps as the plugin store keeps them (edge.documents.openapi.person_steps'
     shape), for the upgrade check: the steps callers must answer, with their answer schemas."""
     return tuple(FlowStep(
         id=r["step"], ask=r.get("message") or "", answer_schema_file=None,

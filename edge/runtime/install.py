@@ -1,5 +1,5 @@
 """Installing a plugin: its files copied under OZ0_HOME, its version, agents and contracts recorded,
-after the upgrade check (edge.contracts.compat) has passed them. Installing the same content again
+after the upgrade check (edge.documents.compat) has passed them. Installing the same content again
 changes nothing: a version is known by a hash of every file of its folder."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from oz0.edge.contracts.changes import Change
-from oz0.edge.contracts.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.compat import check_upgrade, is_major_bump
 from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS, AgentSpec, Plugin, PluginError, load_plugin
-from oz0.edge.plugins.tool_contracts import with_listed_contracts
+from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion
 
@@ -56,7 +56,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
                               "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
-        from oz0.edge.contracts.openapi import person_steps
+        from oz0.edge.documents.openapi import person_steps
 
         limits["person_steps"] = person_steps(spec)
     return {
@@ -82,11 +82,11 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     current in one transaction. Installing the same content again changes nothing.
 
     An `mcp` agent without declared contracts gets its tool's inputSchema/outputSchema from the server's
-    listing now (edge.plugins.tool_contracts), stored and upgrade-checked like any other contract.
+    listing now (edge.mcp.tool_contracts), stored and upgrade-checked like any other contract.
 
     Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
     cannot be listed, and UpgradeRefused
-    (edge.contracts.compat) when the new version breaks the installed one's contracts without a new major version
+    (edge.documents.compat) when the new version breaks the installed one's contracts without a new major version
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
     is recorded in the audit log as `plugin.contracts.breaking`.
     """

@@ -7,7 +7,7 @@ answer schemas of its person steps, its declared annotations, its failure kinds 
 defaults, so contracts that leave them alone keep their hash). The
 file it was read from, descriptions of the agent and its prose are not part of it: editing the words
 changes nothing a caller relies on. A `contract_version` is the plugin version that introduced the
-hash (edge.plugins.install keeps the previous one while the hash stays equal).
+hash (edge.runtime.install keeps the previous one while the hash stays equal).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def _schema(contract: Any, prefix: str) -> Any:
-    from oz0.edge.contracts.openapi import embed_contract
+    from oz0.edge.documents.openapi import embed_contract
 
     return "text" if contract is None else embed_contract(contract, prefix)
 

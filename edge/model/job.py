@@ -93,7 +93,7 @@ class Job:
     plugin: str | None = None
     plugin_version: str | None = None
     parent_id: str | None = None  # a flow step's job: the flow's job
-    contract_hash: str | None = None     # the contract the job ran under (edge.contracts.contract_hash)
+    contract_hash: str | None = None     # the contract the job ran under (edge.documents.contract_hash)
     contract_version: str | None = None
     root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
     limit_reached: str | None = None     # on a root: the limit that ended its tree
