@@ -19,10 +19,11 @@ from openapi_spec_validator import validate
 from oz0.adapters.cli import main
 from oz0.edge.documents.contract_hash import canonical_json, contract_hash, contract_parts
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.plugins.flow_manifest import FlowSpec, FlowStep
+from oz0.edge.model.flow import FlowSpec, FlowStep
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
-from oz0.edge.plugins.manifest import FailureKind, Limits, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.model.agent import FailureKind, Limits
 from oz0.edge.runtime.runner import Runtime
 from console_plugin import ConsoleThread
 from plugin_kit import make_plugin

@@ -18,7 +18,8 @@ from openapi_spec_validator import validate
 from console_plugin import ConsoleThread
 from flow_kit import RELEASE, flow_plugin
 from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.plugins.declared import PluginError
 from oz0.edge.runtime.runner import Runtime
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]

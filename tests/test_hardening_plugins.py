@@ -194,7 +194,8 @@ def test_a_link_inside_the_folder_is_fine_and_its_content_is_copied(tmp_path):
 
 
 def test_install_from_python_refuses_a_link_out_and_stores_nothing(tmp_path):
-    from oz0.edge.plugins.manifest import PluginError, load_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.plugins.declared import PluginError
     from oz0.edge.runtime.install import install_plugin
     from oz0.edge.runtime.runner import Runtime
 

@@ -18,7 +18,8 @@ from oz0.edge.documents.openapi import agent_path
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.plugins.declared import PluginError
 from oz0.edge.runtime.runner import Runtime
 
 

@@ -27,7 +27,8 @@ from oz0.adapters.chat.slack_wire import SlackWire
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.progress import JournalProgress, Progress
+from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.runner import Runtime
 from console_plugin import ConsoleThread
 from flow_kit import RELEASE, approval, flow_plugin

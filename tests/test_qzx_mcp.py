@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.results.qzx import CONTRACT_SCHEMA_URL
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 from oz0.edge.results.qzx_profiles import validate_document
 from oz0.edge.results.qzx_tools import check_output_schema
 

@@ -34,7 +34,8 @@ __all__ = [
 
 
 def _load(folder: str) -> Plugin:
-    from oz0.edge.plugins.manifest import PluginError, load_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.plugins.declared import PluginError
 
     try:
         return load_plugin(folder)

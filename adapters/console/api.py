@@ -25,7 +25,7 @@ from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.model.job import BUILTIN_FAILURES, JobFailure, snake_case
-from oz0.edge.plugins.manifest import INVALID_INPUT, FailureKind
+from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
 __all__ = [

@@ -158,7 +158,7 @@ class _PluginsApi:
     async def install(self, request: Request) -> Response:
         from oz0.edge.documents.compat import UpgradeRefused
         from oz0.edge.runtime.install import install_plugin
-        from oz0.edge.plugins.manifest import PluginError
+        from oz0.edge.plugins.declared import PluginError
 
         command = "plugins.install"
         guard = request.state.guard
@@ -204,7 +204,8 @@ class _PluginsApi:
         or the failure to answer (the folder already removed)."""
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
-        from oz0.edge.plugins.manifest import PluginError, load_plugin
+        from oz0.edge.plugins.manifest import load_plugin
+        from oz0.edge.plugins.declared import PluginError
 
         data = await _archive_bytes(request, command)
         if isinstance(data, Response):

@@ -18,7 +18,7 @@ from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
 from oz0.edge.cards.model import Card
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 
 __all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "drawn_card", "example_values", "job_view"]
 

@@ -12,9 +12,9 @@ import json
 from importlib import resources
 from typing import Any
 
-from oz0.edge.results.qzx import CONTRACT_SCHEMA_URL
+__all__ = ["BUNDLED_SCHEMAS", "CONTRACT_SCHEMA_URL", "bundled_schema"]
 
-__all__ = ["BUNDLED_SCHEMAS", "bundled_schema"]
+CONTRACT_SCHEMA_URL = "https://qzx.yumbale.com/schemas/result-contract-v1.schema.json"  # QZX Result Contract v1
 
 BUNDLED_SCHEMAS: dict[str, str] = {
     CONTRACT_SCHEMA_URL: "qzx-result-v1.schema.json",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.runtime.confirm import ANNOTATION_KEYS
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+    from oz0.edge.model.agent import AgentSpec
 
 __all__ = ["canonical_json", "contract_hash", "contract_parts"]
 
@@ -57,7 +57,7 @@ def contract_parts(spec: "AgentSpec") -> dict[str, Any]:
 def _tree_limits(limits: Any) -> dict[str, Any]:
     """The limits over the job tree that differ from their defaults: a contract written before they
     existed (or that leaves them at their defaults) keeps the hash it had."""
-    from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS
+    from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS
 
     out = {key: getattr(limits, key) for key, default in TREE_LIMIT_DEFAULTS.items()
            if getattr(limits, key) != default}

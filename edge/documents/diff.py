@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 from oz0.edge.contracts.changes import Change, deref
 from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.contracts.schema_diff import SchemaComparison
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 
 __all__ = [
     "compare_agents",

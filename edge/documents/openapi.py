@@ -23,7 +23,7 @@ from oz0.edge.contracts.pointer import PointerError, fragment_pointer, locate
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import walk_schema
 from oz0.edge.model.job import BUILTIN_FAILURES
-from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.model.agent import INVALID_INPUT, AgentSpec, FailureKind
 
 __all__ = [
     "FAILURE_STATUS",
@@ -148,7 +148,7 @@ def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
 def flow_failures(flow: AgentSpec) -> dict[str, FailureKind]:
     """The kinds a flow itself may end with: a step failed with a kind it does not declare, and for a
     flow with person steps, nobody answered or the person declined."""
-    from oz0.edge.plugins.flow_manifest import FLOW_FAILURES
+    from oz0.edge.model.flow import FLOW_FAILURES
 
     asks = any(s.is_ask for s in getattr(flow, "steps", ()))
     return {name: kind for name, kind in FLOW_FAILURES.items() if asks or name == "StepFailed"}

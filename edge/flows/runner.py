@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from oz0.edge.contracts.json_data import dumps_exact
 from oz0.edge.plugins.expressions import ExpressionError, evaluate, render_text, truthy
-from oz0.edge.plugins.flow_manifest import FlowSpec, FlowStep
+from oz0.edge.model.flow import FlowSpec, FlowStep
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
-from oz0.edge.runtime.progress import Progress, ProgressSink
+from oz0.edge.model.progress import Progress, ProgressSink
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime

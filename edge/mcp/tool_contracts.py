@@ -13,7 +13,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError
+from oz0.edge.plugins.manifest import Plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import AgentSpec
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers

@@ -46,7 +46,7 @@ def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], ad
     """Every finding of the plugin's flow files, through `add(severity, file, path, message, fix)`."""
     from oz0.edge.model.budget import budget_findings
     from oz0.edge.plugins.lint_examples import lint_examples
-    from oz0.edge.plugins.manifest import manifest_contract
+    from oz0.edge.plugins.declared import manifest_contract
 
     for file in files:
         data = read(file)

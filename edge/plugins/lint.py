@@ -23,8 +23,9 @@ from oz0.edge.contracts.view import SchemaView, walk_schema
 from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.files import plugin_problems
 from oz0.edge.plugins.lint_examples import lint_examples
-from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
-                                      read_yaml)
+from oz0.edge.plugins.manifest import VERSION_RE
+from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
+from oz0.edge.model.agent import AgentSpec
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
-    "CONTRACT_SCHEMA_URL",
     "MAX_INPUT_BYTES",
     "Finding",
     "InputError",
@@ -35,7 +34,6 @@ __all__ = [
     "unique",
 ]
 
-CONTRACT_SCHEMA_URL = "https://qzx.yumbale.com/schemas/result-contract-v1.schema.json"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]*")

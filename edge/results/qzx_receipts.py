@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from oz0.edge.results.qzx import CONTRACT_SCHEMA_URL, Finding, InputError, parse_document
+from oz0.edge.results.qzx import Finding, InputError, parse_document
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 from oz0.edge.results.qzx_profiles import PROFILES, Verdict, blank_facts, validate_document
 
 __all__ = [

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.plugins.manifest import AgentSpec, FailureKind
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, RunContext
+from oz0.edge.model.agent import AgentSpec, FailureKind
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.kinds import AGENT_KINDS
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.progress import ProgressSink
+    from oz0.edge.model.progress import ProgressSink
     from oz0.edge.runtime.store import Store
 
 __all__ = ["CHECKED_JOBS_MAX", "AgentAttempts"]

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Price, format_dimension
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_book import Amounts, BudgetBook, BudgetRef, BudgetState, Refusal
-from oz0.edge.model.job import Job, JobFailure, RunContext
+from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.context import RunContext
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime

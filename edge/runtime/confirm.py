@@ -18,7 +18,7 @@ from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+    from oz0.edge.model.agent import AgentSpec
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [

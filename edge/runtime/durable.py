@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import Leases
-from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.model.progress import ProgressSink
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job

@@ -12,7 +12,9 @@ from typing import Any
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import check_upgrade, is_major_bump
 from oz0.edge.plugins.files import copy_plugin, plugin_files
-from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS, AgentSpec, Plugin, PluginError, load_plugin
+from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
 from oz0.edge.runtime.store import InstalledVersion

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
-from oz0.edge.plugins.flow_manifest import FLOW_KIND
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_known_contracts
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, snake_case
 
 if TYPE_CHECKING:

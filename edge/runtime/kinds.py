@@ -23,10 +23,11 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
-from oz0.edge.model.job import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
 
 __all__ = [

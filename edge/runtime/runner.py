@@ -27,19 +27,23 @@ import orjson
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.plugins.flow_manifest import FLOW_KIND
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
-from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
+from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.job_cards import JobCards
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.progress import JournalProgress, ProgressSink
+from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree

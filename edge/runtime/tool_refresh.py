@@ -20,7 +20,8 @@ from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.documents.compat import installed_agents
 from oz0.edge.documents.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.plugins.declared import PluginError
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.spec import ServerSpec, ToolInfo
