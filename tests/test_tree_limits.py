@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
@@ -240,7 +241,7 @@ def test_tree_limits_enter_the_contract_hash_only_when_set(tmp_path):
         "max_steps": 100, "max_depth": 5, "max_children": 50, "count_waits": False}}})).flow("loop")
     bounded = load_plugin(tree_plugin(tmp_path / "c", flows={"loop": {**FLOWS["loop-done"], "limits": {
         "max_steps": 7}}})).flow("loop")
-    assert plain.contract_hash == same.contract_hash != bounded.contract_hash
+    assert contract_hash(plain) == contract_hash(same) != contract_hash(bounded)
     assert json.dumps(plain.limits.max_steps) == "100"
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
+from oz0.edge.documents.contract_hash import contract_hash
 
 if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
     from oz0.edge.contracts.changes import Change
@@ -108,8 +109,8 @@ def _diff(args: argparse.Namespace) -> int:
                     rows=tuple((c.agent, c.direction, c.json_path, c.what,
                                 "breaking" if c.breaking else "not breaking") for c in changes))
         print(render_payload(card, "text").rstrip("\n"))
-    for line in contract_hash_lines({a.name: a.contract_hash for a in (*old.agents, *old.flows)},
-                                    {a.name: a.contract_hash for a in (*new.agents, *new.flows)}):
+    for line in contract_hash_lines({a.name: contract_hash(a) for a in (*old.agents, *old.flows)},
+                                    {a.name: contract_hash(a) for a in (*new.agents, *new.flows)}):
         print(line)
     return 0
 

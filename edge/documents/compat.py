@@ -12,11 +12,13 @@ import re
 from typing import Any, Iterable
 
 from oz0.edge.contracts.changes import Change, CompatError
-from oz0.edge.documents.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import Plugin
+from oz0.edge.documents.diff import compare_agents
 from oz0.edge.model.agent import AgentSpec, FailureKind
-from oz0.edge.runtime.store import InstalledVersion
+from oz0.edge.model.flow import FlowSpec
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.plugins.flow_manifest import stored_steps
+from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
     "UpgradeRefused",
@@ -88,9 +90,6 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
             return AgentSpec(**fields)
-        from oz0.edge.plugins.flow_manifest import stored_steps
-        from oz0.edge.model.flow import FlowSpec
-
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))
 
     return [make(a,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
+from oz0.edge.model.agent import ANNOTATION_KEYS
 from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.questions import Question
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [
-    "ANNOTATION_KEYS",
     "CONFIRM",
     "CONFIRM_SCHEMA",
     "CONFIRM_STEP",
@@ -33,7 +33,6 @@ __all__ = [
     "needs_confirmation",
 ]
 
-ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 CONFIRM_STEP = "confirm"
 CONFIRM = "Confirm"
 CONFIRM_TIMEOUT_S = 900.0   # how long a confirmation waits for its asker; then the job is cancelled

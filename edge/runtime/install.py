@@ -11,13 +11,14 @@ from typing import Any
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.runner import Runtime, local_user
-from oz0.edge.runtime.store import InstalledVersion
+from oz0.edge.model.installed import InstalledVersion
 
 __all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
 
@@ -46,7 +47,7 @@ def contract_version(spec: AgentSpec, version: str, previous: InstalledVersion |
     """The plugin version that introduced `spec`'s contract hash: the previous version's, while the
     hash it stored is equal, else `version` (the one being installed)."""
     before = next((a for a in previous.agents if a.name == spec.name), None) if previous is not None else None
-    if before is not None and before.contract_hash == spec.contract_hash and before.contract_version:
+    if before is not None and before.contract_hash == contract_hash(spec) and before.contract_version:
         return before.contract_version
     return version
 
@@ -72,7 +73,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
                               "description": f.description} for f in spec.failures},
         "limits": limits,
-        "contract_hash": spec.contract_hash,
+        "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
     }
 

@@ -27,6 +27,7 @@ import orjson
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.schema import violation_sentence
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import Plugin, load_plugin
@@ -45,7 +46,8 @@ from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
-from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
+from oz0.edge.runtime.store import AuditRecord, Store
+from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 
 __all__ = [
@@ -218,7 +220,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             spec, found = self._lookup(agent)
             plugin, version = found.name, found.version
-            contract, contract_version = spec.contract_hash, spec.contract_version
+            contract, contract_version = contract_hash(spec), spec.contract_version
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
         parent = self.store.job(parent_id) if parent_id is not None else None

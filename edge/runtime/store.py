@@ -36,13 +36,12 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.model.installed import InstalledAgent, InstalledVersion
 from oz0.edge.runtime.migrate import SchemaChange, upgrade_schema
 
 __all__ = [
     "ACTIVE_STATUSES",
     "AuditRecord",
-    "InstalledAgent",
-    "InstalledVersion",
     "Store",
     "metadata",
 ]
@@ -169,39 +168,6 @@ class AuditRecord:
     action: str
     actor: str
     detail: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class InstalledAgent:
-    """An agent as the store keeps it: its contracts themselves, so versions can be compared later."""
-
-    name: str
-    kind: str
-    description: str
-    input_schema_file: str | None
-    input_schema: Any
-    input_hash: str | None
-    output_schema_file: str | None
-    output_schema: Any
-    output_hash: str | None
-    failures: Mapping[str, Any]
-    limits: Mapping[str, Any]
-    contract_hash: str | None = None     # None: installed before revision 0006
-    contract_version: str | None = None
-
-
-@dataclass(frozen=True)
-class InstalledVersion:
-    id: int
-    plugin: str
-    version: str
-    content_hash: str
-    path: str
-    description: str
-    installed_at: float
-    installed_by: str
-    agents: tuple[InstalledAgent, ...]
-    current: bool = False
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
