@@ -14,7 +14,8 @@ import pytest
 
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.questions import Answer, AnswerRefused, Question, check_answer_schema
+from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime import recovery
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin

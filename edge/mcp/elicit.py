@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from oz0.edge.mcp.spec import ServerSpec
-from oz0.edge.runtime.questions import check_answer_schema
+from oz0.edge.contracts.answer_schema import check_answer_schema
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers

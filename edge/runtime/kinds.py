@@ -356,6 +356,11 @@ def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:
     return content
 
 
+async def run_mcp(spec: AgentSpec, value: Any, ctx: RunContext | None = None) -> Any:
+    """An `mcp` agent's job (edge.mcp.kind), its tool call reserved against the job's budgets first."""
+    return await run_mcp_agent(spec, value, ctx, reserve=lambda: budget_call(ctx, call_need(spec)))
+
+
 # the table ------------------------------------------------------------------------------------
 
 AGENT_KINDS: dict[str, AgentKind] = {
@@ -363,5 +368,5 @@ AGENT_KINDS: dict[str, AgentKind] = {
     "command": run_command,
     "http": run_http,
     "model": run_model,
-    "mcp": run_mcp_agent,
+    "mcp": run_mcp,
 }

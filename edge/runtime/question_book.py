@@ -13,19 +13,9 @@ from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.runtime.questions import (
-    ACTIONS,
-    MAX_MESSAGE_CHARS,
-    POLL_S,
-    Answer,
-    AnswerListener,
-    AnswerRefused,
-    Question,
-    QuestionListener,
-    answer_topic,
-    check_answer_schema,
-    job_platform,
-)
+from oz0.edge.runtime.questions import (ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerListener, AnswerRefused,
+                                        Question, QuestionListener, answer_topic, job_platform)
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
