@@ -34,7 +34,7 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from oz0.edge.model.job import UnknownAgent
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from oz0.edge.flows.scaffold_flow import flow_files
+
 __all__ = ["NAME_RE", "ScaffoldError", "scaffold_plugin"]
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -150,8 +152,6 @@ def scaffold_plugin(name: str, folder: str | Path | None = None, *, flow: bool =
     }
     texts = {rel: template.format(**values) for rel, template in files.items()}
     if flow:
-        from oz0.edge.flows.scaffold_flow import flow_files
-
         texts.update(flow_files(name))
     written = []
     for rel, text in texts.items():

@@ -15,7 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Coroutine, Mapping, TypeVar
 
-from oz0.edge.mcp.elicit import ELICIT_OPTIONS, Elicitor, ElicitingSessions
+from oz0.edge.mcp.elicit import Elicitor, ElicitingSessions
+from oz0.edge.mcp.spec import ELICIT_OPTIONS
 from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
     protocol_failure, timed

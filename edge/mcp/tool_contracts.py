@@ -16,6 +16,10 @@ from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.plugins.manifest import Plugin
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import AgentSpec
+from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.session import pick
+from oz0.edge.mcp.spec import McpFailure
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -35,11 +39,6 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
     """
     if not any(map(_needs_tool, plugin.agents)):
         return plugin
-    from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name  # only for mcp agents
-    from oz0.edge.mcp.pool import servers
-    from oz0.edge.mcp.session import pick
-    from oz0.edge.mcp.spec import McpFailure
-
     pool = pool or servers()
     agents = []
     for spec in plugin.agents:

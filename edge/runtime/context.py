@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.budgets import Budgets
@@ -91,8 +92,6 @@ class RunContext:
                   answerers: Mapping[str, Any] | None, timeout_s: float | None,
                   source: str | None) -> tuple[Any, float]:
         import time
-
-        from oz0.edge.runtime.questions import Question
 
         wait = float(timeout_s if timeout_s is not None else self.agent.limits.timeout_s)
         step = step or f"ask-{self._book().count(self.job_id) + 1}"

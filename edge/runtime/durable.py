@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
-from oz0.edge.runtime.leases import Leases
+from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.model.progress import ProgressSink
 
 if TYPE_CHECKING:
@@ -64,10 +64,6 @@ CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its ch
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 _ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
-
-
-class EngineError(RuntimeError):
-    """The engine cannot start as configured: names the setting and what to change."""
 
 
 def replica_id(env: dict[str, str] | None = None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import check_upgrade, is_major_bump
@@ -17,10 +17,15 @@ from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
-from oz0.edge.runtime.runner import Runtime, local_user
+from oz0.edge.runtime.access import local_user
 from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.documents.openapi import person_steps
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
+
 
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
@@ -59,8 +64,6 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
                               "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
-        from oz0.edge.documents.openapi import person_steps
-
         limits["person_steps"] = person_steps(spec)
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
@@ -78,7 +81,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
     }
 
 
-def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
+def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool = False,
                    actor: str | None = None) -> InstallResult:
     """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made

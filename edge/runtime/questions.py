@@ -145,7 +145,7 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
     `expires_at` when it has one) the step is closed with a timeout answer, unless a person was first."""
     from dbos import DBOS
 
-    from oz0.edge.runtime.durable import current_runtime
+    from oz0.edge.runtime.durable import current_runtime  # imports dbos (about a second): only inside a workflow
 
     runtime = current_runtime()
     book = runtime.questions

@@ -14,7 +14,6 @@ end the job with a typed failure kind and a reason a person can act on.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import logging
 import os
 import time
@@ -49,6 +48,7 @@ from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
+from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
 
 __all__ = [
     "AuditRecord",
@@ -58,7 +58,6 @@ __all__ = [
     "RunContext",
     "Runtime",
     "default_home",
-    "local_user",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,13 +96,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
-        from oz0.edge.runtime.tool_refresh import watch_tools  # edge.plugins imports this module
-
         watch_tools(self)
 
     def close(self) -> None:
-        from oz0.edge.runtime.tool_refresh import unwatch_tools
-
         unwatch_tools(self)
         if self.engine is not None:
             self.engine.shutdown()
@@ -389,11 +384,3 @@ def _job(row: Mapping[str, Any]) -> Job:
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
         limit_reached=row.get("limit_reached"), progress=row.get("progress"),
     )
-
-
-def local_user() -> str:
-    """Who is asking from this machine's shell: `cli:<login>`, for the journal and the audit log."""
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # no user name in this environment (a container without passwd)
-        return "cli"
