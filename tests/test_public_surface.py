@@ -75,7 +75,7 @@ def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"oz0"}
     for expected in ("oz0/edge/cards/choice.py", "oz0/adapters/cli/__main__.py", "oz0/renderers/slack_blocks.py",
-                     "oz0/edge/schemas/qzx-result-v1.schema.json", "oz0/edge/example_plugin/plugin.yaml",
+                     "oz0/schemas/qzx-result-v1.schema.json", "oz0/schemas/agent.schema.json", "oz0/edge/example_plugin/plugin.yaml",
                      "oz0/adapters/console/templates/base.html", "oz0/edge/runtime/migrations/env.py",
                      "oz0/edge/runtime/migrations/script.py.mako",
                      "oz0/edge/runtime/migrations/versions/0001_baseline.py"):

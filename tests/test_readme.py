@@ -40,7 +40,7 @@ def _keys(schema: Any, out: set[str]) -> set[str]:
 
 @pytest.mark.parametrize("manifest", sorted(MANIFESTS))
 def test_every_manifest_key_has_an_example_in_the_readme(manifest: str) -> None:
-    keys = _keys(json.loads((ROOT / "edge" / "schemas" / f"{manifest}.schema.json").read_text()), set())
+    keys = _keys(json.loads((ROOT / "schemas" / f"{manifest}.schema.json").read_text()), set())
     text = "\n".join(BLOCKS)
     missing = sorted(k for k in keys if not re.search(rf"(^|[\s{{,\-]){re.escape(k)}:", text, re.M))
     assert not missing, f"README.md has no YAML example with these {manifest} keys: {', '.join(missing)}"

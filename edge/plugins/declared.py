@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 import stat
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 import orjson
 import yaml
 
+from oz0.edge.contracts.bundled import shipped_schema
 from oz0.edge.contracts.schema import Contract, load_contract
 from oz0.edge.model.agent import Example
 from oz0.edge.model.budget import BudgetDeclarationError, parse_budget, parse_price
@@ -57,8 +57,8 @@ def read_yaml(path: Path) -> Any:
 
 
 def manifest_contract(name: str) -> Contract:
-    """The schema of a manifest file (`plugin` or `agent`), shipped in edge/schemas/."""
-    data = (resources.files("oz0.edge") / "schemas" / f"{name}.schema.json").read_bytes()
+    """The schema of a manifest file (`plugin`, `agent` or `flow`), shipped in schemas/."""
+    data = shipped_schema(f"{name}.schema.json").read_bytes()
     return load_contract(orjson.loads(data), source=f"{name}.schema.json")
 
 

@@ -3,7 +3,7 @@
 A plugin is a folder. Each agent file names its kind, its input and output contracts (`input: text`
 or `input_schema: <file>`, likewise for the output), its failure kinds and its limits. Loading is
 strict (the first problem raises PluginError naming the file and where); `oz0 plugin lint` reports
-every finding instead. The manifest shapes are the JSON Schemas in `edge/schemas/`.
+every finding instead. The manifest shapes are the JSON Schemas in `schemas/`.
 """
 
 from __future__ import annotations
