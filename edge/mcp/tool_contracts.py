@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.plugins.manifest import Plugin
 from oz0.edge.plugins.declared import PluginError
@@ -82,6 +83,6 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
 
 def _with_version(spec: AgentSpec, row: Any) -> AgentSpec:
     """The spec with the contract_version stored at install, while its contract is the one stored."""
-    if row is None or row.contract_version is None or row.contract_hash != spec.contract_hash:
+    if row is None or row.contract_version is None or row.contract_hash != contract_hash(spec):
         return spec
     return replace(spec, contract_version=row.contract_version)
