@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
@@ -173,7 +174,7 @@ def write_plugin(root: Path, *, blns: int = 40) -> Path:
 
 def installed_runtime(home: Path, **kwargs: Any) -> Runtime:
     """A runtime under `home` with the test plugin installed."""
-    runtime = Runtime(home, backoff_s=0.01, **kwargs)
+    runtime = Runtime(home, backoff_s=0.01, **kwargs, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(write_plugin(home.parent / f"{home.name}-src")), actor="test")
     return runtime
 

@@ -19,6 +19,7 @@ from openapi_spec_validator import validate
 from oz0.adapters.cli import main
 from oz0.edge.documents.contract_hash import canonical_json, contract_hash, contract_parts
 from oz0.edge.contracts.schema import load_contract
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.flow import FlowSpec, FlowStep
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
@@ -140,12 +141,12 @@ def test_contract_version_is_kept_while_the_hash_is_and_jobs_record_it(tmp_path:
 
     code, out, _ = oz0(capsys, "run", "lookup", '{"service": "api"}')
     assert code == 0
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         job = runtime.jobs(limit=1)[0]
     finally:
         runtime.close()
-    assert (contract_hash(job), job.contract_version) == (new_hash, "0.3.0")
+    assert (job.contract_hash, job.contract_version) == (new_hash, "0.3.0")
     code, out, _ = oz0(capsys, "jobs", "show", job.id)
     assert code == 0 and f"{new_hash} (since 0.3.0)" in out
 
@@ -163,7 +164,7 @@ def test_plugin_diff_prints_each_agent_whose_hash_changed(tmp_path: Path, capsys
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: Any) -> Any:
     base = tmp_path_factory.mktemp("pins")
-    runtime = Runtime(base / "home", backoff_s=0.01)
+    runtime = Runtime(base / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(plugin(base / "src")), actor="test")
     with ConsoleThread(runtime) as server:
         yield server
@@ -227,7 +228,7 @@ def test_the_console_page_shows_the_contract_and_an_example_link_fills_the_form(
 def test_help_agent_lists_the_examples(tmp_path: Path, oz0_home: Path) -> None:
     from slack_harness import running_channel
 
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(plugin(tmp_path / "p")), actor="test")
     finally:
@@ -261,7 +262,7 @@ def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path
     (src / "agents" / "deploys.yaml").write_text(
         f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\ntool: deploys\n"
         "examples:\n  - description: The api's deploys\n    input: {service: api}\n")
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(src), actor="test")
     finally:

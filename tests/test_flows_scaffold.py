@@ -13,6 +13,7 @@ import time
 import httpx
 
 from console_plugin import ConsoleThread
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
@@ -45,7 +46,7 @@ def test_the_example_flow_runs_from_the_console_form_and_is_answered_on_the_job_
     from oz0.edge.flows.scaffold import scaffold_plugin
 
     scaffold_plugin("demo", tmp_path / "demo", flow=True)
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(tmp_path / "demo"), actor="test")
     with ConsoleThread(runtime) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         form = client.get("/flows/demo-release")

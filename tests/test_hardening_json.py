@@ -55,6 +55,7 @@ import httpx  # noqa: E402
 
 from console_plugin import ConsoleThread  # noqa: E402
 from oz0.adapters.cli import main  # noqa: E402
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
 from oz0.edge.runtime.install import install_plugin  # noqa: E402
 from oz0.edge.runtime.runner import Runtime  # noqa: E402
@@ -94,7 +95,7 @@ def _runtime(tmp_path: Path) -> Runtime:
                         "command": ["python", "-c", f"print('{{\"n\": {BIG}}}')"]},
     }, files={"answers.py": ANSWERS, "schemas/loose.json": LOOSE, "schemas/any.json": ANY,
               "schemas/int.json": {"type": "integer"}})
-    runtime = Runtime(tmp_path / "home", backoff_s=0.01)
+    runtime = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(root))
     return runtime
 

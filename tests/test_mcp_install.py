@@ -15,6 +15,7 @@ from mcp_harness import SERVER
 from oz0.adapters.console.api_doc import api_document
 from oz0.edge.documents.compat import UpgradeRefused
 from oz0.edge.documents.openapi import agent_path
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
@@ -35,7 +36,7 @@ def plugin(root: Path, version: str, tool: str, *, command: str = sys.executable
 
 @pytest.fixture()
 def runtime(tmp_path: Path):
-    rt = Runtime(tmp_path / "home")
+    rt = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     yield rt
     servers().close()
     rt.close()

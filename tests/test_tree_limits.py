@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
@@ -28,7 +29,7 @@ OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 @pytest.fixture()
 def runtime(tmp_path, monkeypatch):
     monkeypatch.setenv("TREE_LOG", str(tmp_path / "calls.log"))
-    rt = Runtime(tmp_path / "home", backoff_s=0.01)
+    rt = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     flows = {**FLOWS, "wait-excluded": waiting(False), "wait-counted": waiting(True)}
     install_plugin(rt, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
     yield rt

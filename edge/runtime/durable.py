@@ -186,8 +186,8 @@ class Engine(Leases):
         }
         _ENGINE = self
         try:
-            import oz0.edge.flows.durable  # noqa: F401  registers the flow workflow before DBOS launches
-
+            if self.runtime.flow_engine is not None:
+                self.runtime.flow_engine.workflow()  # registers the flow workflow before DBOS launches
             DBOS(config=config)
             DBOS.launch()
             for spec in self.runtime.agents():
@@ -313,11 +313,9 @@ class Engine(Leases):
             loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
 
     def _workflow_for(self, agent: str) -> Any:
-        """A flow's job runs as the flow workflow (edge.flows.durable), every other job as `oz0.job`."""
-        if self._kind(agent) == "flow":
-            from oz0.edge.flows.durable import flow_workflow
-
-            return flow_workflow
+        """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
+        if self._kind(agent) == "flow" and self.runtime.flow_engine is not None:
+            return self.runtime.flow_engine.workflow()
         return _job_workflow
 
     def _kind(self, agent: str) -> str | None:

@@ -48,6 +48,7 @@ from oz0.edge.runtime.recovery import Recovery, runner_id
 from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
+from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
 
 __all__ = [
@@ -83,12 +84,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
-                 backoff_s: float = 0.5) -> None:
+                 backoff_s: float = 0.5, flow_engine: FlowEngine | None = None) -> None:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("OZ0_DATABASE_URL") or f"sqlite:///{self.home / 'oz0.db'}"
         self.store = Store(url)
         self.backoff_s = backoff_s
+        self.flow_engine = flow_engine  # runs flows (edge.flows.engine.FLOW_ENGINE); None: flows end Misconfigured
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
