@@ -1,5 +1,21 @@
 """The edge: contracts, validation, card choice and the agent runtime. It knows no platform.
 
+Its sub-packages are floors, each importing only the floors below it (tests/test_floors.py pins this,
+function-local imports included):
+
+    flows/       a flow's steps run through the runtime (edge.flows.engine is the runtime's FlowEngine)
+    runtime/     the journal, jobs, agent kinds, person steps, budgets, the durable engine
+    mcp/         MCP tools as agents (runtime imports mcp; mcp never imports runtime: what it needs
+                 from the runtime, such as the budget reservation, is passed in)
+    documents/   the agent-level contract documents: OpenAPI, the upgrade check, diff, contract hash
+    cards/       the card model and the rules that choose a card for a result
+    plugins/     plugin, agent and flow files read and linted
+    results/     reading results: MCP CallToolResult, the QZX envelope, JSON-RPC, content blocks
+    model/       Job, JobFailure, failure kinds, AgentSpec, FlowSpec, budgets, progress (reads contracts/ types)
+    contracts/   schemas: load, validate, view, pointer, JSON data, schema diff
+
+A function-local import only defers a costly third-party import (DBOS, an SDK), with a comment saying so.
+
 The names below are loaded on first use (PEP 562), so that importing any part of the edge (or the
 `oz0` command line, which only parses its arguments first) does not load the validator, the JSON
 parser and the card rules until something asks for them.

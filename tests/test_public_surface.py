@@ -20,7 +20,8 @@ def test_edge_surface():
 
 def test_every_module_declares_all_and_it_resolves():
     for package_name in ("oz0.edge", "oz0.edge.cards", "oz0.edge.contracts", "oz0.edge.flows", "oz0.edge.mcp",
-                         "oz0.edge.plugins", "oz0.edge.results", "oz0.edge.runtime", "oz0.renderers", "oz0.adapters", "oz0.adapters.chat",
+                         "oz0.edge.plugins", "oz0.edge.results", "oz0.edge.model", "oz0.edge.documents", "oz0.edge.runtime",
+                         "oz0.renderers", "oz0.adapters", "oz0.adapters.chat",
                          "oz0.adapters.cli", "oz0.adapters.console"):
         package = importlib.import_module(package_name)
         for info in pkgutil.iter_modules(package.__path__):
