@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Iterable
 from urllib.parse import unquote
 
-__all__ = ["PointerError", "format_pointer", "fragment_pointer", "json_path", "locate", "parse_pointer", "resolve_pointer"]
+__all__ = ["PointerError", "format_pointer", "fragment_pointer", "json_path", "locate", "parse_pointer",
+           "resolve_pointer"]
 
 
 class PointerError(LookupError):

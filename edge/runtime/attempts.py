@@ -46,7 +46,8 @@ class AgentAttempts:
         if self.flow_engine is None:
             raise JobFailure("Misconfigured", NO_FLOW_ENGINE)
         self.store.update_job(job.id, attempts=1)
-        output = await self.flow_engine.run_here(self, job, spec, value, on_progress=on_progress)  # type: ignore[arg-type]
+        output = await self.flow_engine.run_here(self, job, spec, value,  # type: ignore[arg-type]
+                                                 on_progress=on_progress)
         return self._checked_flow_output(job.id, spec, output)
 
     def _checked_flow_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:

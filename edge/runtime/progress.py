@@ -1,9 +1,8 @@
 """Where a running job's progress is kept: its journal row, for readers on other replicas.
 
-The value itself is edge.model.progress.Progress. Sources: a command agent's stderr lines, MCP `notifications/progress` (progress, total, message), a
-python agent's `ctx.progress(message, done, total)` and a flow's "step 2 of 3: approve". Every sink
-(the chat working message, `oz0 run`, the console through the journal) gets the same value and draws
-it its own way; `JournalProgress` keeps the latest in the job's row for readers on other replicas.
+The value itself is edge.model.progress.Progress, from every source alike (a command's stderr lines, MCP
+`notifications/progress`, a python agent's `ctx.progress`, a flow's "step 2 of 3: approve");
+`JournalProgress` keeps the latest in the job's row and passes every report on to the caller's sink.
 """
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ class Questions:
         if engine is not None and getattr(engine, "launched", False):
             waiter = self._waiter(job_id, step)
             if waiter:
-                from oz0.edge.runtime.durable import send_answer  # imports dbos (about a second): only once the engine runs
+                from oz0.edge.runtime.durable import send_answer  # imports dbos (about a second)
 
                 send_answer(waiter, answer_topic(step))
 
