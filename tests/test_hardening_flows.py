@@ -10,7 +10,7 @@ import tracemalloc
 
 import pytest
 
-from oz0.edge.flows.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
+from oz0.edge.plugins.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
 from flow_kit import RELEASE
 from test_flows import installed
 

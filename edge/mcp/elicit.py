@@ -22,22 +22,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.mcp.spec import ServerSpec
-from oz0.edge.runtime.questions import check_answer_schema
-from oz0.edge.runtime.redact import Redactor
+from oz0.edge.mcp.stdio import StdioServer
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
-    from oz0.edge.mcp.stdio import StdioServer
 
-__all__ = ["ELICIT_OPTIONS", "Elicitor", "ElicitingSessions", "MAX_CLAIM_CHARS", "MAX_ELICITING_SESSIONS",
-           "elicitor_for", "server_source"]
+__all__ = ["Elicitor", "ElicitingSessions", "MAX_CLAIM_CHARS", "MAX_ELICITING_SESSIONS", "Redacts", "elicitor_for",
+           "server_source"]
 
 MAX_CLAIM_CHARS = 60
 MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
-ELICIT_OPTIONS = {"mode": "legacy"}  # the handshake protocol: the server has a back-channel to ask
+
+
+class Redacts(Protocol):
+    """What hides a server's secrets in what it asks (the runtime's Redactor, edge.runtime.redact)."""
+
+    def text(self, text: str) -> str: ...
+
+    def data(self, value: Any) -> Any: ...
 
 
 @dataclass
@@ -47,7 +53,7 @@ class Elicitor:
     ctx: Any
     server: ServerSpec
     job_loop: asyncio.AbstractEventLoop
-    redactor: Redactor
+    redactor: Redacts | None = None
     asked: int = 0
 
     async def __call__(self, context: Any, params: Any) -> Any:
@@ -56,13 +62,16 @@ class Elicitor:
         if getattr(params, "mode", "form") != "form":
             return types.ErrorData(code=types.INVALID_PARAMS, message="this client answers form-mode "
                                                                          "elicitation only, not URL mode")
-        schema = self.redactor.data(dict(params.requested_schema))
+        schema = dict(params.requested_schema)
+        message = str(params.message)
+        if self.redactor is not None:
+            schema, message = self.redactor.data(schema), self.redactor.text(message)
         try:
             check_answer_schema(schema)
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1
-        asking = self.ctx.ask_person(self.redactor.text(params.message), schema, step=self._step(), source=server_source(self.ctx.agent, context))
+        asking = self.ctx.ask_person(message, schema, step=self._step(), source=server_source(self.ctx.agent, context))
         answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asking, self.job_loop))
         if answer.action == "accept":
             return types.ElicitResult(action="accept", content=answer.content)
@@ -75,7 +84,7 @@ class Elicitor:
         return f"elicit-{book.count(self.ctx.job_id) + 1}" if book is not None else f"elicit-{self.asked}"
 
 
-def elicitor_for(ctx: Any, server: ServerSpec, redactor: Redactor) -> Elicitor | None:
+def elicitor_for(ctx: Any, server: ServerSpec, redactor: Redacts | None = None) -> Elicitor | None:
     """The elicitation handler of a call, when its job's channel can ask; else None (no capability).
     What the server asks passes `redactor` (its configured secrets) before anyone sees it."""
     if ctx is None or not getattr(ctx, "can_ask_person", lambda: False)():
@@ -108,8 +117,6 @@ class ElicitingSessions:
 
     @contextlib.asynccontextmanager
     async def borrow(self, server: ServerSpec, elicitor: Elicitor) -> AsyncIterator["StdioServer"]:
-        from oz0.edge.mcp.stdio import StdioServer
-
         if self._changed is None:
             self._changed = asyncio.Condition()
         async with self._changed:

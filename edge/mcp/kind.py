@@ -1,24 +1,23 @@
 """The `mcp` agent kind: an agent file that names a server and a tool; a job calls the tool.
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
-outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
-What the server configuration reads from the environment (`${NAME}` in its env, headers, URL) is
-hidden by the one Redactor, as for http and model agents: in the answer, a failure's reason (the
-server's stderr too), progress lines and an elicitation's question.
+outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
+Secrets are the runtime's to hide (edge.runtime.kinds.run_mcp wraps each job in the one Redactor):
+what an elicitation asks passes the `redactor` it hands in before anyone sees it.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
-from oz0.edge.mcp.elicit import elicitor_for
+from oz0.edge.mcp.elicit import Redacts, elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import read_tool_result
+from oz0.edge.results.tool_result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.runtime.redact import Redactor
 
 __all__ = [
     "apply_tool_contracts",
@@ -53,14 +52,8 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> A
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    server = server_for_agent(spec)
-    listing = (pool or servers()).tool(server, tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return apply_tool_contracts(spec, await _redacted(Redactor(server.secrets()), listing))
-
-
-async def _redacted(redactor: Redactor, work: Any) -> Any:
-    """`redactor.run(work)`; without secrets to hide, the work as it is (its McpFailure kept whole)."""
-    return await (redactor.run(work) if redactor else work)
+    info = await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s)
+    return apply_tool_contracts(spec, info)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
@@ -102,23 +95,22 @@ def tool_name(spec: Any) -> str:
     return tool
 
 
-async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None) -> Any:
+async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
+                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+                        redactor: Redacts | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
 
     The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
     as the agent's output contract), or its text (parsed when it is JSON). `isError` and a result that
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
-    with the edge's validator when the runtime has not already done so.
+    with the edge's validator when the runtime has not already done so. `reserve` (the runtime's budgets,
+    edge.runtime.budgets) is entered around the tool call: a refusal never reaches the server.
+    `redactor` (the runtime's, over the server's secrets) cleans what an elicitation asks.
     """
-    server = server_for_agent(spec)
-    redactor = Redactor(server.secrets())
-    ctx = redactor.context(ctx) if ctx is not None else None
-    return await _redacted(redactor, _call(spec, value, ctx, pool or servers(), server, redactor))
-
-
-async def _call(spec: Any, value: Any, ctx: Any, pool: McpServers, server: ServerSpec, redactor: Redactor) -> Any:
     import orjson
 
+    pool = pool or servers()
+    server = server_for_agent(spec)
     tool = tool_name(spec)
     info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
     arguments = value
@@ -141,9 +133,7 @@ async def _call(spec: Any, value: Any, ctx: Any, pool: McpServers, server: Serve
                                              f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
-    from oz0.edge.runtime.budgets import budget_call, call_need  # here: it brings the store (SQLAlchemy)
-
-    async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
+    async with reserve() if reserve is not None else nullcontext():
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
                                     elicit=elicitor_for(ctx, server, redactor), on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)

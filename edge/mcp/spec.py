@@ -11,15 +11,18 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
-from oz0.edge.runtime.jobs import JobFailure
-from oz0.edge.runtime.redact import ENV_REF, Redactor, env_secrets
+from oz0.edge.model.job import JobFailure
+from oz0.edge.model.secrets import ENV_REF, env_secrets
 
 __all__ = [
+    "ELICIT_OPTIONS",
     "REASON_TAIL_LINES",
     "McpFailure",
     "ServerSpec",
     "ToolInfo",
 ]
+
+ELICIT_OPTIONS = {"mode": "legacy"}  # the elicitation handshake: the server has a back-channel to ask
 
 REASON_TAIL_LINES = 5
 
@@ -123,10 +126,6 @@ class ServerSpec:
         """What this server's configuration reads from the environment (`${NAME}` in its env, headers
         and URL): hidden by the job's Redactor wherever the server's words go."""
         return env_secrets(*(v for _, v in self.env), *(v for _, v in self.headers), self.url or "")
-
-    def redact(self, text: str) -> str:
-        """`text` (the server's stderr, a reason quoting it) without this server's secrets."""
-        return Redactor(self.secrets()).text(text)
 
     def resolved_env(self) -> dict[str, str]:
         return {k: _expand_env(v, what=f"server env {k}") for k, v in self.env}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.mcp.list_changed import listening
 from oz0.edge.mcp.session import describe, edge_session, is_connection_error, leaves
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.mcp.spec import ELICIT_OPTIONS
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -167,13 +168,11 @@ class StdioServer:
             else:
                 why = describe(exc)
             raise McpFailure("Unavailable", f"the MCP server `{self.spec.label()}` could not start: {why}",
-                             stderr_tail=self.spec.redact(stderr.text())) from None
+                             stderr_tail=stderr.text()) from None
 
     def _elicit_options(self) -> dict[str, Any]:
         if not self.eliciting:
             return {}
-        from oz0.edge.mcp.elicit import ELICIT_OPTIONS
-
         return {"elicitation_callback": self._elicit, **ELICIT_OPTIONS}
 
     async def _elicit(self, context: Any, params: Any) -> Any:
@@ -207,7 +206,7 @@ class StdioServer:
         tail = ""
         if stderr is not None:
             await asyncio.to_thread(stderr.ended.wait, 1.0)
-            tail = self.spec.redact(stderr.text())
+            tail = stderr.text()
         return McpFailure("Crashed", f"the MCP server `{self.spec.label()}` died during {during}; "
                                            "it is restarted on the next call", stderr_tail=tail)
 

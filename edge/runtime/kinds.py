@@ -23,10 +23,12 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
-from oz0.edge.runtime.jobs import JobFailure, RunContext
-from oz0.edge.runtime.redact import ENV_REF, Redactor, env_secrets
-from oz0.edge.mcp.kind import run_mcp_agent
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.job import JobFailure
+from oz0.edge.model.secrets import ENV_REF, env_secrets
+from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.redact import Redactor
+from oz0.edge.mcp.kind import run_mcp_agent, server_for_agent
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
 
 __all__ = [
@@ -347,6 +349,30 @@ def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:
     return content
 
 
+def mcp_redacted(spec: AgentSpec, failure: JobFailure) -> JobFailure:
+    """A failure of an mcp agent's job before its call (listing its tool, reading its annotations)
+    with its server's secrets hidden, as `run_mcp` hides them in the call's: its reason quotes the
+    server's stderr."""
+    if spec.kind != "mcp":
+        return failure
+    try:
+        redactor = Redactor(server_for_agent(spec).secrets())
+    except JobFailure:  # a server the agent file cannot name has no secrets to hide
+        return failure
+    return redactor.failure(failure) if redactor else failure
+
+
+async def run_mcp(spec: AgentSpec, value: Any, ctx: RunContext | None = None) -> Any:
+    """An `mcp` agent's job (edge.mcp.kind), its tool call reserved against the job's budgets first.
+    What its server configuration reads from the environment (`${NAME}` in its env, headers, URL) is
+    hidden by the one Redactor, as for http and model agents: the answer, a failure's reason (the
+    server's stderr too), progress lines and an elicitation's question."""
+    redactor = Redactor(server_for_agent(spec).secrets())
+    ctx = redactor.context(ctx) if ctx is not None else None
+    work = run_mcp_agent(spec, value, ctx, reserve=lambda: budget_call(ctx, call_need(spec)), redactor=redactor)
+    return await (redactor.run(work) if redactor else work)  # without secrets, its McpFailure kept whole
+
+
 # the table ------------------------------------------------------------------------------------
 
 AGENT_KINDS: dict[str, AgentKind] = {
@@ -354,5 +380,5 @@ AGENT_KINDS: dict[str, AgentKind] = {
     "command": run_command,
     "http": run_http,
     "model": run_model,
-    "mcp": run_mcp_agent,
+    "mcp": run_mcp,
 }

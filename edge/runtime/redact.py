@@ -13,17 +13,14 @@ import base64
 import binascii
 import dataclasses
 import json
-import os
-import re
 from typing import Any, Awaitable, Iterable
 from urllib.parse import quote, quote_plus
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 
-__all__ = ["ENV_REF", "MIN_RUN", "REDACTED", "Redactor", "env_secrets"]
-
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # how agent files name a credential: ${NAME}
+__all__ = ["MIN_RUN", "REDACTED", "Redactor"]
 
 MIN_RUN = 8
 REDACTED = "[redacted]"
@@ -44,12 +41,6 @@ def _forms(secret: str) -> set[str]:
         body = encoded[skip:len(encoded) - 2]
         forms.update({body, body.replace("+", "-").replace("/", "_")})
     return {f for f in forms if len(f) >= _MIN_SECRET}
-
-
-def env_secrets(*texts: str) -> list[str]:
-    """The values of the `${NAME}` references in these texts (an agent's URL, headers, a server's env)
-    that are set: credentials, as a rule, and what a Redactor of that agent hides."""
-    return [os.environ[m.group(1)] for t in texts for m in ENV_REF.finditer(t) if m.group(1) in os.environ]
 
 
 class Redactor:
