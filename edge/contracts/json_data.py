@@ -106,7 +106,8 @@ def loads_data(data: bytes | str) -> Any:
         value = loads_exact(data)
     except orjson.JSONDecodeError as exc:
         if "depth limit exceeded" in str(exc) or "recursion" in str(exc).lower():
-            raise JsonDataError(f"the data nests deeper than {MAX_JSON_DEPTH} levels (the limit for JSON data)") from None
+            raise JsonDataError(f"the data nests deeper than {MAX_JSON_DEPTH} levels "
+                                "(the limit for JSON data)") from None
         raise
     check_json_data(value)
     return value

@@ -13,8 +13,9 @@ handshake protocol (`initialize`), where a server has the back-channel `elicitat
 The MCP spec asks that the user see which server asks: the question's `source` names it by the
 plugin's own name for it (`MCP server of PLUGIN/AGENT`); what the server says it is (its
 `serverInfo` title or name, chosen by the server, so never trusted as the asker) follows only as its
-claim, cut to MAX_CLAIM_CHARS: `MCP server of team/deploy (it calls itself “Acme Deploys”)`. accept / decline / cancel map to the ElicitResult;
-a person step that times out (or a stopped job) answers `cancel`.
+claim, cut to MAX_CLAIM_CHARS: `MCP server of team/deploy (it calls itself “Acme Deploys”)`.
+accept / decline / cancel map to the ElicitResult; a person step that times out (or a stopped job)
+answers `cancel`.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Elicitor:
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1
-        asking = self.ctx.ask_person(message, schema, step=self._step(), source=server_source(self.ctx.agent, context))
+        asking = self.ctx.ask_person(message, schema, step=self._step(),
+                                     source=server_source(self.ctx.agent, context))
         answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(asking, self.job_loop))
         if answer.action == "accept":
             return types.ElicitResult(action="accept", content=answer.content)

@@ -7,8 +7,9 @@ MAX_UNPACKED_BYTES bytes in all, counted while decompressing (the sizes an archi
 trusted, so a zip bomb stops at the limit). A tar's headers are bounded before they are read: a pax or
 GNU long-name header over MAX_EXTENDED_HEADER_BYTES, more than MAX_EXTENDED_HEADERS of them before one
 entry, or over MAX_HEADER_BYTES of headers in all is refused (tarfile would read whatever size a header
-claims into memory), and so is a sparse entry. The archive is unpacked into a folder the caller owns (a temporary one); the plugin is that
-folder, or the one folder at its top when the archive wraps it (`team-1.2.0/plugin.yaml`).
+claims into memory), and so is a sparse entry. The archive is unpacked into a folder the caller owns
+(a temporary one); the plugin is that folder, or the one folder at its top when the archive wraps it
+(`team-1.2.0/plugin.yaml`).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class _Writer:
 
 
 def _too_many() -> ArchiveError:
-    return ArchiveError(f"the archive holds more than {MAX_FILES:,} files and folders (every entry counts, `./` too)")
+    return ArchiveError(f"the archive holds more than {MAX_FILES:,} files and folders "
+                        "(every entry counts, `./` too)")
 
 
 class _HeaderBudget:
@@ -115,7 +117,8 @@ class _HeaderBudget:
         self.chained = self.chained + 1 if extended else 0
         if self.chained > MAX_EXTENDED_HEADERS:
             raise ArchiveError(f"more than {MAX_EXTENDED_HEADERS} pax or GNU long-name headers before one entry")
-        self.bytes += tarfile.BLOCKSIZE + (-(-info.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if extended else 0)
+        claimed = -(-info.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if extended else 0
+        self.bytes += tarfile.BLOCKSIZE + claimed
         if self.bytes > MAX_HEADER_BYTES:
             raise ArchiveError(f"the archive's headers take more than {MAX_HEADER_BYTES:,} bytes")
 
