@@ -39,7 +39,8 @@ async def flow_workflow(job_id: str) -> str:
         job = runtime.job(job_id)
         assert job is not None
         # "step 2 of 3: approve": journaled, and shown by whoever waits for the flow in this process
-        report = JournalProgress(runtime.store, job_id, lambda p: (engine._progress.get(job_id) or _ignore)(p))
+        report = JournalProgress(runtime.store, job_id, lambda p: (engine._progress.get(job_id) or _ignore)(p),
+                                 publish=runtime.stream.publish)
 
         async def run_agent(step: FlowStep, text: str, run: int) -> Job:
             assert step.agent is not None

@@ -51,7 +51,6 @@ __all__ = [
     "app_version",
     "current_runtime",
     "replica_id",
-    "send_answer",
     "workflow_id",
 ]
 
@@ -87,7 +86,7 @@ def app_version() -> str:
     return f"oz0-{package}-{_WORKFLOW_SHAPE}"
 
 
-_WORKFLOW_SHAPE = "run+deliver-1"
+_WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
 
 
 def workflow_id(job: "Job | Mapping[str, Any]") -> str:
@@ -122,26 +121,6 @@ async def _job_workflow(job_id: str) -> str:
 def current_runtime() -> "Runtime":
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
-
-
-def send_answer(workflow: str, topic: str) -> None:
-    """Wake a workflow waiting durably for an answer (edge.runtime.questions.wait_in_workflow). DBOS.send
-    refuses a thread with a running loop, so it runs on a thread of its own. A send that fails costs
-    the waiter one poll of the store (it re-reads it at least every minute), never the answer."""
-    failed: list[BaseException] = []
-
-    def send() -> None:
-        try:
-            DBOS.send(workflow, {"answered": True}, topic)
-        except Exception as exc:
-            failed.append(exc)
-
-    sender = threading.Thread(target=send, name="oz0-answer-send", daemon=True)
-    sender.start()
-    sender.join(timeout=10)
-    if failed:
-        log.warning("could not wake workflow %s for its answer (%s: %s); it finds the answer at its next look",
-                    workflow, type(failed[0]).__name__, failed[0])
 
 
 def _current() -> "Engine":

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 import orjson
 
@@ -35,6 +35,8 @@ from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
+from oz0.edge.runtime.event_stream import JobEvents, open_events
+from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
 from oz0.edge.runtime.question_book import Questions
@@ -89,6 +91,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
+        self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
@@ -102,7 +105,16 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         if self.engine is not None:
             self.engine.shutdown()
             self.engine = None
+        self.stream.close()
         self.store.close()
+
+    # what happens to a job --------------------------------------------------------------------
+
+    def events(self, job_id: str) -> AsyncIterator[JobEvent]:
+        """The job's events (edge.runtime.events), read on the caller's loop, from whichever replica
+        publishes them: its open question first, then what happens, `JobEnded` last (at once for a job
+        that has ended). KeyError for an unknown job."""
+        return self.stream.events(job_id)
 
     # the job engine -----------------------------------------------------------------------------
 
@@ -274,7 +286,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return job
         job = self.job(job_id)
         assert job is not None
-        on_progress = JournalProgress(self.store, job_id, on_progress)  # the console reads it from the journal
+        on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
         return await self._watched(job, self._run_claimed(job, on_progress, resume))
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
@@ -351,6 +363,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
         job = self.job(job_id)
         assert job is not None
+        self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
         return job
 
     def end_interrupted(self, job_id: str, *, reason: str) -> Job:
