@@ -13,8 +13,11 @@ A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in t
   "working..." message shows its progress and is replaced by the card, files uploaded beside it.
 - A private answer carries "Share in channel": only the asker may share it, once (a durable claim).
 - After a restart, each job a crash left running is reported interrupted where it was asked, once.
-- A job that asks someone shows its question where it was asked and takes the answer from its
-  buttons or modal (`question_flow.Questions`, registered with `listen_questions`).
+- While a job runs, the flow reads its event stream on the channel's loop (`follow`): progress in
+  the working message, a question shown where it was asked (its answer taken from its buttons or
+  modal, `question_flow.Questions`), an answer given elsewhere shown in the question's place.
+- Every finished card goes out by one route, `_deliver_job`: called by the job's durable workflow
+  (`deliver_durably`) under the engine, by `finish` without it.
 
 Cards are drawn by `oz0.renderers.render` and sent as they are; the flow never builds markup.
 """
@@ -37,8 +40,10 @@ from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge.cards.model import Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.metrics import count_channel_error
+from oz0.edge.runtime.progress import Progress
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
@@ -46,6 +51,7 @@ __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
+FOLLOW_END_S = 5.0           # how long the reader of an ended job's events may finish what it shows
 
 
 class AskFlow:
@@ -65,8 +71,30 @@ class AskFlow:
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
-        (wherever the answer came from). Call on the channel's loop."""
+        (wherever the answer came from): the flow follows each job it runs (`follow`)."""
         self.questions.listen()
+
+    async def follow(self, job_id: str, progress: WorkingProgress) -> None:
+        """Read the job's events on this loop until it ends: its progress in the working message, its
+        questions drawn, an answer given elsewhere drawn in the question's place."""
+        asked: dict[str, Any] = {}  # this job's questions, by step, as its stream showed them
+        async for event in self.runtime.events(job_id):
+            try:
+                if isinstance(event, Progress):
+                    progress.report(event)
+                elif isinstance(event, QuestionAsked):
+                    asked[event.question.step] = event.question
+                    job = await self.jobs.call(self.runtime.job, job_id)
+                    if job is not None:
+                        await self.questions.asked(job, event.question)
+                elif isinstance(event, Answered) and event.via != self.wire.platform:  # a click updated it
+                    job = await self.jobs.call(self.runtime.job, job_id)
+                    question = asked.get(event.step)
+                    if job is not None and question is not None:
+                        await self.questions.answered(job, question, event.answer)
+            except WireRefused as exc:
+                self.log.error("%s refused to show a question of job %s: %s", self.wire.name, job_id, exc)
+                count_channel_error(self.wire.platform, "refused")
 
     async def answer(self, click: AnswerClick) -> None:
         """A click on a question's button, or its modal's submit."""
@@ -186,21 +214,27 @@ class AskFlow:
     # -- the job and its card --
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
-        """Run the job on the jobs loop and put its card where it was asked."""
+        """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
         progress = WorkingProgress(self, reply, agent)
+        self._progress[job_id] = progress
+        follower = self.tasks.spawn(self.follow(job_id, progress), name=f"{self.wire.platform}-events-{job_id}")
+        try:
+            await self._finish(job_id, progress, reply)
+        finally:
+            self._progress.pop(job_id, None)
+            done, _ = await asyncio.wait({follower}, timeout=FOLLOW_END_S)
+            if not done:
+                follower.cancel()
+            await progress.close()
+
+    async def _finish(self, job_id: str, progress: WorkingProgress, reply: Any) -> None:
         if self.runtime.delivers(self.wire.platform):
             # The job's durable workflow posts its card (deliver_durably), here or on the replica that
             # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
-            self._progress[job_id] = progress
-            try:
-                await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
-            finally:
-                self._progress.pop(job_id, None)
-                await progress.close()
+            await self.jobs.run(self.runtime.execute(job_id))
             return
         try:
-            job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
-            card = await self.jobs.call(self.runtime.card, job)
+            job = await self.jobs.run(self.runtime.execute(job_id))
         except asyncio.CancelledError:
             # The channel is stopping: the runtime journals the job as interrupted; say so where it was asked.
             await progress.close()
@@ -217,8 +251,7 @@ class AskFlow:
                                 "has the details.", code="internal_error")
             await self.deliver(card, reply, job_id=job_id, shareable=False)
             return
-        await progress.close()
-        await self.deliver(card, reply, job_id=job_id)
+        await self._deliver_job(job)
 
     async def _ended(self, job_id: str) -> Job | None:
         """The job once the runtime has journaled its end (a cancelled job ends on the jobs loop)."""

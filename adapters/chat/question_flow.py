@@ -1,21 +1,22 @@
 """A job's question in a chat channel, written once for every platform.
 
-- When a job asks (`runtime.on_question`), its question is drawn where the job was asked: a card
+- When a job asks (its event stream's `QuestionAsked`, read by the flow while the job runs), its
+  question is drawn where the job was asked: a card
   with its buttons, to the asker alone when the ask was private and nobody else answers, else for
   the channel (the thread of a mention) so the answerers see it. Where it was posted is journaled
   with the job's reply target, so the card can be updated after a restart.
 - A button answers at once; "Answer…" opens the platform's modal. The runtime validates the answer
   and checks the answerer; a refusal (403 not an answerer, 409 already answered, 422 invalid) is
   said to the clicker alone, a 422 in the modal with the JSON path and the rule where it can.
-- When the step is answered, by a click here or anywhere else (`runtime.on_answered`), the
-  question's card is replaced by what was decided, by whom and when.
+- When the step is answered, the question's card is replaced by what was decided, by whom and when:
+  by the click that answered it (through that click's own reply), or, for an answer given anywhere
+  else (the API, the console, a timeout), by the reader of the job's stream (`Answered`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
@@ -37,21 +38,10 @@ class Questions:
     def __init__(self, flow: "AskFlow", *, log: logging.Logger) -> None:
         self.flow = flow
         self.log = log
-        self._via: dict[tuple[str, str], Any] = {}   # (job, step) -> the reply of the click answering it
 
     def listen(self) -> None:
-        """Register with the runtime: this platform's questions and answers come here. Call on the
-        channel's loop (the runtime calls back from its own threads)."""
-        loop = asyncio.get_running_loop()
-
-        def on(handler: Callable[..., Any]) -> Callable[..., Any]:
-            async def hop(*args: Any) -> None:
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(handler(*args), loop))
-            return hop
-
-        platform = self.flow.wire.platform
-        self.flow.runtime.on_question(platform, on(self.asked))
-        self.flow.runtime.on_answered(platform, on(self.answered))
+        """Say that this channel draws its platform's questions (the flow reads each job's stream)."""
+        self.flow.runtime.shows_questions(self.flow.wire.platform)
 
     # -- the question shown, and updated --
 
@@ -69,10 +59,9 @@ class Questions:
         reply_to[QUESTION_KEY] = {"step": question.step, **where}
         await flow.jobs.call(flow.runtime.set_reply_to, job.id, reply_to)
 
-    async def answered(self, job: Job, question: Any, answer: Any) -> None:
-        """Replace the question's card with what was decided."""
+    async def answered(self, job: Job, question: Any, answer: Any, *, via: Any = None) -> None:
+        """Replace the question's card with what was decided (`via`: the reply of the click that did)."""
         flow, wire = self.flow, self.flow.wire
-        via = self._via.pop((job.id, question.step), None)
         fresh = await flow.jobs.call(flow.runtime.job, job.id) or job
         reply_to = dict(fresh.reply_to or {})
         shown = reply_to.get(QUESTION_KEY) or {}
@@ -107,19 +96,17 @@ class Questions:
                 await self._refuse(click, NOT_OPEN, opening=False)
                 return
         asker = await wire.with_groups(click.asker)
-        key = (pick.job_id, question.step)
-        self._via[key] = click.reply
         try:
-            await flow.jobs.call(flow.runtime.answer, pick.job_id, question.step, action="accept",
-                                 content=dict(content), by=f"{wire.platform}:{asker.user}", groups=asker.groups)
+            answer = await flow.jobs.call(flow.runtime.answer, pick.job_id, question.step, action="accept",
+                                          content=dict(content), by=f"{wire.platform}:{asker.user}",
+                                          groups=asker.groups, via=wire.platform)
         except AnswerRefused as exc:
-            self._via.pop(key, None)
             await wire.answer_refused(click, exc.message, status=exc.status, question=question)
             return
-        except BaseException:
-            self._via.pop(key, None)
-            raise
         await wire.answer_taken(click)
+        job = await flow.jobs.call(flow.runtime.job, pick.job_id)
+        if job is not None:
+            await self.answered(job, question, answer, via=click.reply)
 
     async def _refuse(self, click: AnswerClick, message: str, *, opening: bool) -> None:
         if opening:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
 
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.events import JobEvent
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.progress import Progress
 from oz0.renderers.rendered import Rendered
@@ -127,11 +128,11 @@ class ChatRuntime(Protocol):
     def question(self, job_id: str) -> Any: ...
 
     def answer(self, job_id: str, step: str, *, action: str, content: Mapping[str, Any] | None, by: str,
-               groups: Sequence[str] = (), roles: Sequence[str] = ()) -> Any: ...
+               groups: Sequence[str] = (), roles: Sequence[str] = (), via: str | None = None) -> Any: ...
 
-    def on_question(self, platform: str, callback: Callable[[Job, Any], Awaitable[None]]) -> None: ...
+    def shows_questions(self, platform: str) -> None: ...
 
-    def on_answered(self, platform: str, callback: Callable[[Job, Any, Any], Awaitable[None]]) -> None: ...
+    def events(self, job_id: str) -> AsyncIterator[JobEvent]: ...
 
 
 class ChatWire(Protocol):

@@ -29,10 +29,12 @@ class QuestionAsked:
 
 @dataclass(frozen=True)
 class Answered:
-    """A question of the job was answered (by a person, or closed by a timeout or a stop)."""
+    """A question of the job was answered (by a person, or closed by a timeout or a stop); `via` is
+    the channel whose own control took it (a chat platform's button: it updated its card itself)."""
 
     step: str
     answer: Answer
+    via: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def encode(event: JobEvent) -> dict[str, Any]:
                 "answer_schema": q.answer_schema, "answerers": q.answerers, "expires_at": q.expires_at,
                 "source": q.source}
     if isinstance(event, Answered):
-        return {"type": "answered", "step": event.step, **event.answer.to_dict()}
+        return {"type": "answered", "step": event.step, "via": event.via, **event.answer.to_dict()}
     if isinstance(event, TextDelta):
         return {"type": "text", "text": event.text, "offset": event.offset}
     if isinstance(event, JobEnded):
@@ -95,7 +97,8 @@ def decode(data: Mapping[str, Any]) -> JobEvent:
                                           expires_at=data.get("expires_at"), source=data.get("source")))
         if kind == "answered":
             return Answered(str(data["step"]), Answer(action=data["action"], content=data.get("content"),
-                                                      by=str(data.get("by") or ""), at=float(data.get("at") or 0.0)))
+                                                      by=str(data.get("by") or ""), at=float(data.get("at") or 0.0)),
+                            data.get("via"))
         if kind == "text":
             return TextDelta(str(data["text"]), int(data.get("offset") or 0))
         if kind == "ended":

@@ -125,9 +125,9 @@ class Questions:
     # answering -------------------------------------------------------------------------------
 
     def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = ()) -> Answer:
+               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
         """Take an answer, once: checked (answerer, then state, then content), recorded, audited, and
-        the waiters woken. Raises AnswerRefused."""
+        published (`via`: the channel whose control took it, see events.Answered). Raises AnswerRefused."""
         job = self.runtime.job(job_id)
         found = self.asked(job.id, step) if job is not None else None
         if job is None or found is None:
@@ -150,7 +150,7 @@ class Questions:
             content = self._checked(question, content)
         elif content is not None:
             raise AnswerRefused(422, f"a {action} answer carries no content")
-        answer, won = self._record(job, question, Answer(action, content, by, time.time()))  # type: ignore[arg-type]
+        answer, won = self._record(job, question, Answer(action, content, by, time.time()), via)  # type: ignore[arg-type]
         if not won:
             raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({answer.action}) by "
                                      f"{answer.by}; the first answer stands")
@@ -164,7 +164,8 @@ class Questions:
             raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
-    def _record(self, job: "Job", question: Question, answer: Answer) -> tuple[Answer, bool]:
+    def _record(self, job: "Job", question: Question, answer: Answer,
+                via: str | None = None) -> tuple[Answer, bool]:
         """Write the answer if none is there (the database decides who was first): the answer that
         stands, and whether it is this one."""
         store = self.runtime.store
@@ -182,7 +183,7 @@ class Questions:
             return standing[1], False
         if self.question(job.id) is None:
             store.update_job(job.id, only_if_status=("waiting",), status="running")
-        self.runtime.stream.publish(job.id, Answered(question.step, answer))
+        self.runtime.stream.publish(job.id, Answered(question.step, answer, via))
         return answer, True
 
     def close(self, job_id: str, step: str, *, action: str, by: str) -> Answer:

@@ -130,10 +130,10 @@ class PersonSteps:
         return self.questions.question(job_id)
 
     def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = ()) -> Answer:
+               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
         """Answer a job's question once (see Questions.answer); raises AnswerRefused."""
         return self.questions.answer(job_id, step, action=action, content=content, by=by, groups=groups,
-                                     roles=roles)
+                                     roles=roles, via=via)
 
     def wait_answer(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
         """Block this thread for the answer (not durable; in a workflow use wait_in_workflow)."""
