@@ -17,6 +17,7 @@ import yaml
 
 from budget_kit import USAGE, Asker, mcp_counter, model_server, plugin_runtime, reviewer
 from loopback import Loopback
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.runtime.metrics import metrics_registry
@@ -229,7 +230,8 @@ def test_an_access_yaml_channel_budget_is_shared_per_day(tmp_path):
 
         def ask(channel: str):
             return run(rt, "hook", "hi", channel=f"slack:{channel}", requester="slack:U1",
-                       reply_to={"platform": "slack", "team": "T1", "channel": channel, "user": "U1"})
+                       reply_to=ReplyRef("slack", 1, {"team": "T1", "channel": channel, "user": "U1"}),
+                       workspace="T1", channel_id=channel)
 
         first, second, elsewhere = ask("C0456"), ask("C0456"), ask("C0999")
     assert [j.status for j in (first, second, elsewhere)] == ["succeeded", "failed", "succeeded"]

@@ -9,6 +9,7 @@ from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.edge.runtime.runner import Runtime
 
 SECRET = "interaction-token-7f3a9c"
@@ -18,10 +19,11 @@ def test_jobs_json_shows_where_the_answer_went_but_not_the_token(oz0_home, capsy
     runtime = Runtime(oz0_home)
     install_plugin(runtime, load_plugin(example_plugin_dir()))
     job, created = runtime.submit("deploys", "all", requester="discord:1", channel="discord:2",
-                                  reply_to={"platform": "discord", "channel": "2", "token": SECRET,
-                                            "response_url": f"https://hooks.example.com/{SECRET}"})
+                                  reply_to=ReplyRef("discord", 1, {"channel": "2", "token": SECRET,
+                                                                   "response_url": f"https://hooks.example.com/{SECRET}"}),
+                                  channel_id="2")
     assert created
-    assert runtime.job(job.id).reply_to["token"] == SECRET  # kept for answering
+    assert runtime.job(job.id).reply_to.data["token"] == SECRET  # kept for answering
 
     assert main(["jobs", "show", job.id, "--json"]) == 0
     shown = capsys.readouterr().out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.edge.plugins.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.questions import Answer, AnswerRefused, Question, check_answer_schema
@@ -154,7 +155,7 @@ def test_the_jobs_event_stream_shows_the_question_the_answer_and_the_end(runtime
         assert not runtime.can_ask("slack")
         runtime.shows_questions("slack")
         assert runtime.can_ask("slack") and not runtime.can_ask("console")
-        job, _ = runtime.submit("merge", "x", requester="slack:U1", reply_to={"platform": "slack", "channel": "C1"})
+        job, _ = runtime.submit("merge", "x", requester="slack:U1", reply_to=ReplyRef("slack", 1, {"channel": "C1"}))
         seen: list[tuple] = []
 
         async def read() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.adapters.chat import slack as slack_app
 from oz0.edge.runtime.access import Asker
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
@@ -187,7 +188,7 @@ def test_mention_posts_working_in_the_thread_then_updates_it_with_the_card(home)
             assert "echo: from the thread" in texts(update.args["blocks"])
             assert share_values(update.args["blocks"]) == []
             [job] = h.runtime.jobs()
-            assert job.reply_to["ts"] == update.args["ts"] and job.reply_to["thread_ts"] == "1700000001.000200"
+            assert job.reply_to.data["ts"] == update.args["ts"] and job.reply_to.data["thread_ts"] == "1700000001.000200"
             assert working.at < update.at
     run(main())
 
@@ -367,8 +368,8 @@ def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
     crashed = Runtime(home)
     job, _ = crashed.submit("echo", "sleep 100", requester="slack:U0ASKER", channel="slack:C0GENERAL",
                             dedupe_key="slack:event:EvCRASH",
-                            reply_to={"platform": "slack", "channel": "C0GENERAL", "user": "U0ASKER",
-                                      "thread_ts": "1700000000.000100", "ts": "1700000000.000900"})
+                            reply_to=ReplyRef("slack", 1, {"channel": "C0GENERAL", "user": "U0ASKER",
+                                                           "thread_ts": "1700000000.000100", "ts": "1700000000.000900"}))
     crashed.store.update_job(job.id, status="running", started=time.time(),
                              runner=f"{runtime_module._HOST}:{dead_pid}:gone")
     crashed.close()

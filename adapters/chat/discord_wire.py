@@ -17,6 +17,7 @@ from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
 from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
 
@@ -29,6 +30,8 @@ MODAL = 9                        # interaction callback type: open a modal
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
+
+REF_VERSION = 1                  # the reply reference this wire writes (edge.runtime.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,19 @@ class ReplyTarget:
         out = {"platform": "discord", "application_id": self.application_id, "token": self.token,
                "channel": self.channel_id, "user": self.user_id, "guild": self.guild_id, "created": self.created}
         return {k: v for k, v in out.items() if v is not None}
+
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version {REF_VERSION} of the discord reply reference."""
+        data = self.to_dict()
+        data.pop("platform")
+        return ReplyRef("discord", REF_VERSION, data)
+
+    @classmethod
+    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        if ref.platform != "discord" or ref.version != REF_VERSION:
+            raise ref.refuse("discord", (REF_VERSION,))
+        return cls.from_dict(ref.data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
@@ -138,8 +154,8 @@ class DiscordWire:
     def share_note(self, user: str, agent: str) -> str | None:
         return None   # Discord shows who ran the command above the shared message
 
-    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
-        return ReplyTarget.from_dict(data)
+    def reply_from(self, ref: ReplyRef) -> ReplyTarget:
+        return ReplyTarget.from_ref(ref)
 
     # -- questions --
 

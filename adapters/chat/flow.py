@@ -118,7 +118,10 @@ class AskFlow:
         if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
             return  # a restart report said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
-        await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id,
+        if job.reply_to is None:
+            self.log.error("job %s ended with no reply reference to answer it by", job.id)
+            return
+        await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id,
                            shareable=job.status != "interrupted")
 
     async def close(self) -> None:
@@ -187,7 +190,8 @@ class AskFlow:
         reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
-                                        reply_to=reply.to_dict())
+                                        reply_to=reply.to_ref(), workspace=ask.asker.workspace,
+                                        channel_id=ask.asker.channel)
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
             if not early:
@@ -195,8 +199,8 @@ class AskFlow:
             return
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent))
-        if reply.to_dict() != ask.reply.to_dict():
-            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
+        if reply.to_ref() != ask.reply.to_ref():
+            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
     def _working(self, agent: str) -> Rendered:
@@ -318,7 +322,7 @@ class AskFlow:
         """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
         async def deliver(job: Job, card: Card) -> None:
             if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-                await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id, shareable=False)
+                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False)
 
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
@@ -335,7 +339,7 @@ class Restarts:
 
     def report(self, jobs: Iterable[Job]) -> None:
         """The `report_interrupted(jobs)` hook of a channel module for `oz0 serve`."""
-        mine = [j for j in jobs if (j.reply_to or {}).get("platform") == self.platform]
+        mine = [j for j in jobs if j.reply_to is not None and j.reply_to.platform == self.platform]
         if mine and self.active is not None:
             self.active.tasks.spawn(self.active.report_interrupted(mine), name=f"{self.platform}-report-interrupted")
         else:
@@ -361,8 +365,7 @@ async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging
     `deliver(job, card)` puts it where the job's `reply_to` says the ask was made.
     """
     for job in jobs:
-        reply_to = job.reply_to or {}
-        if reply_to.get("platform") != platform or not reply_to.get("channel"):
+        if job.reply_to is None or job.reply_to.platform != platform:
             continue
         try:
             card = card_for(job)
@@ -373,4 +376,4 @@ async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging
             await deliver(job, card)
         except Exception:
             log.exception("could not report interrupted job %s to %s channel %s", job.id, platform,
-                          reply_to.get("channel"))
+                          getattr(job, "channel_id", None))

@@ -26,9 +26,8 @@ from oz0.edge.runtime.questions import AnswerRefused
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["QUESTION_KEY", "Questions"]
+__all__ = ["Questions"]
 
-QUESTION_KEY = "question"      # reply_to["question"]: where the open question of a job is shown
 NOT_OPEN = "This question is no longer open (it was answered, or the job ended)."
 
 
@@ -48,28 +47,25 @@ class Questions:
     async def asked(self, job: Job, question: Any) -> None:
         """Draw the question where `job` was asked and journal where it is."""
         flow, wire = self.flow, self.flow.wire
-        reply_to = dict(job.reply_to or {})
-        shown = reply_to.get(QUESTION_KEY) or {}
-        if shown.get("step") == question.step:
-            return   # drawn already (the runtime asks each listener once; a replica may too)
-        reply = wire.reply_from(reply_to)
+        shown = job.question_shown or {}
+        if shown.get("step") == question.step or job.reply_to is None:
+            return   # drawn already (its stream is read once here; a replica may read it too)
+        reply = wire.reply_from(job.reply_to)
         private = wire.private(reply) and not question.answerers
         rendered = await flow.jobs.call(flow.draw, question_card(job.id, question))
         where = await wire.post_question(reply, rendered, private=private)
-        reply_to[QUESTION_KEY] = {"step": question.step, **where}
-        await flow.jobs.call(flow.runtime.set_reply_to, job.id, reply_to)
+        await flow.jobs.call(flow.runtime.set_question_shown, job.id, {"step": question.step, **where})
 
     async def answered(self, job: Job, question: Any, answer: Any, *, via: Any = None) -> None:
         """Replace the question's card with what was decided (`via`: the reply of the click that did)."""
         flow, wire = self.flow, self.flow.wire
         fresh = await flow.jobs.call(flow.runtime.job, job.id) or job
-        reply_to = dict(fresh.reply_to or {})
-        shown = reply_to.get(QUESTION_KEY) or {}
-        if shown.get("step") != question.step and via is None:
+        shown = fresh.question_shown or {}
+        if fresh.reply_to is None or (shown.get("step") != question.step and via is None):
             self.log.info("question %s of job %s was not shown here; nothing to update", question.step, job.id)
             return
         rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform))
-        await wire.update_question(wire.reply_from(reply_to), shown, rendered, via=via)
+        await wire.update_question(wire.reply_from(fresh.reply_to), shown, rendered, via=via)
 
     # -- a click, or a modal's submit --
 

@@ -15,6 +15,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
 
@@ -26,6 +27,8 @@ COMMAND = "/ask"
 GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
 MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
+
+REF_VERSION = 1               # the reply reference this wire writes (edge.runtime.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,19 @@ class ReplyTarget:
                "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts,
                "in_thread": self.in_thread or None}
         return {k: v for k, v in out.items() if v is not None}
+
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version {REF_VERSION} of the slack reply reference."""
+        data = self.to_dict()
+        data.pop("platform")
+        return ReplyRef("slack", REF_VERSION, data)
+
+    @classmethod
+    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        if ref.platform != "slack" or ref.version != REF_VERSION:
+            raise ref.refuse("slack", (REF_VERSION,))
+        return cls.from_dict(ref.data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
@@ -264,8 +280,8 @@ class SlackWire:
     def share_note(self, user: str, agent: str) -> str | None:
         return f"Asked by {user} with {self.command} {agent}"
 
-    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
-        return ReplyTarget.from_dict(data)
+    def reply_from(self, ref: ReplyRef) -> ReplyTarget:
+        return ReplyTarget.from_ref(ref)
 
     # -- questions --
 

@@ -18,6 +18,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.events import JobEvent
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.progress import Progress
+from oz0.edge.runtime.reply_ref import ReplyRef
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
@@ -25,9 +26,10 @@ __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Repl
 
 
 class Reply(Protocol):
-    """Where an answer goes, as the platform needs it; journaled with the job (`to_dict`)."""
+    """Where an answer goes, as the platform needs it; journaled with the job as the wire's versioned
+    reply reference (`to_ref`, read back by `ChatWire.reply_from`)."""
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_ref(self) -> ReplyRef: ...
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class ChatRuntime(Protocol):
     def agents(self) -> list[AgentSpec]: ...
 
     def submit(self, agent: str, text: str, *, requester: str, channel: str, dedupe_key: str | None,
-               reply_to: Mapping[str, Any] | None) -> tuple[Job, bool]: ...
+               reply_to: ReplyRef | None, workspace: str | None, channel_id: str | None) -> tuple[Job, bool]: ...
 
     def execute(self, job_id: str, *, on_progress: Callable[[Progress], Any] | None = None) -> Awaitable[Job]: ...
 
@@ -115,7 +117,9 @@ class ChatRuntime(Protocol):
 
     def card(self, job: Job) -> Card: ...
 
-    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None: ...
+    def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None: ...
+
+    def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None: ...
 
     def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None: ...
 
@@ -202,8 +206,9 @@ class ChatWire(Protocol):
         """The note under a shared card ("Asked by ..."), if the platform does not show who asked."""
         ...
 
-    def reply_from(self, data: Mapping[str, Any]) -> Any:
-        """A journaled reply target (`Reply.to_dict()`) read back."""
+    def reply_from(self, ref: ReplyRef) -> Any:
+        """A journaled reply target (`Reply.to_ref()`) read back; ReplyRefError for a version this
+        release does not read."""
         ...
 
     # -- questions (a job that asks someone) --

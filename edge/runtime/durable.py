@@ -269,7 +269,7 @@ class Engine(Leases):
         checkpoint is the record of what was posted, keyed by the job: a redelivered or recovered job
         never posts again once this step has ended."""
         job = self.runtime.job(job_id)
-        platform = (job.reply_to or {}).get("platform") if job is not None else None
+        platform = job.reply_to.platform if job is not None and job.reply_to is not None else None
         if job is None or platform is None:
             return False
         deliver = self.runtime.deliverer(platform)

@@ -90,8 +90,8 @@ class AnswerRefused(Exception):
 
 
 def job_platform(job: "Job") -> str:
-    """Where a job was asked: its reply_to platform (slack, discord), else its channel (api, console, cli)."""
-    return str((job.reply_to or {}).get("platform") or job.channel)
+    """Where a job was asked: its reply reference's platform (slack, discord), else its channel."""
+    return job.platform
 
 
 def check_answer_schema(schema: Any) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.progress import JournalProgress, ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
+from oz0.edge.runtime.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 
@@ -219,8 +220,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         return value
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
-               dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None,
-               parent_id: str | None = None) -> tuple[Job, bool]:
+               dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
+               channel_id: str | None = None, parent_id: str | None = None) -> tuple[Job, bool]:
         """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
         plugin = version = contract = contract_version = None
         try:
@@ -234,7 +235,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
-            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
+            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": reply_to.to_json() if reply_to else None,
+            "workspace": workspace, "channel_id": channel_id,
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version, "tree_steps": 0,
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
@@ -242,8 +244,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         stored, created = self.store.insert_job(row)
         return _job(stored), created
 
-    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None:
-        self.store.update_job(job_id, reply_to=dict(reply_to))
+    def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None:
+        """Where the answer goes now (a channel named its working message)."""
+        self.store.update_job(job_id, reply_to=reply_to.to_json())
+
+    def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None:
+        """Where the job's open question is shown, in its channel's words (to update it once answered)."""
+        self.store.update_job(job_id, question_shown=dict(shown) if shown is not None else None)
 
     def job(self, job_id: str) -> Job | None:
         row = self.store.job(job_id)
@@ -391,11 +398,25 @@ def _job(row: Mapping[str, Any]) -> Job:
         input=row["input"], status=row["status"], output=row.get("output"), failure_kind=row.get("failure_kind"),
         failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
-        reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
+        reply_to=_reply_ref(row), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
         parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
-        limit_reached=row.get("limit_reached"), progress=row.get("progress"),
+        limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
+        channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
     )
+
+
+def _reply_ref(row: Mapping[str, Any]) -> ReplyRef | None:
+    """The job's reply reference; one that cannot be read is logged and left out (its card then has
+    nowhere to go, which the delivery says), never guessed at."""
+    raw = row.get("reply_to")
+    if raw is None:
+        return None
+    try:
+        return ReplyRef.from_json(raw)
+    except ReplyRefError as exc:
+        log.error("job %s has a reply reference that cannot be read: %s", row.get("id"), exc)
+        return None
 
 
 def local_user() -> str:
