@@ -370,3 +370,32 @@ def test_revision_0010_converts_the_reply_targets_an_old_release_journaled(tmp_p
         assert runtime.budgets.report(slack) == []  # budgets read the columns: nothing declared here
     finally:
         runtime.close()
+
+
+# the console on the shared ask path -----------------------------------------------------------------
+
+def test_a_run_from_the_api_or_the_console_checks_its_input_once(tmp_path, monkeypatch):
+    from oz0.edge.runtime import input_check
+
+    runtime = installed_runtime(tmp_path / "home")
+    calls: list[str] = []
+    real = input_check.check_input
+
+    def counted(spec, text):
+        calls.append(spec.name)
+        return real(spec, text)
+
+    async def scenario() -> None:
+        transport = httpx.ASGITransport(app=create_app(runtime))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            ran = await http.post("/v1/agents/deploys/runs", json={"service": "api", "environment": "staging"})
+            assert ran.status_code == 200 and ran.json()["job"]["status"] == "succeeded"
+            assert calls == ["deploys"]
+            bad = await http.post("/v1/agents/deploys/runs", json={"service": "api", "environment": "moon"})
+            assert bad.status_code == 422 and bad.json()["details"]["path"] == "$.environment"
+            assert calls == ["deploys", "deploys"] and len(runtime.jobs()) == 1  # refused before it is journaled
+
+    monkeypatch.setattr("oz0.adapters.console.api.edge_check_input", counted)
+    monkeypatch.setattr("oz0.edge.runtime.runner.check_input", counted)
+    asyncio.run(scenario())
+    runtime.close()

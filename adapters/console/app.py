@@ -250,12 +250,12 @@ class _Pages:
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
         asker = "console-token" if self.guard.needs_login else "console-local"
-        refusal = console_api.check_input(self.runtime, spec, text, asker_user=asker)
-        if refusal is not None:
+        refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
+        if isinstance(refusal, console_api.Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.starter.run(spec.name, text, requester=asker, channel="console")
+        job = await self.starter.run(spec.name, text, requester=asker, channel="console", checked=refusal)
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:

@@ -126,7 +126,7 @@ def _start(runtime: Any, job_id: str) -> dict[str, Any]:
                              attempts=1)
     try:
         spec = runtime.agent(job.agent)
-        value = runtime.parse_input(spec, job.input)
+        value = runtime.input_of(job, spec)
     except JobFailure as failure:
         runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason)
         return {"run": False}

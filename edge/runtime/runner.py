@@ -23,10 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
-import orjson
-
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
-from oz0.edge.contracts.schema import violation_sentence
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.flows.model import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
@@ -36,6 +33,7 @@ from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
+from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
@@ -62,7 +60,7 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 MAX_REASON_CHARS = 2000
-MAX_INPUT_CHARS = 262_144
+MAX_HELD_INPUTS = 1000  # inputs checked at submit held for their run (a job not run here lets its go)
 
 
 def default_home() -> Path:
@@ -89,6 +87,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.backoff_s = backoff_s
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
+        self._inputs: OrderedDict[str, Checked] = OrderedDict()  # job id -> its input, checked at submit
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
@@ -198,31 +197,22 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     # jobs -------------------------------------------------------------------------------------
 
     def parse_input(self, spec: AgentSpec, text: str) -> Any:
-        """The input an agent gets: the text itself, or for an agent with an input schema the JSON
-        parsed and checked. Raises JobFailure("InvalidInput") naming the path and the rule."""
-        if isinstance(text, str) and len(text) > MAX_INPUT_CHARS:
-            raise JobFailure("InvalidInput", f"the input is {len(text):,} characters; an agent takes at most "
-                                             f"{MAX_INPUT_CHARS:,}. Send a reference to the data instead")
-        if spec.input is None:
-            if not isinstance(text, str):
-                raise JobFailure("InvalidInput", f"{spec.name} takes text, not {type(text).__name__}")
-            return text
-        hint = f"; for example: {spec.example}" if spec.example else ""
-        try:
-            value = loads_exact(text)
-        except orjson.JSONDecodeError as exc:
-            raise JobFailure("InvalidInput", f"{spec.name} takes JSON that matches {spec.input_schema_file}, "
-                                             f"and this is not JSON ({exc}){hint}") from None
-        violations = spec.input.validate(value)
-        if violations:
-            raise JobFailure("InvalidInput", violation_sentence(violations, subject="the input",
-                                                                rules_of=spec.input_schema_file) + hint)
-        return value
+        """The input an agent gets (edge.runtime.input_check). Raises JobFailure("InvalidInput") naming
+        the path and the rule."""
+        return check_input(spec, text).value_or_raise()
+
+    def input_of(self, job: Job, spec: AgentSpec) -> Any:
+        """The job's input as its agent gets it: checked when it was submitted here (`submit(checked=)`),
+        else now. Raises JobFailure("InvalidInput")."""
+        checked = self._inputs.pop(job.id, None)
+        return (checked if checked is not None else check_input(spec, job.input)).value_or_raise()
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
-               channel_id: str | None = None, parent_id: str | None = None) -> tuple[Job, bool]:
-        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
+               channel_id: str | None = None, parent_id: str | None = None,
+               checked: Checked | None = None) -> tuple[Job, bool]:
+        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice.
+        `checked`: its input as the way in checked it (edge.runtime.input_check), so it is not checked again."""
         plugin = version = contract = contract_version = None
         try:
             spec, found = self._lookup(agent)
@@ -242,6 +232,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
         }
         stored, created = self.store.insert_job(row)
+        if created and checked is not None and checked.ok:
+            self._inputs[stored["id"]] = checked
+            while len(self._inputs) > MAX_HELD_INPUTS:
+                self._inputs.popitem(last=False)
         return _job(stored), created
 
     def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None:
@@ -303,7 +297,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             spec, plugin = self._lookup(job.agent)
             spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
-            value = self.parse_input(spec, job.input)
+            value = self.input_of(job, spec)
             if spec.kind == FLOW_KIND:
                 self.take_step(job, 1)
                 attempts = 1  # a flow runs once; its steps retry
