@@ -46,26 +46,16 @@ class ReplyTarget:
     created: float = 0.0          # when Discord created the interaction (its token's clock)
     interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "discord", "application_id": self.application_id, "token": self.token,
-               "channel": self.channel_id, "user": self.user_id, "guild": self.guild_id, "created": self.created}
-        return {k: v for k, v in out.items() if v is not None}
-
     def to_ref(self) -> ReplyRef:
-        """This target as the job journals it: version {REF_VERSION} of the discord reply reference."""
-        data = self.to_dict()
-        data.pop("platform")
-        return ReplyRef("discord", REF_VERSION, data)
+        """This target as the job journals it: version REF_VERSION of the Discord reply reference."""
+        return ReplyRef.written("discord", REF_VERSION, {
+            "application_id": self.application_id, "token": self.token, "channel": self.channel_id,
+            "user": self.user_id, "guild": self.guild_id, "created": self.created})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
-        if ref.platform != "discord" or ref.version != REF_VERSION:
-            raise ref.refuse("discord", (REF_VERSION,))
-        return cls.from_dict(ref.data)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+        data = ref.data_for("discord", (REF_VERSION,))
         return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
                    channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
                    guild_id=data.get("guild"), created=float(data.get("created") or 0.0))

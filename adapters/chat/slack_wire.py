@@ -49,27 +49,16 @@ class ReplyTarget:
     def ephemeral(self) -> bool:
         return self.response_url is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "slack", "channel": self.channel, "user": self.user, "team": self.team,
-               "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts,
-               "in_thread": self.in_thread or None}
-        return {k: v for k, v in out.items() if v is not None}
-
     def to_ref(self) -> ReplyRef:
-        """This target as the job journals it: version {REF_VERSION} of the slack reply reference."""
-        data = self.to_dict()
-        data.pop("platform")
-        return ReplyRef("slack", REF_VERSION, data)
+        """This target as the job journals it: version REF_VERSION of the Slack reply reference."""
+        return ReplyRef.written("slack", REF_VERSION, {
+            "channel": self.channel, "user": self.user, "team": self.team, "thread_ts": self.thread_ts,
+            "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
-        if ref.platform != "slack" or ref.version != REF_VERSION:
-            raise ref.refuse("slack", (REF_VERSION,))
-        return cls.from_dict(ref.data)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+        data = ref.data_for("slack", (REF_VERSION,))
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
                    thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
                    in_thread=bool(data.get("in_thread")))

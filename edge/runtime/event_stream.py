@@ -25,6 +25,7 @@ import asyncio
 import collections
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
 
 from oz0.edge.runtime.events import Answered, JobEnded, JobEvent, Lagged, QuestionAsked
@@ -209,13 +210,15 @@ class EventReader:
             return event
         return None
 
-    def _fill(self) -> None:
+    def _arrived(self) -> JobEvent | None:
+        """What came since the last look, then the next event to give, if any."""
         events, dropped, stale = self._subscription.take()
         if dropped:
             self._pending.append(Lagged(dropped))
         self._pending.extend(events)
         if dropped or stale:
             self._resync()
+        return self._given()
 
     async def next(self, timeout: float | None = None) -> JobEvent | None:
         """The next event; None after `timeout` seconds without one, or once the job has ended."""
@@ -223,31 +226,23 @@ class EventReader:
             return None
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            self._fill()
-            event = self._given()
-            if event is not None:
-                return event
+        while (event := self._arrived()) is None:
             left = None if deadline is None else deadline - loop.time()
             if left is not None and left <= 0:
                 return None
             await self._subscription.arrived(left)
+        return event
 
     def next_blocking(self, timeout: float | None) -> JobEvent | None:
         """`next` for a thread without a loop (a sync agent waiting for its answer)."""
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.ended:
-            self._fill()
-            event = self._given()
-            if event is not None:
-                return event
+        event: JobEvent | None = None
+        while not self.ended and (event := self._arrived()) is None:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None
             self._subscription.arrived_blocking(left)
-        return None
+        return event
 
 
 class JobEvents:

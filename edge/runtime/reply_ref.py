@@ -48,10 +48,18 @@ class ReplyRef:
             raise ReplyRefError(f"a {platform} reply reference's data is a JSON object, not {type(data).__name__}")
         return cls(platform, version, dict(data))
 
-    def refuse(self, platform: str, versions: tuple[int, ...]) -> ReplyRefError:
-        """The error a wire raises for a reference it cannot decode."""
+    @classmethod
+    def written(cls, platform: str, version: int, data: Mapping[str, Any]) -> "ReplyRef":
+        """A wire's reference: its fields that are set (None left out)."""
+        return cls(platform, version, {k: v for k, v in data.items() if v is not None})
+
+    def data_for(self, platform: str, versions: tuple[int, ...]) -> Mapping[str, Any]:
+        """The data, for the wire of `platform` that reads `versions`; ReplyRefError for another
+        platform's reference or a version it does not read."""
         if self.platform != platform:
-            return ReplyRefError(f"a {self.platform} reply reference handed to the {platform} channel")
-        known = ", ".join(str(v) for v in versions)
-        return ReplyRefError(f"a {platform} reply reference of version {self.version}; this release reads "
-                             f"version {known}")
+            raise ReplyRefError(f"a {self.platform} reply reference handed to the {platform} channel")
+        if self.version not in versions:
+            known = ", ".join(str(v) for v in versions)
+            raise ReplyRefError(f"a {platform} reply reference of version {self.version}; this release reads "
+                                f"version {known}")
+        return self.data
