@@ -152,7 +152,13 @@ def test_a_crashing_agent_is_a_failure_card_never_a_traceback_or_a_secret(home, 
     run(main())
 
 
-def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_says_so(home):
+def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_says_so(home, monkeypatch):
+    from oz0.adapters.chat import flow
+
+    drawn: list[str] = []
+    real = flow.render
+    monkeypatch.setattr(flow, "render", lambda card, platform: drawn.append(card.form) or real(card, platform))
+
     async def main():
         async with running_channel(home) as h:
             await h.command('deploys {"service": "api", "rows": 300}')
@@ -160,6 +166,7 @@ def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_sa
             assert_valid_blocks(answer.args["blocks"])
             shown = texts(answer.args["blocks"])
             assert "more rows" in shown and "sent to you as a direct message" in shown
+            assert drawn.count("table") == 1  # the card is drawn once, told where its file goes
             [dm] = await h.slack.wait_for("conversations.open")
             assert dm.args["users"] == "U0ASKER"
             [complete] = await h.slack.wait_for("files.completeUploadExternal")

@@ -105,8 +105,7 @@ class DiscordWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
 
-    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool) -> tuple[ReplyTarget, str | None]:
         return reply, None   # a file shows inside the card, where its File component points
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:

@@ -272,11 +272,8 @@ class AskFlow:
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
-        rendered = await self.jobs.call(self.draw, card)
-        if rendered.uploads:
-            reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private)
-            if note:
-                rendered = await self.jobs.call(self.draw, replace(card, notes=card.notes + (note,)))
+        reply, files_at = self.wire.files_place(reply, private=private)
+        rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
         try:
             await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
@@ -306,13 +303,9 @@ class AskFlow:
             return
         card = await self.jobs.call(self.runtime.card, job)
         note = self.wire.share_note(str(asker.user), job.agent)
-        public_card = replace(card, notes=card.notes + (note,)) if note else card
-        public = await self.jobs.call(self.draw, public_card)
-        reply = click.reply
-        if public.uploads:
-            reply, files = await self.wire.place_uploads(reply, public.uploads, private=False)
-            if files:
-                public = await self.jobs.call(self.draw, replace(public_card, notes=public_card.notes + (files,)))
+        reply, files_at = self.wire.files_place(click.reply, private=False)
+        public = await self.jobs.call(self.draw, replace(card, notes=card.notes + ((note,) if note else ()),
+                                                         files_at=files_at))
         marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))
         await self.wire.share(replace(click, reply=reply), public, marked)
 

@@ -90,11 +90,6 @@ def _retry_after(headers: Mapping[str, Any]) -> float:
     return 1.0
 
 
-def _files_note(uploads: Sequence[Attachment], where: str) -> str:
-    names = ", ".join(f"{a.filename} ({a.size} bytes)" for a in uploads)
-    return f"Full result: {names}, {where}."
-
-
 # ---- Slack calls out ------------------------------------------------------------------------
 
 class SlackWire:
@@ -177,25 +172,18 @@ class SlackWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.ephemeral
 
-    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool) -> tuple[ReplyTarget, str | None]:
         if not private:
-            return reply, _files_note(uploads, "uploaded in this thread")
-        try:
-            resp = await self.client.conversations_open(users=reply.user)
-            dm = resp["channel"]["id"]
-        except SlackApiError as exc:
-            log.error("cannot open a direct message with %s: %s", reply.user, exc.response.get("error"))
-            return reply, _files_note(uploads, "could not be uploaded (see the log)")
-        return replace(reply, upload_to=dm), _files_note(uploads, "sent to you as a direct message")
+            return reply, "uploaded in this thread"
+        return replace(reply, upload_to=reply.user), "sent to you as a direct message"
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
         if reply.response_url:
             self._progress_uses.pop(reply.response_url, None)
         if reply.ephemeral:
             await self._respond(reply, {**rendered.payload, "response_type": "ephemeral", "replace_original": True})
-            if reply.upload_to:
-                await self._upload(rendered.uploads, channel=reply.upload_to, thread_ts=None)
+            if reply.upload_to and rendered.uploads:
+                await self._upload_privately(reply, rendered.uploads)
             return
         try:
             if reply.ts:
@@ -245,6 +233,18 @@ class SlackWire:
                     resp.body[:200])
         fields = {k: v for k, v in body.items() if k not in ("response_type", "replace_original")}
         await self.client.chat_postEphemeral(channel=reply.channel, user=reply.user, **fields)
+
+    async def _upload_privately(self, reply: ReplyTarget, uploads: Sequence[Attachment]) -> None:
+        """A private answer's files, in a direct message to the asker (`upload_to`)."""
+        assert reply.upload_to is not None
+        try:
+            resp = await self.client.conversations_open(users=reply.upload_to)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.error("cannot open a direct message with %s: %s", reply.upload_to, error)
+            await self.notice(reply, f"oz0 could not send you the full result as a direct message ({error}).")
+            return
+        await self._upload(uploads, channel=resp["channel"]["id"], thread_ts=None)
 
     async def _upload(self, uploads: Sequence[Attachment], *, channel: str, thread_ts: str | None) -> None:
         for upload in uploads:

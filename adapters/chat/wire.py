@@ -180,9 +180,9 @@ class ChatWire(Protocol):
         """Whether a card delivered to `reply` now is seen by the asker alone (then it can be shared)."""
         ...
 
-    async def place_uploads(self, reply: Any, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[Any, str | None]:
-        """Where the files beside a card will go: the reply target updated, and a note saying so."""
+    def files_place(self, reply: Any, *, private: bool) -> tuple[Any, str | None]:
+        """Where the files beside a card delivered to `reply` will go (before the card is drawn, so its
+        one drawing says so): the reply target updated, and those words ("uploaded in this thread")."""
         ...
 
     async def deliver(self, reply: Any, rendered: Rendered) -> None:
