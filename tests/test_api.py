@@ -8,7 +8,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from oz0.edge.runtime.reply_ref import ReplyRef
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.console.security import CSP
 from console_plugin import ConsoleThread, installed_runtime
 

@@ -17,7 +17,7 @@ import yaml
 
 from budget_kit import USAGE, Asker, mcp_counter, model_server, plugin_runtime, reviewer
 from loopback import Loopback
-from oz0.edge.runtime.reply_ref import ReplyRef
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.runtime.metrics import metrics_registry

@@ -18,14 +18,15 @@ from console_plugin import installed_runtime
 from oz0.adapters.chat.discord_wire import ReplyTarget as DiscordReply
 from oz0.adapters.chat.slack_wire import ReplyTarget as SlackReply
 from oz0.adapters.console.app import create_app
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime import event_stream
 from oz0.edge.runtime.event_stream import JobEvents, LocalEvents
 from oz0.edge.runtime.events import Answered, JobEnded, Lagged, QuestionAsked, TextDelta, decode, encode
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
-from oz0.edge.runtime.reply_ref import ReplyRef, ReplyRefError
+from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 
@@ -43,7 +44,7 @@ IMPL = """
 
 
 def asking_runtime(home: Path, where: Path, **kw) -> Runtime:
-    runtime = Runtime(home, **kw)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE, **kw)
     make_plugin(where, name="eventful", files={"impl.py": IMPL}, agents={"slow-ask": {
         "description": "waits, then asks", "kind": "python", "entry": "impl:slow_ask", "input": "text",
         "output": "text"}})
@@ -212,9 +213,10 @@ ANSWER_UNDER_THE_ENGINE = """
 import asyncio, json, sys, threading
 import httpx
 from oz0.adapters.console.app import create_app
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
-runtime = Runtime(sys.argv[1])
+runtime = Runtime(sys.argv[1], flow_engine=FLOW_ENGINE)
 runtime.launch_engine()  # as `oz0 serve` does: the flow is a durable workflow
 started_threads = []
 _start = threading.Thread.start
@@ -253,7 +255,7 @@ def test_a_person_step_answered_through_the_api_starts_no_thread(tmp_path):
     import yaml
 
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     folder = make_plugin(tmp_path / "flowy", name="flowy", files={
         "impl.py": "def echo(text):\n    return 'echo: ' + text\n", "schemas/ok.json": SCHEMA}, agents={
         "echo-text": {"description": "echo", "kind": "python", "entry": "impl:echo", "input": "text",

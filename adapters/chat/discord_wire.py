@@ -17,7 +17,7 @@ from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
 from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import Asker
-from oz0.edge.runtime.reply_ref import ReplyRef
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
 
@@ -31,7 +31,7 @@ INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
 
-REF_VERSION = 1                  # the reply reference this wire writes (edge.runtime.reply_ref); it reads only this one
+REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)

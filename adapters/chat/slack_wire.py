@@ -15,7 +15,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.runtime.reply_ref import ReplyRef
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
 
@@ -28,7 +28,7 @@ GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
 MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
 
-REF_VERSION = 1               # the reply reference this wire writes (edge.runtime.reply_ref); it reads only this one
+REF_VERSION = 1               # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)

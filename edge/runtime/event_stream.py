@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protoco
 from oz0.edge.runtime.events import Answered, JobEnded, JobEvent, Lagged, QuestionAsked
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.store import Store
 

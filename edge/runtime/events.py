@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
 
 __all__ = ["Answered", "JobEnded", "JobEvent", "Lagged", "QuestionAsked", "TextDelta", "decode", "encode"]

@@ -16,8 +16,8 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.contracts.schema import Violation, violation_sentence
-from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import JobFailure
 
 __all__ = ["MAX_INPUT_CHARS", "Checked", "check_input"]
 

@@ -12,21 +12,13 @@ from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.runtime.questions import (
-    ACTIONS,
-    MAX_MESSAGE_CHARS,
-    POLL_S,
-    Answer,
-    AnswerRefused,
-    Question,
-    check_answer_schema,
-    job_platform,
-)
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
+from oz0.edge.runtime.questions import ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerRefused, Question, job_platform
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["Questions"]

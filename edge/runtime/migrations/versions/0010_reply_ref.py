@@ -1,4 +1,4 @@
-"""jobs.reply_to becomes a versioned ReplyRef (edge.runtime.reply_ref); the asker's workspace and
+"""jobs.reply_to becomes a versioned ReplyRef (edge.model.reply_ref); the asker's workspace and
 channel (`jobs.workspace`, `jobs.channel_id`) and where a question is shown (`jobs.question_shown`)
 become columns of their own.
 

@@ -1,26 +1,17 @@
-"""What a job is and how it fails: Job, JobFailure, RunContext and the built-in failure kinds.
+"""What a job is and how it fails: Job, JobFailure and the built-in failure kinds.
 
-Kept apart from edge.runtime so that agent kinds (edge.runtime.kinds, edge.mcp.kind) can import
-these without importing the runtime that imports them.
+At the ground floor so that every floor above (documents, agent kinds, the runtime, flows) can read them;
+what an agent kind gets beside its input is edge.runtime.context.RunContext.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
 
-from oz0.edge.plugins.manifest import BUDGET_EXHAUSTED, INVALID_INPUT, AgentSpec, FailureKind
-from oz0.edge.runtime.progress import Progress
-from oz0.edge.runtime.reply_ref import ReplyRef
-
-if TYPE_CHECKING:
-    from oz0.edge.runtime.budgets import Budgets
-    from oz0.edge.runtime.delegation import Delegation
-    from oz0.edge.runtime.questions import Answer, Questions
+from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
+from oz0.edge.model.reply_ref import ReplyRef
 
 __all__ = [
     "BUILTIN_FAILURES",
@@ -28,12 +19,9 @@ __all__ = [
     "Job",
     "JobFailure",
     "JobStatus",
-    "RunContext",
     "UnknownAgent",
     "snake_case",
 ]
-
-log = logging.getLogger(__name__)
 
 JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
 FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
@@ -89,11 +77,11 @@ class Job:
     ended: float | None
     attempts: int
     dedupe_key: str | None
-    reply_to: ReplyRef | None            # where the answer goes, opaque to the edge (edge.runtime.reply_ref)
+    reply_to: ReplyRef | None            # where the answer goes, opaque to the edge (edge.model.reply_ref)
     plugin: str | None = None
     plugin_version: str | None = None
     parent_id: str | None = None  # a flow step's job: the flow's job
-    contract_hash: str | None = None     # the contract the job ran under (edge.contracts.contract_hash)
+    contract_hash: str | None = None     # the contract the job ran under (edge.documents.contract_hash)
     contract_version: str | None = None
     root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
     limit_reached: str | None = None     # on a root: the limit that ended its tree
@@ -133,84 +121,6 @@ class Job:
         shown = {"platform": self.platform, "workspace": self.workspace, "channel": self.channel_id}
         out["reply_to"] = {k: v for k, v in shown.items() if v is not None} if self.reply_to is not None else None
         return out
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What an agent kind gets beside its input: the job, the attempt, and where progress goes."""
-
-    job_id: str
-    agent: AgentSpec
-    attempt: int
-    plugin_path: Path
-    on_progress: Callable[[Progress], Any] | None = field(default=None, repr=False)
-    questions: "Questions | None" = field(default=None, repr=False)
-    delegate: "Delegation | None" = field(default=None, repr=False)
-    budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
-    started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
-
-    def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
-        """Report what the job does now (a command's stderr line, a model's step, `done` of `total`
-        items); never fails the job. Every sink gets one `Progress` (edge.runtime.progress)."""
-        if self.on_progress is None:
-            return
-        try:
-            self.on_progress(Progress.of(message, done, total))
-        except Exception:  # a broken progress sink must not end the agent's work
-            log.exception("progress callback failed for job %s", self.job_id)
-
-
-    async def ask(self, agent: str, input: Any) -> Any:
-        """Delegate: run `agent` on `input` (text, or JSON data) as a child job of this one, under this
-        tree's limits, and return its output; raises JobFailure with the child's kind and reason."""
-        if self.delegate is None:
-            raise RuntimeError("this run has no runtime to delegate through")
-        return await self.delegate.ask(agent, input)
-
-    def ask_sync(self, agent: str, input: Any) -> Any:
-        """`ask` for a sync agent (a python agent running in its own thread): blocks that thread."""
-        if self.delegate is None:
-            raise RuntimeError("this run has no runtime to delegate through")
-        return self.delegate.ask_sync(agent, input)
-
-    def can_ask_person(self) -> bool:
-        """Whether a channel here draws this job's questions (MCP declares elicitation only then)."""
-        return self.questions is not None and self.questions.can_ask_job(self.job_id)
-
-    async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
-                         answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                         source: str | None = None) -> "Answer":
-        """Pause the job to ask someone (a person step) and wait for the answer, in the job's own call:
-        not durable, a restart ends the job interrupted. `answerers` default to the asker; `timeout_s`
-        to the agent's limits.timeout_s (then the answer's action is "timeout")."""
-        question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
-        self._book().ask(question)
-        return await self._book().wait_async(self.job_id, question.step, timeout_s=wait)
-
-    def ask_person_sync(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
-                        answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                        source: str | None = None) -> "Answer":
-        """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
-        question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
-        self._book().ask(question)
-        return self._book().wait(self.job_id, question.step, timeout_s=wait)
-
-    def _book(self) -> "Questions":
-        if self.questions is None:
-            raise RuntimeError("this run has no runtime to ask a person through")
-        return self.questions
-
-    def _question(self, message: str, answer_schema: dict[str, Any], step: str | None,
-                  answerers: Mapping[str, Any] | None, timeout_s: float | None,
-                  source: str | None) -> tuple[Any, float]:
-        import time
-
-        from oz0.edge.runtime.questions import Question
-
-        wait = float(timeout_s if timeout_s is not None else self.agent.limits.timeout_s)
-        step = step or f"ask-{self._book().count(self.job_id) + 1}"
-        return Question(job_id=self.job_id, step=step, message=message, answer_schema=dict(answer_schema),
-                        answerers=dict(answerers or {}), expires_at=time.time() + wait, source=source), wait
 
 
 def snake_case(name: str) -> str:
