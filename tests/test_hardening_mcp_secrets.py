@@ -67,16 +67,19 @@ def test_an_install_refused_for_a_server_that_cannot_start_never_shows_the_secre
 
 def test_an_elicitation_quoting_the_secret_is_asked_without_it(tmp_path):
     rt = runtime_with(tmp_path, {"ask": stdio_agent("ask")})
-    asked: list[Any] = []
+    rt.shows_questions("cli")
 
-    async def draw(job: Any, question: Any) -> None:
-        asked.append(question)
+    async def scenario() -> tuple[Any, Any]:
+        job, _ = rt.submit("ask", "{}", requester="cli:me", channel="cli")
+        run_it = asyncio.create_task(rt.execute(job.id))
+        while (question := rt.question(job.id)) is None:
+            assert not run_it.done(), run_it.result().failure_reason
+            await asyncio.sleep(0.05)
         await asyncio.to_thread(rt.answer, job.id, question.step, action="decline", content=None, by="cli:me")
+        return question, await asyncio.wait_for(run_it, 30)
 
-    rt.on_question("cli", draw)
-    job = run(rt, "ask", "{}", requester="cli:me", channel="cli")
+    question, job = asyncio.run(scenario())
     assert job.status == "succeeded", job.failure_reason
-    [question] = asked
     assert question.message == "Paste a new token to replace [redacted]"
     assert "[redacted]" in repr(question.answer_schema)
     assert leaks(question.message + repr(question.answer_schema)) == [] and leaks(shown(rt, job)) == []
