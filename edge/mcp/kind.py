@@ -13,11 +13,12 @@ from typing import Any, Mapping
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import read_tool_result
+from oz0.edge.mcp.result import KEPT_KEYS, is_call_tool_result, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",
+    "output_value",
     "progress_of",
     "run_mcp_agent",
     "server_for_agent",
@@ -142,7 +143,10 @@ def progress_of(ctx: Any) -> Any:
 
 
 def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
-    """What a CallToolResult means as a job output: its structured content, else its text."""
+    """What a CallToolResult means as a job output: its structured content, else its text; a result
+    with blocks other than text is kept whole (content, structuredContent, isError), so its images and
+    links reach the card, uploaded or listed, as `oz0 mcp call` shows them. The output check reads
+    such a result's value with the same reader (`output_value`)."""
     read = read_tool_result(result)
     if not read.complete:
         raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
@@ -151,6 +155,14 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
         raise McpFailure("AgentError", f"tool {tool!r} reported an error: "
                                        + (read.text.strip() or "it did not say what"),
                          partial_output=read.structured)
-    if read.has_structured:
-        return read.structured
-    return read.text_value()
+    if read.has_other_blocks:  # an image, a link...: the card reads them from the result (edge.mcp.blocks)
+        return {k: result[k] for k in KEPT_KEYS if k in result}
+    return read.value()
+
+
+def output_value(spec: Any, output: Any) -> Any:
+    """The value an `mcp` agent's output contract describes: a kept CallToolResult's structured
+    content or text (see `tool_output`), else the output itself."""
+    if getattr(spec, "kind", None) == "mcp" and is_call_tool_result(output):
+        return read_tool_result(output).value()
+    return output

@@ -1,0 +1,79 @@
+"""The reference MCP server `@modelcontextprotocol/server-everything` (pinned in tests/node) behind
+installed `mcp` agents and `oz0 mcp call`: its image and resource-link blocks reach every card, the
+same as `oz0 mcp call` shows them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from node_tools import everything_argv
+from oz0.adapters.cli import main
+from oz0.edge.mcp.pool import servers
+from oz0.edge.plugins.install import install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.runner import Runtime
+from oz0.renderers import RENDERERS
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+AGENTS = {
+    "tiny-image": "tool: get-tiny-image",
+    "links": "tool: get-resource-links",
+}
+
+
+def everything_plugin(root: Path, agents: dict[str, str]) -> Path:
+    """A plugin whose agents are tools of server-everything over stdio."""
+    argv = everything_argv()
+    (root / "agents").mkdir(parents=True)
+    (root / "plugin.yaml").write_text("name: everything\nversion: 1.0.0\n")
+    for name, extra in agents.items():
+        (root / "agents" / f"{name}.yaml").write_text(
+            f"kind: mcp\nserver:\n  command: {json.dumps(argv[0])}\n  args: {json.dumps(argv[1:])}\n{extra}\n"
+            "limits:\n  timeout_s: 30\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    rt = Runtime(tmp_path_factory.mktemp("home"))
+    install_plugin(rt, load_plugin(everything_plugin(tmp_path_factory.mktemp("plugin"), AGENTS)), actor="test")
+    yield rt
+    servers().close()
+    rt.close()
+
+
+def test_an_installed_agent_keeps_the_tools_image(runtime: Runtime) -> None:
+    job = asyncio.run(runtime.run("tiny-image", "{}"))
+    assert job.status == "succeeded", job.failure_reason
+    card = runtime.card(job)
+    assert [f.filename for f in card.files] == ["2-image.png"]
+    assert card.files[0].content_type == "image/png" and card.files[0].data.startswith(PNG)
+    assert "Here's the image you requested:" in card.text and "The image above is the MCP logo." in card.text
+    assert any("image (image/png, 4,033 bytes), attached as 2-image.png" in n for n in card.notes)
+    assert [u.filename for u in RENDERERS["slack"](card).uploads] == ["2-image.png"]
+
+
+def test_an_installed_agent_lists_the_tools_resource_links(runtime: Runtime) -> None:
+    job = asyncio.run(runtime.run("links", '{"count": 2}'))
+    assert job.status == "succeeded", job.failure_reason
+    card = runtime.card(job)
+    assert "Here are 2 resource links" in card.text
+    assert card.notes == ("resource link: Blob Resource 1 — demo://resource/dynamic/blob/1 (text/plain)",
+                          "resource link: Text Resource 2 — demo://resource/dynamic/text/2 (text/plain)")
+
+
+def test_oz0_mcp_call_and_an_installed_agent_draw_the_same_card(runtime: Runtime, capsys) -> None:
+    code = main(["mcp", "call", "--command", shlex.join(everything_argv()), "get-resource-links", '{"count": 2}',
+                 "--to", "card"])
+    called = json.loads(capsys.readouterr().out)
+    job = asyncio.run(runtime.run("links", '{"count": 2}'))
+    agent = runtime.card(job).to_dict()
+    assert code == 0
+    assert {k: v for k, v in called.items() if k != "title"} == {k: v for k, v in agent.items() if k != "title"}
