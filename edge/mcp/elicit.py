@@ -52,7 +52,7 @@ class Elicitor:
                                                                          "elicitation only, not URL mode")
         schema = dict(params.requested_schema)
         try:
-            check_answer_schema(schema)
+            schema = check_answer_schema(schema)
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 from oz0.edge.contracts.schema import ContractError, load_contract
+from oz0.edge.runtime.answer_fields import form_schema
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.jobs import Job
@@ -46,7 +47,6 @@ MAX_FIELDS = 20                 # fields in one answer schema (a modal of inputs
 MAX_MESSAGE_CHARS = 3_000       # a question's text
 POLL_S = 1.0                    # how often an in-process waiter looks for an answer given on another replica
 WORKFLOW_POLL_S = 60.0          # how often a durable waiter re-reads the store (a lost DBOS.send costs this)
-PRIMITIVE_TYPES = ("string", "number", "integer", "boolean")
 
 QuestionListener = Callable[["Job", "Question"], Awaitable[None]]
 AnswerListener = Callable[["Job", "Question", "Answer"], Awaitable[None]]
@@ -103,8 +103,9 @@ def answer_topic(step: str) -> str:
 
 
 def check_answer_schema(schema: Any) -> dict[str, Any]:
-    """An answer schema is an object of primitive fields (MCP's requestedSchema shape): a form or a
-    modal can draw it. Raises ValueError naming the field and what is wrong."""
+    """An answer schema is an object of fields a form or a modal can draw (MCP's requestedSchema shape):
+    returned with each field in the shape every channel draws (edge.runtime.answer_fields), a field of
+    another shape asked as free text with a note. Raises ValueError naming what is wrong."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError('an answer schema is an object: {"type": "object", "properties": {...}}')
     props = schema.get("properties")
@@ -112,11 +113,7 @@ def check_answer_schema(schema: Any) -> dict[str, Any]:
         raise ValueError("an answer schema has at least one field under properties")
     if len(props) > MAX_FIELDS:
         raise ValueError(f"an answer schema has {len(props)} fields; the limit is {MAX_FIELDS}")
-    for name, field in props.items():
-        kind = field.get("type") if isinstance(field, dict) else None
-        if kind not in PRIMITIVE_TYPES:
-            raise ValueError(f"answer field {name!r} must have a type of {', '.join(PRIMITIVE_TYPES)}, "
-                             f"not {kind!r} (an answer is an object of primitive fields)")
+    schema = form_schema(schema)
     try:
         load_contract(schema, source="the answer schema")
     except ContractError as exc:
