@@ -48,12 +48,13 @@ def everything_argv() -> list[str]:
 
 
 @contextlib.contextmanager
-def everything_http() -> Iterator[str]:
-    """server-everything over streamable HTTP on 127.0.0.1, stopped on exit."""
+def everything_http(log: Path) -> Iterator[str]:
+    """server-everything over streamable HTTP on 127.0.0.1 (what it logs, such as each session it
+    opens, written to `log`), stopped on exit."""
     argv = [node(), str(installed(EVERYTHING, "@modelcontextprotocol/server-everything")), "streamableHttp"]
     port = free_port()
-    proc = subprocess.Popen(argv, env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, env={**os.environ, "PORT": str(port)}, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

@@ -12,9 +12,10 @@ from typing import Iterator
 
 import pytest
 
-from node_tools import everything_argv
+from node_tools import EVERYTHING_TOOLS, everything_argv, everything_http
 from oz0.adapters.cli import main
-from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.pool import McpServers, servers
+from oz0.edge.mcp.spec import ServerSpec
 from oz0.edge.plugins.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
@@ -77,3 +78,20 @@ def test_oz0_mcp_call_and_an_installed_agent_draw_the_same_card(runtime: Runtime
     agent = runtime.card(job).to_dict()
     assert code == 0
     assert {k: v for k, v in called.items() if k != "title"} == {k: v for k, v in agent.items() if k != "title"}
+
+
+def test_an_http_server_keeps_one_session_across_calls(tmp_path: Path) -> None:
+    log = tmp_path / "everything.log"
+    with everything_http(log) as url:
+        pool = McpServers()
+        spec = ServerSpec.from_url(url)
+        try:
+            assert EVERYTHING_TOOLS <= set(asyncio.run(pool.tools(spec)))
+            for word in ("one", "two", "three"):
+                _, result = asyncio.run(pool.call(spec, "echo", {"message": word}))
+                assert result["content"][0]["text"] == f"Echo: {word}"
+        finally:
+            pool.close()
+        said = log.read_text()
+    assert said.count("Session initialized with ID") == 1, said
+    assert "Bad Request" not in said and "Error handling MCP request" not in said

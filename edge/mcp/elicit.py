@@ -84,7 +84,7 @@ def _server_name(context: Any, server: ServerSpec) -> str:
 
 @dataclass
 class ElicitingSessions:
-    """Stdio sessions that serve one eliciting call at a time, per server, reused between calls."""
+    """Sessions (stdio or HTTP) that serve one eliciting call at a time, per server, reused between calls."""
 
     pool: "McpServers"
     _free: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
@@ -92,8 +92,9 @@ class ElicitingSessions:
     _changed: asyncio.Condition | None = None
 
     @contextlib.asynccontextmanager
-    async def borrow(self, server: ServerSpec, elicitor: Elicitor) -> AsyncIterator["StdioServer"]:
-        from oz0.edge.mcp.stdio import StdioServer
+    async def borrow(self, server: ServerSpec, elicitor: Elicitor | None) -> AsyncIterator["StdioServer"]:
+        """A free eliciting session of `server` for one call answered by `elicitor` (None: a listing)."""
+        from oz0.edge.mcp.http import session_for  # edge.mcp.http imports this module's users
 
         if self._changed is None:
             self._changed = asyncio.Condition()
@@ -104,7 +105,7 @@ class ElicitingSessions:
             if free:
                 entry = free.pop()
             else:
-                entry = StdioServer(server, self.pool, eliciting=True)
+                entry = session_for(server, self.pool, eliciting=True)
                 self._all.setdefault(server, []).append(entry)
         entry.elicitor = elicitor
         try:
