@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -95,3 +96,68 @@ def test_an_http_server_keeps_one_session_across_calls(tmp_path: Path) -> None:
         said = log.read_text()
     assert said.count("Session initialized with ID") == 1, said
     assert "Bad Request" not in said and "Error handling MCP request" not in said
+
+
+# elicitation: server-everything offers trigger-elicitation-request only to a client that declares it
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory):
+    from console_plugin import ConsoleThread
+
+    rt = Runtime(tmp_path_factory.mktemp("home"))
+    plugin = everything_plugin(tmp_path_factory.mktemp("plugin"), {"elicit": "tool: trigger-elicitation-request"})
+    install_plugin(rt, load_plugin(plugin), actor="test")  # listed as a client that can ask: it is offered
+    with ConsoleThread(rt) as server:
+        yield server
+    servers().close()
+    rt.close()
+
+
+def test_the_eliciting_tool_asks_the_person_and_gets_the_answer(console) -> None:
+    import httpx
+
+    with httpx.Client(base_url=console.url, timeout=30) as http:
+        started = http.post("/v1/agents/elicit/runs", json={})
+        assert started.status_code == 202, started.text
+        job_id = started.json()["job"]["id"]
+        job = http.get(f"/v1/jobs/{job_id}").json()["job"]
+        assert job["status"] == "waiting", job
+        question = job["question"]
+        assert question["message"] == "Please provide inputs for the following fields:"
+        assert question["source"] == "Everything Reference Server"
+        fields = question["answer_schema"]["properties"]
+        assert fields["titledSingleSelectEnum"]["enumNames"] == ["Superman", "Green Lantern", "Wonder Woman"]
+        assert fields["titledMultipleSelectEnum"]["type"] == "array"
+        answered = http.post(f"/v1/jobs/{job_id}/answer", json={
+            "name": "Ada Lovelace", "check": True, "integer": 7, "titledMultipleSelectEnum": ["fish-2"]})
+        assert answered.status_code == 202, answered.text
+        for _ in range(500):
+            body = http.get(f"/v1/jobs/{job_id}").json()
+            if body["job"]["status"] not in ("queued", "running", "waiting"):
+                break
+            time.sleep(0.02)
+    assert body["job"]["status"] == "succeeded", body
+    assert "User provided the requested information!" in body["output"]
+    assert "- Name: Ada Lovelace" in body["output"] and "- Favorite Integer: 7" in body["output"]
+    assert '"titledMultipleSelectEnum": [\n      "fish-2"\n    ]' in body["output"]
+
+
+def test_a_channel_that_cannot_ask_is_told_so_and_nothing_runs(console) -> None:
+    runtime = console.runtime
+    assert not runtime.can_ask("cli")
+    job = asyncio.run(runtime.run("elicit", "{}", requester="cli:me", channel="cli"))
+    assert (job.status, job.failure_kind) == ("failed", "Cancelled"), job
+    assert "asks a person for answers (MCP elicitation), and this channel cannot ask" in job.failure_reason
+    assert runtime.questions.count(job.id) == 0
+
+
+def test_the_pinned_server_lists_the_tools_these_tests_use() -> None:
+    pool = McpServers()
+    spec = ServerSpec(command=tuple(everything_argv()))
+    try:
+        plain = set(asyncio.run(pool.tools(spec)))
+        eliciting = set(asyncio.run(pool.tools(spec, eliciting=True)))
+    finally:
+        pool.close()
+    assert plain == EVERYTHING_TOOLS
+    assert eliciting - plain >= {"trigger-elicitation-request", "trigger-url-elicitation"}

@@ -14,10 +14,12 @@ from oz0.edge.contracts.schema import ContractError, load_contract, violation_se
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.result import KEPT_KEYS, is_call_tool_result, read_tool_result
+from oz0.edge.mcp.session import pick
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",
+    "job_tool",
     "output_value",
     "progress_of",
     "run_mcp_agent",
@@ -41,17 +43,34 @@ def server_for_agent(spec: Any) -> ServerSpec:
     return ServerSpec.from_config(server or {}, cwd=plugin_dir)
 
 
-async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
+async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None, eliciting: bool = False) -> Any:
     """An `mcp` agent with its tool's inputSchema/outputSchema as contracts where its file declares none.
 
-    Lists the server's tools once (then reuses the listing); any other agent is returned as it is.
+    Lists the server's tools once (then reuses the listing), declaring the elicitation capability when
+    the job's channel can ask (`eliciting`, see `job_tool`); any other agent is returned as it is.
     The runtime calls this before it checks a job's input. Raises McpFailure (Misconfigured) for a
     tool schema the edge cannot use, such as one with a remote $ref.
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    info = await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return apply_tool_contracts(spec, info)
+    return apply_tool_contracts(spec, await job_tool(spec, eliciting=eliciting, pool=pool))
+
+
+async def job_tool(spec: Any, *, eliciting: bool, pool: McpServers | None = None) -> ToolInfo:
+    """The tool an `mcp` agent calls, as its server lists it to a client with the capabilities the job's
+    channel has: a server may offer a tool that asks its user (MCP elicitation) only to a client that
+    declares it can. When the job's channel cannot ask and only an eliciting client is offered the
+    tool, the job is refused in words (Cancelled: nothing ran), not as a tool the server lacks."""
+    pool = pool or servers()
+    server, name = server_for_agent(spec), tool_name(spec)
+    tools = await pool.tools(server, timeout_s=spec.limits.timeout_s, eliciting=eliciting)
+    if name not in tools and not eliciting and name in await pool.tools(server, timeout_s=spec.limits.timeout_s,
+                                                                        eliciting=True):
+        raise McpFailure("Cancelled", f"tool {name!r} of `{server.label()}` asks a person for answers (MCP "
+                                      "elicitation), and this channel cannot ask: its server offers the tool only "
+                                      "to a client that can. Nothing ran; run it from the console, Slack or "
+                                      "Discord, or from a terminal that can prompt")
+    return pick(tools, name, server)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
@@ -106,7 +125,8 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     pool = pool or servers()
     server = server_for_agent(spec)
     tool = tool_name(spec)
-    info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
+    elicit = elicitor_for(ctx, server)
+    info = await job_tool(spec, eliciting=elicit is not None, pool=pool)
     arguments = value
     if isinstance(value, str):
         try:
@@ -131,7 +151,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
 
     async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
-                                    elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
+                                    elicit=elicit, on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
 
 

@@ -148,8 +148,8 @@ class McpServers:
         return tools
 
     async def _relist(self, server: ServerSpec, client: Any) -> dict[str, ToolInfo] | None:
-        """The tools again, after a list_changed notification, over the session that got it; None when
-        that session has ended meanwhile (the next session lists them anyway)."""
+        """The tools again, after a list_changed notification, over the session that got it (then all
+        the server lists, as `listed`); None when that session has ended meanwhile (the next lists them)."""
         holders = [entry for entry in (self._sessions.get(server),
                                        *(self._eliciting.entries() if self._eliciting else ()))
                    if entry is not None and client is not None and entry.client is client]
@@ -158,7 +158,7 @@ class McpServers:
         tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S, eliciting=holders[0].eliciting)
         for entry in holders:
             entry.tools = tools
-        return tools
+        return self.listed(server)  # a tool offered only to eliciting clients is not gone for the watchers
 
     async def _session_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                             timeout_s: float, *, entry: StdioServer | None = None,

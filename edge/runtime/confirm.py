@@ -66,15 +66,14 @@ def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
     return _merged(listed, spec)
 
 
-async def agent_annotations(spec: "AgentSpec") -> dict[str, Any]:
-    """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own."""
+async def agent_annotations(spec: "AgentSpec", *, eliciting: bool = False) -> dict[str, Any]:
+    """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own,
+    with the capabilities of the job's channel (`eliciting`: it can ask a person)."""
     if spec.kind != "mcp":
         return _merged(None, spec)
-    from oz0.edge.mcp.kind import server_for_agent
-    from oz0.edge.mcp.pool import servers
+    from oz0.edge.mcp.kind import job_tool
 
-    tool = await servers().tool(server_for_agent(spec), str(spec.config.get("tool")),
-                                timeout_s=spec.limits.timeout_s)
+    tool = await job_tool(spec, eliciting=eliciting)
     return _merged(tool.annotations, spec)
 
 
@@ -88,7 +87,7 @@ async def confirm_before_run(runtime: "Runtime", spec: "AgentSpec", value: Any, 
     ("Cancelled") naming what was not run and why."""
     if spec.config.get("confirm") is False:
         return
-    annotations = await agent_annotations(spec)
+    annotations = await agent_annotations(spec, eliciting=runtime.questions.can_ask_job(job_id))
     if not needs_confirmation(spec, annotations):
         return
     tool = str(spec.config.get("tool") or spec.name)
