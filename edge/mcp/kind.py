@@ -14,7 +14,6 @@ from oz0.edge.contracts.schema import ContractError, load_contract, violation_se
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.result import KEPT_KEYS, is_call_tool_result, read_tool_result
-from oz0.edge.mcp.session import pick
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
@@ -58,19 +57,10 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None, elic
 
 async def job_tool(spec: Any, *, eliciting: bool, pool: McpServers | None = None) -> ToolInfo:
     """The tool an `mcp` agent calls, as its server lists it to a client with the capabilities the job's
-    channel has: a server may offer a tool that asks its user (MCP elicitation) only to a client that
-    declares it can. When the job's channel cannot ask and only an eliciting client is offered the
-    tool, the job is refused in words (Cancelled: nothing ran), not as a tool the server lacks."""
-    pool = pool or servers()
-    server, name = server_for_agent(spec), tool_name(spec)
-    tools = await pool.tools(server, timeout_s=spec.limits.timeout_s, eliciting=eliciting)
-    if name not in tools and not eliciting and name in await pool.tools(server, timeout_s=spec.limits.timeout_s,
-                                                                        eliciting=True):
-        raise McpFailure("Cancelled", f"tool {name!r} of `{server.label()}` asks a person for answers (MCP "
-                                      "elicitation), and this channel cannot ask: its server offers the tool only "
-                                      "to a client that can. Nothing ran; run it from the console, Slack or "
-                                      "Discord, or from a terminal that can prompt")
-    return pick(tools, name, server)
+    channel has (`eliciting`: it can ask a person): a server may offer a tool that asks its user (MCP
+    elicitation) only to a client that declares it can (McpServers.tool)."""
+    return await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s,
+                                          eliciting=eliciting)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:

@@ -118,7 +118,16 @@ class McpServers:
 
     async def tool(self, server: ServerSpec, name: str, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
                    eliciting: bool = False) -> ToolInfo:
+        """The tool as the server offers it to a client that can (`eliciting`) or cannot ask its user.
+        A tool offered only to a client that can ask, asked for by one that cannot, is refused in words
+        (Cancelled: nothing ran), not as a tool the server lacks."""
         tools = await self.tools(server, timeout_s=timeout_s, eliciting=eliciting)
+        if name not in tools and not eliciting and name in await self.tools(server, timeout_s=timeout_s,
+                                                                            eliciting=True):
+            raise McpFailure("Cancelled", f"tool {name!r} of `{server.label()}` asks a person for answers (MCP "
+                                          "elicitation), and this channel cannot ask: its server offers the tool "
+                                          "only to a client that can. Nothing ran; run it from the console, "
+                                          "Slack or Discord")
         return pick(tools, name, server)
 
     async def call(self, server: ServerSpec, tool: str, arguments: Mapping[str, Any], *,
