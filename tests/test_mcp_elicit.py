@@ -102,4 +102,6 @@ def test_a_job_whose_channel_cannot_ask_declares_no_elicitation_and_fails(consol
     job = asyncio.run(runtime.run("deploy", '{"service": "db"}', requester="cli:me", channel="cli"))
     assert job.status == "failed", job
     assert runtime.questions.count(job.id) == 0
-    assert job.failure_kind == "Rejected" and "elicitation/create" in job.failure_reason
+    assert job.failure_kind == "Rejected"
+    assert "asked a person for answers (MCP elicitation) and this channel cannot ask" in job.failure_reason
+    assert "-32600" not in job.failure_reason

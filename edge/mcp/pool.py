@@ -159,13 +159,20 @@ class McpServers:
     async def _relist(self, server: ServerSpec, client: Any) -> dict[str, ToolInfo] | None:
         """The tools again, after a list_changed notification, over the session that got it (then all
         the server lists, as `listed`); None when that session has ended meanwhile (the next lists them)."""
-        holders = [entry for entry in (self._sessions.get(server),
-                                       *(self._eliciting.entries() if self._eliciting else ()))
-                   if entry is not None and client is not None and entry.client is client]
-        if not holders:
+        def holders() -> list[StdioServer]:
+            return [entry for entry in (self._sessions.get(server),
+                                        *(self._eliciting.entries() if self._eliciting else ()))
+                    if entry is not None and client is not None and entry.client is client]
+
+        if not holders():
             return None
-        tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S, eliciting=holders[0].eliciting)
-        for entry in holders:
+        try:
+            tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S, eliciting=holders()[0].eliciting)
+        except Exception:
+            if not holders():  # the session closed while it listed: not a failure to report
+                return None
+            raise
+        for entry in holders():
             entry.tools = tools
         return self.listed(server)  # a tool offered only to eliciting clients is not gone for the watchers
 

@@ -29,6 +29,7 @@ __all__ = [
     "CONFIRM_TIMEOUT_S",
     "agent_annotations",
     "confirm_before_run",
+    "is_destructive",
     "known_annotations",
     "needs_confirmation",
 ]
@@ -77,9 +78,13 @@ async def agent_annotations(spec: "AgentSpec", *, eliciting: bool = False) -> di
     return _merged(tool.annotations, spec)
 
 
+def is_destructive(annotations: Mapping[str, Any]) -> bool:
+    """A tool that asks before it runs: `destructiveHint: true`, and not `readOnlyHint: true`."""
+    return annotations.get("destructiveHint") is True and annotations.get("readOnlyHint") is not True
+
+
 def needs_confirmation(spec: "AgentSpec", annotations: Mapping[str, Any]) -> bool:
-    return (annotations.get("destructiveHint") is True and annotations.get("readOnlyHint") is not True
-            and spec.config.get("confirm") is not False)
+    return is_destructive(annotations) and spec.config.get("confirm") is not False
 
 
 async def confirm_before_run(runtime: "Runtime", spec: "AgentSpec", value: Any, job_id: str) -> None:
