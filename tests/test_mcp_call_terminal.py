@@ -72,3 +72,20 @@ def test_an_attached_image_is_a_file_written_with_its_path_printed() -> None:
     assert path.name == "2-image.png" and path.read_bytes().startswith(PNG)
     card = oz0("mcp", "call", "--command", everything(), "get-tiny-image", "--to", "card")
     assert "wrote" not in card.stderr  # the neutral card is printed, not drawn for a terminal
+
+
+def test_oz0_run_of_an_image_tool_writes_the_image_it_says_is_attached(tmp_path: Path) -> None:
+    argv = everything_argv()
+    plugin = tmp_path / "plugin"
+    (plugin / "agents").mkdir(parents=True)
+    (plugin / "plugin.yaml").write_text("name: everything\nversion: 1.0.0\n")
+    (plugin / "agents" / "tiny-image.yaml").write_text(
+        f"kind: mcp\nserver:\n  command: {argv[0]}\n  args: {argv[1:]!r}\ntool: get-tiny-image\n".replace("'", '"'))
+    home = {"OZ0_HOME": str(tmp_path / "home")}
+    installed = oz0("plugin", "install", str(plugin), env=home)
+    assert installed.returncode == 0, installed.stderr
+    run = oz0("run", "tiny-image", "{}", env=home)
+    assert run.returncode == 0, run.stderr
+    assert "The image above is the MCP logo." in run.stdout and "attached as 2-image.png" in run.stdout
+    found = re.search(r"^wrote 2-image\.png \(4,033 bytes\) to (\S+)$", run.stderr, re.M)
+    assert found and Path(found.group(1)).read_bytes().startswith(PNG), run.stderr
