@@ -13,13 +13,12 @@ from typing import Any, Mapping
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import KEPT_KEYS, is_call_tool_result, read_tool_result
+from oz0.edge.mcp.result import KEPT_KEYS, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",
     "job_tool",
-    "output_value",
     "progress_of",
     "run_mcp_agent",
     "server_for_agent",
@@ -156,7 +155,7 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
     """What a CallToolResult means as a job output: its structured content, else its text; a result
     with blocks other than text is kept whole (content, structuredContent, isError), so its images and
     links reach the card, uploaded or listed, as `oz0 mcp call` shows them. The output check reads
-    such a result's value with the same reader (`output_value`)."""
+    such a result's value with the same reader (edge.mcp.result.kept_value)."""
     read = read_tool_result(result)
     if not read.complete:
         raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
@@ -169,10 +168,3 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
         return {k: result[k] for k in KEPT_KEYS if k in result}
     return read.value()
 
-
-def output_value(spec: Any, output: Any) -> Any:
-    """The value an `mcp` agent's output contract describes: a kept CallToolResult's structured
-    content or text (see `tool_output`), else the output itself."""
-    if getattr(spec, "kind", None) == "mcp" and is_call_tool_result(output):
-        return read_tool_result(output).value()
-    return output

@@ -14,7 +14,7 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 
-__all__ = ["CALL_TOOL_RESULT_KEYS", "KEPT_KEYS", "ToolResult", "is_call_tool_result", "read_tool_result"]
+__all__ = ["CALL_TOOL_RESULT_KEYS", "KEPT_KEYS", "ToolResult", "is_call_tool_result", "kept_value", "read_tool_result"]
 
 CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
 KEPT_KEYS = ("content", "structuredContent", "isError")  # what a job keeps of a result with other blocks
@@ -79,3 +79,10 @@ def read_tool_result(result: Mapping[str, Any]) -> ToolResult:
                       structured=None if structured is _MISSING else structured,
                       content=result.get("content", []), is_error_given="isError" in result,
                       is_error_value=result.get("isError"))
+
+
+def kept_value(output: Any) -> Any:
+    """The value an `mcp` agent's output contract describes when its job kept the tool's whole result
+    (edge.mcp.kind.tool_output: a result with blocks other than text): its structured content or text.
+    Any other output is its own value."""
+    return read_tool_result(output).value() if is_call_tool_result(output) else output

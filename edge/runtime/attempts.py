@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.mcp.kind import output_value
+from oz0.edge.mcp.result import kept_value
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext
 from oz0.edge.runtime.kinds import AGENT_KINDS
@@ -107,7 +107,7 @@ class AgentAttempts:
                                                   f"{_json_kind(output)}; answer a string, or declare "
                                                   "output_schema")
             return output
-        violations = spec.output.validate(output_value(spec, output))
+        violations = spec.output.validate(kept_value(output) if spec.kind == "mcp" else output)
         if violations:
             raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
                                                                  rules_of=spec.output_schema_file),
