@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from mcp_harness import free_port, wait_listening
+from mcp_harness import free_port, serving
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 EVERYTHING = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -53,14 +52,8 @@ def everything_http(log: Path) -> Iterator[str]:
     opens, written to `log`), stopped on exit."""
     argv = [node(), str(installed(EVERYTHING, "@modelcontextprotocol/server-everything")), "streamableHttp"]
     port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, env={**os.environ, "PORT": str(port)}, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_listening(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with serving(argv, port, env={**os.environ, "PORT": str(port)}, out=log) as url:
+        yield url
 
 
 def redocly_argv() -> list[str]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mcp_harness import mcp_plugin
 from node_tools import everything_argv
 
 ELICIT_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"
@@ -75,12 +76,7 @@ def test_an_attached_image_is_a_file_written_with_its_path_printed() -> None:
 
 
 def test_oz0_run_of_an_image_tool_writes_the_image_it_says_is_attached(tmp_path: Path) -> None:
-    argv = everything_argv()
-    plugin = tmp_path / "plugin"
-    (plugin / "agents").mkdir(parents=True)
-    (plugin / "plugin.yaml").write_text("name: everything\nversion: 1.0.0\n")
-    (plugin / "agents" / "tiny-image.yaml").write_text(
-        f"kind: mcp\nserver:\n  command: {argv[0]}\n  args: {argv[1:]!r}\ntool: get-tiny-image\n".replace("'", '"'))
+    plugin = mcp_plugin(tmp_path / "plugin", "everything", everything_argv(), {"tiny-image": "tool: get-tiny-image"})
     home = {"OZ0_HOME": str(tmp_path / "home")}
     installed = oz0("plugin", "install", str(plugin), env=home)
     assert installed.returncode == 0, installed.stderr

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pytest
 
+from mcp_harness import installed, mcp_plugin
 from node_tools import EVERYTHING_TOOLS, everything_argv, everything_http
 from oz0.adapters.cli import main
 from oz0.edge.mcp.pool import McpServers, servers
@@ -32,23 +33,13 @@ AGENTS = {
 
 def everything_plugin(root: Path, agents: dict[str, str]) -> Path:
     """A plugin whose agents are tools of server-everything over stdio."""
-    argv = everything_argv()
-    (root / "agents").mkdir(parents=True)
-    (root / "plugin.yaml").write_text("name: everything\nversion: 1.0.0\n")
-    for name, extra in agents.items():
-        (root / "agents" / f"{name}.yaml").write_text(
-            f"kind: mcp\nserver:\n  command: {json.dumps(argv[0])}\n  args: {json.dumps(argv[1:])}\n{extra}\n"
-            "limits:\n  timeout_s: 30\n")
-    return root
+    return mcp_plugin(root, "everything", everything_argv(), agents)
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    rt = Runtime(tmp_path_factory.mktemp("home"))
-    install_plugin(rt, load_plugin(everything_plugin(tmp_path_factory.mktemp("plugin"), AGENTS)), actor="test")
-    yield rt
-    servers().close()
-    rt.close()
+    with installed(tmp_path_factory.mktemp("home"), everything_plugin(tmp_path_factory.mktemp("plugin"), AGENTS)) as rt:
+        yield rt
 
 
 def test_an_installed_agent_keeps_the_tools_image(runtime: Runtime) -> None:
