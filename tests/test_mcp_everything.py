@@ -152,3 +152,19 @@ def test_the_pinned_server_lists_the_tools_these_tests_use() -> None:
         pool.close()
     assert plain == EVERYTHING_TOOLS
     assert eliciting - plain >= {"trigger-elicitation-request", "trigger-url-elicitation"}
+
+
+def test_the_console_offers_the_tools_image_for_download(runtime: Runtime) -> None:
+    import httpx
+    from console_plugin import ConsoleThread
+
+    job = asyncio.run(runtime.run("tiny-image", "{}"))
+    with ConsoleThread(runtime) as console, httpx.Client(base_url=console.url, timeout=30) as http:
+        page = http.get(f"/jobs/{job.id}").text
+        assert f'href="/jobs/{job.id}/files/2-image.png"' in page and "Attached: 2-image.png" in page
+        got = http.get(f"/jobs/{job.id}/files/2-image.png")
+        assert got.status_code == 200 and got.content.startswith(PNG)
+        assert got.headers["content-type"] == "application/octet-stream"
+        assert http.get(f"/jobs/{job.id}/files/nothing.png").status_code == 404
+        api = http.get(f"/v1/jobs/{job.id}").json()
+    assert api["output"]["content"][1]["type"] == "image"  # the API's output is the tool's result, kept whole
