@@ -112,3 +112,12 @@ def test_the_console_form_draws_checkboxes_for_a_multi_select() -> None:
         "Superman", "Green Lantern", "Wonder Woman"]
     form = {fields["name"].html_id: "Ada", fish.choice_id(0): "1", fish.choice_id(2): "1"}
     assert form_input(fields.values(), form) == {"name": "Ada", "titledMultipleSelectEnum": ["fish-1", "fish-3"]}
+
+
+def test_chat_buttons_of_a_titled_select_show_its_titles() -> None:
+    from oz0.adapters.chat.asking import buttons, content_of
+
+    schema = check_answer_schema({"type": "object", "properties": {
+        "titledSingleSelectEnum": REQUESTED["properties"]["titledSingleSelectEnum"]}})
+    assert [b.label for b in buttons("job", "step", schema)] == ["Superman", "Green Lantern", "Wonder Woman"]
+    assert content_of(schema, "1") == {"titledSingleSelectEnum": "hero-2"}

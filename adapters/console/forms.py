@@ -15,6 +15,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import SchemaView
+from oz0.edge.runtime.answer_fields import labels_of
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
 
@@ -187,9 +188,8 @@ def _field(view: SchemaView, name: str, required: bool) -> Field:
 
 def _choices(values: list[Any], names: Any) -> tuple[tuple[str, str], ...]:
     """(value as JSON, label) of each choice: the label is its `enumNames` entry, else the value."""
-    labels = names if isinstance(names, list) and len(names) == len(values) else values
-    return tuple((json.dumps(v, ensure_ascii=False), shown if isinstance(shown, str) else json.dumps(shown))
-                 for v, shown in zip(values, labels))
+    return tuple((json.dumps(v, ensure_ascii=False), shown)
+                 for v, shown in zip(values, labels_of({"enum": values, "enumNames": names})))
 
 
 def _first(layers: Iterable[dict[str, Any]], key: str) -> Any:

@@ -12,6 +12,7 @@ understood: one odd field never makes the whole question fail.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 __all__ = ["FREE_TEXT_NOTE", "form_field", "form_schema", "labels_of"]
@@ -21,13 +22,17 @@ _SCALARS = ("string", "number", "integer", "boolean")
 _KEPT = ("title", "description", "default", "format", "minLength", "maxLength", "minimum", "maximum")
 
 
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def labels_of(prop: Mapping[str, Any]) -> list[str]:
     """The labels of a select's values: its `enumNames` when there is one per value, else the values."""
     values = prop.get("enum") if isinstance(prop.get("enum"), list) else []
     names = prop.get("enumNames")
     if isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) and n for n in names):
         return list(names)
-    return [v if isinstance(v, str) else str(v) for v in values]
+    return [_shown(v) for v in values]
 
 
 def _choices(prop: Mapping[str, Any]) -> tuple[list[Any], list[str]] | None:
@@ -47,7 +52,7 @@ def _choices(prop: Mapping[str, Any]) -> tuple[list[Any], list[str]] | None:
 
 def _select(values: list[Any], labels: list[str], kind: str) -> dict[str, Any]:
     out: dict[str, Any] = {"type": kind, "enum": values}
-    if labels != [v if isinstance(v, str) else str(v) for v in values]:
+    if labels != [_shown(v) for v in values]:
         out["enumNames"] = labels
     return out
 
