@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import time
 from pathlib import Path
@@ -168,3 +169,24 @@ def test_the_console_offers_the_tools_image_for_download(runtime: Runtime) -> No
         assert http.get(f"/jobs/{job.id}/files/nothing.png").status_code == 404
         api = http.get(f"/v1/jobs/{job.id}").json()
     assert api["output"]["content"][1]["type"] == "image"  # the API's output is the tool's result, kept whole
+
+
+def test_an_http_session_the_server_forgot_is_opened_again(tmp_path: Path) -> None:
+    from mcp_harness import free_port, serving
+    from node_tools import EVERYTHING, node
+
+    argv = [node(), str(EVERYTHING), "streamableHttp"]
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    pool = McpServers()
+    spec = ServerSpec.from_url(f"http://127.0.0.1:{port}/mcp")
+    try:
+        with serving(argv, port, env=env):
+            assert asyncio.run(pool.call(spec, "echo", {"message": "before"}))[1]["content"][0]["text"] == "Echo: before"
+        with serving(argv, port, env=env, out=tmp_path / "restarted.log"):  # a new process: the session is unknown
+            for word in ("after", "again"):
+                assert asyncio.run(pool.call(spec, "echo", {"message": word}))[1]["content"][0]["text"] == f"Echo: {word}"
+            said = (tmp_path / "restarted.log").read_text()
+    finally:
+        pool.close()
+    assert said.count("Session initialized with ID") == 1, said

@@ -5,7 +5,8 @@ and expects every later request of that client on it. Opening a session per call
 (and, against a server of an earlier protocol, a refused discovery request) each time, and loses what
 the session negotiated. So the pool keeps one `HttpServer` per server spec, as it keeps a
 `StdioServer`: opened on first use, with a bounded number of attempts to connect; opened again on the
-next call when it has ended (the server restarted and forgot the session, the connection broke).
+next call when it has ended (the connection broke), or at once when the server refuses a call because
+it no longer knows the session (it restarted): that call never ran, so it is made again, once.
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ class HttpServer(StdioServer):
                     raise McpFailure("Unavailable", f"cannot connect to the MCP server `{self.spec.label()}` "
                                                     f"({attempts} attempts): {describe(error)}") from None
                 await asyncio.sleep(HTTP_RETRY_DELAY_S * 2 ** (attempt - 1))
+
+    async def forgotten(self, client: Any) -> bool:
+        """Whether the session is gone on the server's side: a listing over it is refused too (a server
+        that restarted answers every request of an old session with an error, 404 or 400)."""
+        try:
+            await asyncio.wait_for(client.list_tools(), HTTP_CONNECT_TIMEOUT_S)
+        except Exception:  # any refusal means the same here: the session cannot carry the call
+            return True
+        return False
 
     def _crash_reason(self, during: str) -> str:
         return (f"the connection to the MCP server `{self.spec.label()}` broke during {during}; a new session "

@@ -178,7 +178,9 @@ class McpServers:
 
     async def _session_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                             timeout_s: float, *, entry: StdioServer | None = None,
-                            on_progress: ProgressSink | None = None) -> Any:
+                            on_progress: ProgressSink | None = None, fresh: bool = False) -> Any:
+        """List or call over the server's session. An HTTP server that refuses a call because it no
+        longer knows the session (it restarted) gets the call once more over a new session (`fresh`)."""
         entry = entry or self._sessions.get(server)
         if entry is None:
             entry = self._sessions[server] = session_for(server, self)
@@ -197,6 +199,10 @@ class McpServers:
         except Exception as exc:
             if is_connection_error(exc) or not entry._alive():
                 raise await entry.crashed(f"a call of tool {tool!r}", client) from None
+            if not fresh and await entry.forgotten(client):  # the server restarted: the call never ran
+                await entry.crashed(f"a call of tool {tool!r}", client)
+                return await self._session_call(server, tool, arguments, timeout_s, entry=entry,
+                                                on_progress=on_progress, fresh=True)
             raise protocol_failure(exc, tool, server) from None
         entry.succeeded()
         return info, result

@@ -224,6 +224,11 @@ class StdioServer:
             tail = stderr.text()
         return McpFailure("Crashed", self._crash_reason(during), stderr_tail=tail)
 
+    async def forgotten(self, client: Any) -> bool:
+        """Whether the server no longer knows this session, so a refused request never ran (an HTTP
+        server that restarted); a stdio session lives as long as its process."""
+        return False
+
     def _crash_reason(self, during: str) -> str:
         return f"the MCP server `{self.spec.label()}` died during {during}; it is restarted on the next call"
 
