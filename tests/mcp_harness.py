@@ -77,12 +77,13 @@ def mcp_plugin(root: Path, name: str, argv: list[str], agents: Mapping[str, str]
 @contextlib.contextmanager
 def installed(home: Path, plugin: Path) -> Iterator["Runtime"]:
     """A runtime under `home` with `plugin` installed; its MCP servers and the runtime closed on exit."""
+    from oz0.edge.flows.engine import FLOW_ENGINE
     from oz0.edge.mcp.pool import servers
-    from oz0.edge.plugins.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.runtime.runner import Runtime
 
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(plugin), actor="test")
         yield runtime

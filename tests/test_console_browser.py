@@ -255,7 +255,7 @@ MANY_PLUGIN = {
 def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(page, console, tmp_path):
     from collections import Counter
 
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from oz0.renderers import render
 
@@ -346,11 +346,13 @@ WRAPPED_LINES = """(pre) => {
 @pytest.fixture(scope="module")
 def example_console(tmp_path_factory):
     """A console with the example plugin (`oz0 plugin install --example`) installed."""
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from oz0.edge.runtime.runner import Runtime
 
-    runtime = Runtime(tmp_path_factory.mktemp("example") / "home")
+    from oz0.edge.flows.engine import FLOW_ENGINE
+
+    runtime = Runtime(tmp_path_factory.mktemp("example") / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(Path(__file__).resolve().parent.parent / "edge" / "example_plugin"),
                    actor="test")
     with ConsoleThread(runtime) as server:

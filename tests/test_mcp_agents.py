@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 from oz0.adapters.cli import main
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.runner import Runtime
 from mcp_harness import SERVER, http_server, installed, mcp_plugin

@@ -19,8 +19,9 @@ from node_tools import EVERYTHING_TOOLS, everything_argv, everything_http
 from oz0.adapters.cli import main
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.spec import ServerSpec
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from oz0.renderers import RENDERERS
 
@@ -96,7 +97,7 @@ def test_an_http_server_keeps_one_session_across_calls(tmp_path: Path) -> None:
 def console(tmp_path_factory: pytest.TempPathFactory):
     from console_plugin import ConsoleThread
 
-    rt = Runtime(tmp_path_factory.mktemp("home"))
+    rt = Runtime(tmp_path_factory.mktemp("home"), flow_engine=FLOW_ENGINE)
     plugin = everything_plugin(tmp_path_factory.mktemp("plugin"), {"elicit": "tool: trigger-elicitation-request"})
     install_plugin(rt, load_plugin(plugin), actor="test")  # listed as a client that can ask: it is offered
     with ConsoleThread(rt) as server:

@@ -23,8 +23,9 @@ from node_tools import redocly_argv
 from oz0.adapters.cli import main
 from oz0.adapters.console.api_doc import api_document
 from oz0.adapters.console.api import plugin_versions
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "edge" / "example_plugin"
@@ -33,7 +34,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "edge" / "example_plugin"
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     home = tmp_path_factory.mktemp("home")
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(EXAMPLE), actor="test")
         console = api_document((*runtime.agents(), *runtime.flows()), versions=plugin_versions(runtime))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from oz0.edge.cards.model import Action, Card
-from oz0.edge.runtime.answer_fields import labels_of
+from oz0.edge.contracts.answer_fields import labels_of
 
 __all__ = [
     "ANSWER_ACTION",

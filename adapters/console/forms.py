@@ -15,7 +15,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import SchemaView
-from oz0.edge.runtime.answer_fields import labels_of
+from oz0.edge.contracts.answer_fields import labels_of
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
 

@@ -1,19 +1,20 @@
 """The `mcp` agent kind: an agent file that names a server and a tool; a job calls the tool.
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
-outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
+outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import KEPT_KEYS, read_tool_result
+from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
@@ -101,13 +102,15 @@ def tool_name(spec: Any) -> str:
     return tool
 
 
-async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None) -> Any:
+async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
+                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
 
     The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
     as the agent's output contract), or its text (parsed when it is JSON). `isError` and a result that
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
-    with the edge's validator when the runtime has not already done so.
+    with the edge's validator when the runtime has not already done so. `reserve` (the runtime's budgets,
+    edge.runtime.budgets) is entered around the tool call: a refusal never reaches the server.
     """
     import orjson
 
@@ -136,9 +139,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
                                              f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
-    from oz0.edge.runtime.budgets import budget_call, call_need  # here: it brings the store (SQLAlchemy)
-
-    async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
+    async with reserve() if reserve is not None else nullcontext():
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
                                     elicit=elicit, on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
@@ -155,7 +156,7 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
     """What a CallToolResult means as a job output: its structured content, else its text; a result
     with blocks other than text is kept whole (content, structuredContent, isError), so its images and
     links reach the card, uploaded or listed, as `oz0 mcp call` shows them. The output check reads
-    such a result's value with the same reader (edge.mcp.result.kept_value)."""
+    such a result's value with the same reader (edge.results.tool_result.kept_value)."""
     read = read_tool_result(result)
     if not read.complete:
         raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
@@ -164,7 +165,7 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
         raise McpFailure("AgentError", f"tool {tool!r} reported an error: "
                                        + (read.text.strip() or "it did not say what"),
                          partial_output=read.structured)
-    if read.has_other_blocks:  # an image, a link...: the card reads them from the result (edge.mcp.blocks)
+    if read.has_other_blocks:  # an image, a link...: the card reads them from the result (edge.results.blocks)
         return {k: result[k] for k in KEPT_KEYS if k in result}
     return read.value()
 

@@ -21,7 +21,7 @@ from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, is_connection_error, list_tools, pick, protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.model.progress import ProgressSink
 from oz0.edge.mcp.stdio import STOP_TIMEOUT_S, StdioServer
 
 __all__ = [

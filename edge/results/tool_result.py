@@ -52,7 +52,7 @@ class ToolResult:
     @property
     def has_other_blocks(self) -> bool:
         """Content blocks other than text (images, audio, resource links, embedded resources): what
-        the value alone would drop, so a job keeps the whole result for its card (edge.mcp.blocks)."""
+        the value alone would drop, so a job keeps the whole result for its card (edge.results.blocks)."""
         return isinstance(self.content, list) and any(
             not (isinstance(b, dict) and b.get("type") == "text") for b in self.content)
 
