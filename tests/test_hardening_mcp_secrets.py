@@ -98,5 +98,10 @@ def test_an_http_servers_header_secret_never_shows(tmp_path):
         seen = shown(rt, job)
         assert "API_TOKEN=[redacted]" in seen and leaks(seen) == []
     finally:
+        servers().close()   # the pool's HTTP session first, so the server can stop at once
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
