@@ -37,6 +37,7 @@ from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import Leases
 from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.jobs import Job
@@ -110,11 +111,26 @@ def _positive(env: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def _transient_step(error: BaseException) -> bool:
+    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
+    journal write that failed succeeds once it is back); anything else is the step's own end."""
+    transient = is_transient(error)
+    if transient:
+        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
+    return transient
+
+
+# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
+# minutes in all; a 15 s outage is retried within 5 s of its end.
+STEP_RETRIES: dict[str, Any] = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
+                                "backoff_rate": 1.3, "max_attempts": 25}
+
+
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
-    status = await DBOS.run_step_async({"name": "oz0.run"}, engine.run_step, job_id)
-    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    status = await DBOS.run_step_async({"name": "oz0.run", **STEP_RETRIES}, engine.run_step, job_id)
+    await DBOS.run_step_async({"name": "oz0.deliver", **STEP_RETRIES}, engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 

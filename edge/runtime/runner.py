@@ -87,6 +87,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
+        self._held_ends: dict[str, dict[str, Any]] = {}  # job id -> an end the journal could not take yet
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
@@ -264,6 +265,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                            resume: bool = False) -> Job:
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
+        held = self._held_ends.get(job_id)
+        if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
+            return self._end(job_id, **held)
         started = _now()
         claimable = ("queued", "running") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
@@ -337,6 +341,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
 
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
+        """Journal a job's end. Until it is written the end is held in memory: on a database fault this
+        raises, the engine retries the step, and the step writes the held end instead of running the
+        agent again (execute_here)."""
+        self._held_ends[job_id] = {"status": status, "attempts": attempts, "output": output, "kind": kind,
+                                   "reason": reason}
         if status == "succeeded":
             ending = self.job(job_id)
             limit = self.tree_reason(ending) if ending is not None else None
@@ -349,6 +358,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
+        self._held_ends.pop(job_id, None)
         job = self.job(job_id)
         assert job is not None
         return job

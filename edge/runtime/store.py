@@ -220,7 +220,8 @@ class Store:
             if url.startswith(plain):  # psycopg 3 (the `postgres` extra) unless the URL names a driver
                 url = "postgresql+psycopg://" + url[len(plain):]
         self.url = url
-        self.engine: Engine = create_engine(url, future=True)
+        # pre-ping: after a database restart a pooled connection is found dead at checkout, not mid-write
+        self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"))
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self.schema: SchemaChange = upgrade_schema(self.engine)  # Alembic migrations; one query when already current

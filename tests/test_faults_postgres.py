@@ -1,0 +1,81 @@
+"""Faults of the database, as a user meets them: two real `oz0 serve` replicas, a real Postgres of the
+test's own that is stopped and started under them, signed Slack HTTP deliveries, the Slack stand-in.
+
+- Postgres stopped while jobs run: every job ends, one card each, no job runs twice.
+- An ask made while Postgres is down is never acked and then forgotten: the mention gets a 5xx (Slack
+  redelivers it), the slash command a "could not start" answer.
+- After a Postgres restart each replica takes its lease back: a replica killed afterwards has its jobs
+  taken over by the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+
+from replica_harness import runs
+from slack_standin import SlackStandIn
+from test_replicas import LEASE_S, cards, post_command, post_mention, replicas, wait_runs
+
+OUTAGE_S = 4.0
+
+
+@pytest.fixture(scope="module")
+def own_postgres():
+    """A Postgres cluster these tests may stop and start (the shared one serves the other tests)."""
+    from postgres_server import PostgresServer, find_binaries
+
+    if find_binaries() is None:
+        pytest.skip("the Postgres server binaries (initdb, postgres) are not installed; `make test` installs them")
+    pytest.importorskip("psycopg")
+    try:
+        server = PostgresServer.start()
+    except PermissionError as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+def _journal(url: str) -> dict[str, str]:
+    from oz0.edge.runtime.store import Store
+
+    store = Store(url)
+    try:
+        return {row["input"]: row["status"] for row in store.jobs(limit=1000)}
+    finally:
+        store.close()
+
+
+def test_postgres_stopped_while_jobs_run_loses_no_job_and_runs_none_twice(tmp_path, own_postgres):
+    url = own_postgres.database()
+    count = 10
+
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=url)
+            try:
+                await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                for i in range(count):
+                    assert await post_mention(http, (a, b)[i % 2], f"echo sleep 1.{i}", event_id=f"EvOut{i}") == 200
+                await wait_runs(tmp_path / "runs.txt", "start", count)
+                await asyncio.to_thread(own_postgres.halt)   # the agents end while the journal is gone
+                await asyncio.sleep(OUTAGE_S)
+                await asyncio.to_thread(own_postgres.resume)
+                back = time.monotonic()
+                await slack.wait_for("chat.update", count, timeout=30)
+                took = time.monotonic() - back
+                await asyncio.sleep(2 * LEASE_S + 1)   # room for a takeover of a live replica, which must not come
+            finally:
+                a.stop()
+                b.stop()
+            ends = [r[2] for r in runs(tmp_path / "runs.txt") if r[0] == "end"]
+            assert sorted(ends) == sorted(f"sleep 1.{i}" for i in range(count)), ends
+            for i in range(count):
+                assert len(cards(slack, f"echo: sleep 1.{i}")) == 1, i
+            assert set(_journal(url).values()) == {"succeeded"}
+            assert took < 30, took
+            assert not any("its lease expired" in line for line in a.lines + b.lines)
+    asyncio.run(main())
