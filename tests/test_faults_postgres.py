@@ -79,3 +79,36 @@ def test_postgres_stopped_while_jobs_run_loses_no_job_and_runs_none_twice(tmp_pa
             assert took < 30, took
             assert not any("its lease expired" in line for line in a.lines + b.lines)
     asyncio.run(main())
+
+
+def test_asks_made_while_postgres_is_down_are_redelivered_or_told_to_ask_again(tmp_path, own_postgres):
+    url = own_postgres.database()
+
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            (a,) = replicas(tmp_path, slack, ["solo"], database_url=url)
+            try:
+                await asyncio.to_thread(a.start)
+                assert await post_mention(http, a, "echo warm", event_id="EvWarm") == 200  # the agents read once
+                await slack.wait_for("chat.update", 1, timeout=30)
+                await asyncio.to_thread(own_postgres.halt)
+                try:
+                    # Slack resends an event that was not acked: a 5xx, never a 200 and then nothing
+                    assert await post_mention(http, a, "echo lost?", event_id="EvDown") >= 500
+                    # a slash command is never resent: its asker is told, in its private view
+                    status, _ = await post_command(http, a, slack, "echo later", trigger_id="9.9.down")
+                    assert status == 200
+                    told = await slack.wait_for("response", 1, timeout=10)
+                finally:
+                    await asyncio.to_thread(own_postgres.resume)
+                assert "could not start this ask" in str(told[-1].args) and "ask again" in str(told[-1].args)
+                # Slack's redelivery of the event, once the journal is back: answered once
+                assert await post_mention(http, a, "echo lost?", event_id="EvDown") == 200
+                await slack.wait_for("chat.update", 2, timeout=30)
+            finally:
+                a.stop()
+            assert len(cards(slack, "echo: lost?")) == 1
+            ends = [r[2] for r in runs(tmp_path / "runs.txt") if r[0] == "end"]
+            assert ends == ["warm", "lost?"], ends
+            assert "later" not in _journal(url)
+    asyncio.run(main())

@@ -39,6 +39,7 @@ from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.metrics import count_channel_error
+from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
@@ -129,20 +130,52 @@ class AskFlow:
 
     # -- an ask --
 
-    async def ask(self, ask: Ask) -> None:
-        """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
+    async def ask(self, ask: Ask, *, recorded: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Check, journal, answer: a help card, a refusal, or the working message and then the card.
+
+        `recorded` is for a platform that sends again what was not acknowledged (Slack's events): it is
+        awaited once the ask is journaled (or found journaled), and never while the journal cannot be
+        written, so the platform gets an error and redelivers. Without it, an ask the journal cannot
+        take is answered "could not start: ask again", where it was asked; never "working..." and then
+        nothing."""
+        done = _Once(recorded)
+        shown: list[Any] = []   # the reply whose working message was shown before the journal took the ask
+        try:
+            await self._ask(ask, done, shown)
+        except Exception as exc:
+            if not is_transient(exc) or done.called:
+                raise
+            await self._not_started(ask, exc, redelivered=recorded is not None, shown=shown)
+
+    async def _not_started(self, ask: Ask, exc: BaseException, *, redelivered: bool, shown: list[Any]) -> None:
+        self.log.warning("could not journal the ask %s (%s)%s", ask.delivery, type(exc).__name__,
+                         f": not acknowledged, so {self.wire.name} sends it again" if redelivered and not shown
+                         else "; the asker is told to ask again")
+        count_channel_error(self.wire.platform, UNAVAILABLE)
+        if redelivered and not shown:
+            return
+        card = failure_card(f"oz0 could not start this ask: {unavailable_reason(exc)}. Nothing was run; ask "
+                            "again in a minute.", code=UNAVAILABLE)
+        rendered = self.draw(card)
+        if shown:
+            await self.wire.deliver(shown[0], rendered)
+        else:
+            assert card.status is not None
+            await self.wire.refuse(ask, card.status.message, rendered)
+
+    async def _ask(self, ask: Ask, recorded: "_Once", shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 card = help_card([s for s in specs if s.name in allowed], self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         refusal, denial = self._refusal(ask, asker, names)
         if refusal is not None:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 assert refusal.status is not None
                 await self.wire.refuse(ask, refusal.status.message, await self.jobs.call(self.draw, refusal))
                 if denial is not None:
@@ -150,16 +183,19 @@ class AskFlow:
             return
         assert ask.agent is not None
         if ask.help:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 spec = next(s for s in specs if s.name == ask.agent)
                 card = agent_help_card(spec, self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         early = self.wire.working_first(ask)
         reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
+        if early:
+            shown.append(reply)
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
                                         reply_to=reply.to_dict())
+        await recorded()
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
             if not early:
@@ -168,16 +204,24 @@ class AskFlow:
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent))
         if reply.to_dict() != ask.reply.to_dict():
-            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
+            try:
+                await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self.log.warning("job %s: could not journal where its working message is (%s); its card is "
+                                 "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
     def _working(self, agent: str) -> Rendered:
         """The working message of `agent`, drawn once per channel."""
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
-    async def _first(self, ask: Ask) -> bool:
+    async def _first(self, ask: Ask, recorded: "_Once") -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""
-        if await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}"):
+        first = await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}")
+        await recorded()
+        if first:
             return True
         self.log.info("redelivered %s ignored: already answered", ask.delivery)
         await self.wire.ignore(ask)
@@ -290,6 +334,20 @@ class AskFlow:
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
 
+
+
+class _Once:
+    """A channel's `recorded` callback (its platform's ack), awaited at most once."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]] | None) -> None:
+        self.call = call
+        self.called = False
+
+    async def __call__(self) -> None:
+        if not self.called:
+            self.called = True
+            if self.call is not None:
+                await self.call()
 
 
 class Restarts:
