@@ -13,9 +13,10 @@ import errno
 
 from sqlalchemy import exc as sa_exc
 
-__all__ = ["UNAVAILABLE", "is_transient", "unavailable_reason"]
+__all__ = ["RETRY_AFTER_S", "UNAVAILABLE", "is_transient", "unavailable_reason"]
 
 UNAVAILABLE = "unavailable"   # the QZX error code and the failure card's code of a journal that cannot be written
+RETRY_AFTER_S = 30            # the Retry-After of an HTTP 503 (or 429) the bot answers while it cannot take work
 
 _SQLITE_TRANSIENT = ("database or disk is full", "disk i/o error", "database is locked", "unable to open database")
 
