@@ -112,3 +112,34 @@ def test_asks_made_while_postgres_is_down_are_redelivered_or_told_to_ask_again(t
             assert ends == ["warm", "lost?"], ends
             assert "later" not in _journal(url)
     asyncio.run(main())
+
+
+def test_after_a_postgres_restart_a_replica_killed_has_its_jobs_taken_over(tmp_path, own_postgres):
+    url = own_postgres.database()
+
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=url)
+            try:
+                await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                marks = (len(a.lines), len(b.lines))
+                await asyncio.to_thread(own_postgres.halt)
+                await asyncio.sleep(2)
+                await asyncio.to_thread(own_postgres.resume)
+                for replica, mark in zip((a, b), marks):   # each takes its own lease back, before any peer could
+                    await asyncio.to_thread(replica.wait_log, f"replica {replica.name} holds its lease again",
+                                            timeout=LEASE_S * 4 + 10, since=mark)
+                assert await post_mention(http, a, "echo sleep 2", event_id="EvAfter") == 200
+                await wait_runs(tmp_path / "runs.txt", "start", 1)
+                first = runs(tmp_path / "runs.txt")[0][1]
+                victim, survivor = (a, b) if first == a.process.pid else (b, a)
+                await asyncio.to_thread(victim.kill)
+                killed = time.monotonic()
+                posted = (await slack.wait_for("chat.update", 1, timeout=LEASE_S + 20))[0]
+                assert posted.at - killed <= LEASE_S + 10, posted.at - killed
+            finally:
+                a.kill()
+                b.kill()
+            assert "echo: sleep 2" in str(posted.args)
+            assert any(f"replica {victim.name} stopped (its lease expired)" in line for line in survivor.lines)
+    asyncio.run(main())
