@@ -18,6 +18,9 @@ that registered for the job's platform), so a step finished before a crash is ne
   replicas) and OZ0_WORKER_CONCURRENCY (default 16) as the limit per replica.
 - A step that cannot be resumed (a live MCP call: the session died with the process) is not rerun:
   the job ends as interrupted and the deliver step says so in its thread, once.
+- Execution is at least once: a job cut short by a crash runs its agent again (agents get the job id
+  as an idempotency key); after `limits.max_restarts` restarts in a row (default 3) it ends
+  interrupted instead. A database fault inside a step is retried (STEP_RETRIES), never the job's end.
 
 This module imports dbos (about a second); only `Runtime.launch_engine` imports it.
 """
@@ -36,7 +39,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import Leases
+from oz0.edge.plugins.manifest import Limits
+from oz0.edge.runtime.jobs import UnknownAgent
 from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
@@ -290,14 +296,21 @@ class Engine(Leases):
                 job_id, reason="the bot restarted while this job waited for an answer inside a running step "
                                "(the call that asked is gone); ask again to rerun it")
             return ended.status
-        if job.status == "running":
+        if job.status == "running" and (self.runtime.store.job(job_id) or {}).get("runner") != runner_id():
             kind = self._kind(job.agent)
             if kind in NOT_RESUMABLE_KINDS:
                 ended = self.runtime.end_interrupted(
                     job_id, reason=f"the replica running this job stopped during a live {kind} call, which "
                                    "cannot be resumed; ask again to rerun it")
                 return ended.status
-            log.info("resuming job %s (%s), cut short on another run", job_id, job.agent)
+            restarts, limit = self.runtime.store.count_restart(job_id), self._max_restarts(job.agent)
+            if restarts > limit:
+                ended = self.runtime.end_interrupted(
+                    job_id, reason=f"the bot stopped {restarts} times in a row while this job ran "
+                                   f"(limits.max_restarts is {limit}), so it is not run again; ask again to rerun it")
+                return ended.status
+            log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
+                     job.agent, restarts, limit)
         ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
         return ended.status
 
@@ -339,6 +352,12 @@ class Engine(Leases):
 
             return flow_workflow
         return _job_workflow
+
+    def _max_restarts(self, agent: str) -> int:
+        try:
+            return self.runtime.agent(agent).limits.max_restarts
+        except UnknownAgent:  # uninstalled since: the run step reports it as UnknownAgent
+            return Limits.max_restarts
 
     def _kind(self, agent: str) -> str | None:
         try:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    func,
     insert,
     select,
     update,
@@ -118,6 +119,7 @@ jobs = Table(
     Column("tree_steps", Integer, nullable=True),   # revision 0007: steps run below this job
     Column("limit_reached", Text, nullable=True),   # revision 0007: on a root, the limit that ended its tree
     Column("progress", JSON(none_as_null=True), nullable=True),  # revision 0009: the latest, edge.runtime.progress
+    Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
@@ -281,6 +283,13 @@ class Store:
             query = query.where(jobs.c.status.in_(list(only_if_status)))
         with self.engine.begin() as conn:
             return conn.execute(query).rowcount == 1
+
+    def count_restart(self, job_id: str) -> int:
+        """One more restart of the job (resumed after the process running it stopped): the count now."""
+        with self.engine.begin() as conn:
+            conn.execute(update(jobs).where(jobs.c.id == job_id).values(
+                restarts=func.coalesce(jobs.c.restarts, 0) + 1))
+            return int(conn.execute(select(jobs.c.restarts).where(jobs.c.id == job_id)).scalar() or 0)
 
     # audit ------------------------------------------------------------------------------------
 
