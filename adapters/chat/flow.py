@@ -188,8 +188,16 @@ class AskFlow:
                 card = agent_help_card(spec, self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
+        spec = next(s for s in specs if s.name == ask.agent)
+        busy = await self.jobs.call(self.runtime.backlog.busy, spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            if await self._first(ask, recorded):
+                await self.wire.refuse(ask, busy.message, await self.jobs.call(
+                    self.draw, failure_card(busy.message, code="busy")))
+            return
+        ahead = await self.jobs.call(self.runtime.backlog.queued, spec.name)
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
+        reply = await self.wire.working(ask, self._working(ask.agent, ahead)) if early else ask.reply
         if early:
             shown.append(reply)
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
@@ -202,7 +210,7 @@ class AskFlow:
                 await self.wire.ignore(ask)
             return
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
         if reply.to_dict() != ask.reply.to_dict():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
@@ -213,8 +221,11 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str) -> Rendered:
-        """The working message of `agent`, drawn once per channel."""
+    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+        """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
+        its place (drawn each time)."""
+        if ahead:
+            return self.draw(working_card(agent, ahead=ahead))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask, recorded: "_Once") -> bool:

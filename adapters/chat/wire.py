@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequenc
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.plugins.manifest import AgentSpec
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.jobs import Job
 from oz0.edge.runtime.progress import Progress
 from oz0.renderers.rendered import Rendered
@@ -102,6 +103,7 @@ class ChatRuntime(Protocol):
     where a channel reads access.yaml)."""
 
     home: Path
+    backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
 
     def agents(self) -> list[AgentSpec]: ...
 

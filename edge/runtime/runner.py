@@ -32,6 +32,7 @@ from oz0.edge.mcp.kind import with_tool_contracts
 from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
@@ -92,6 +93,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
+        self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
 
         watch_tools(self)

@@ -284,6 +284,14 @@ class Store:
         with self.engine.begin() as conn:
             return conn.execute(query).rowcount == 1
 
+    def count_queued(self, agent: str | None = None) -> int:
+        """Jobs waiting their turn (status `queued`), of one agent or of all (edge.runtime.backlog)."""
+        query = select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
+        if agent is not None:
+            query = query.where(jobs.c.agent == agent)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
     def count_restart(self, job_id: str) -> int:
         """One more restart of the job (resumed after the process running it stopped): the count now."""
         with self.engine.begin() as conn:
