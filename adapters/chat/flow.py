@@ -47,6 +47,7 @@ __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
+STOPPED_GRACE_S = 1.0        # how long a channel's tasks may finish once the runtime's jobs were drained
 
 
 class AskFlow:
@@ -97,7 +98,9 @@ class AskFlow:
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
         try:
-            await self.tasks.drain()
+            # after a drain (runtime.stopping) the engine posts the cards of jobs that finished, and the
+            # rest resume elsewhere: nothing is left here to wait for
+            await self.tasks.drain(timeout=STOPPED_GRACE_S if self.runtime.stopping else None)
         finally:
             self.jobs.close()
 
@@ -140,22 +143,26 @@ class AskFlow:
         nothing."""
         done = _Once(recorded)
         shown: list[Any] = []   # the reply whose working message was shown before the journal took the ask
+        if self.runtime.stopping:   # a stop began: this replica takes no more work
+            await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
+            return
         try:
             await self._ask(ask, done, shown)
         except Exception as exc:
             if not is_transient(exc) or done.called:
                 raise
-            await self._not_started(ask, exc, redelivered=recorded is not None, shown=shown)
+            self.log.warning("could not journal the ask %s (%s)", ask.delivery, type(exc).__name__)
+            await self._not_started(ask, unavailable_reason(exc), redelivered=recorded is not None, shown=shown)
 
-    async def _not_started(self, ask: Ask, exc: BaseException, *, redelivered: bool, shown: list[Any]) -> None:
-        self.log.warning("could not journal the ask %s (%s)%s", ask.delivery, type(exc).__name__,
-                         f": not acknowledged, so {self.wire.name} sends it again" if redelivered and not shown
-                         else "; the asker is told to ask again")
+    async def _not_started(self, ask: Ask, why: str, *, redelivered: bool, shown: list[Any]) -> None:
+        """An ask this replica cannot take: not acknowledged where the platform sends it again, else
+        answered "could not start: ask again" where it was asked."""
         count_channel_error(self.wire.platform, UNAVAILABLE)
         if redelivered and not shown:
+            self.log.info("%s not acknowledged (%s): %s sends it again", ask.delivery, why, self.wire.name)
             return
-        card = failure_card(f"oz0 could not start this ask: {unavailable_reason(exc)}. Nothing was run; ask "
-                            "again in a minute.", code=UNAVAILABLE)
+        card = failure_card(f"oz0 could not start this ask: {why}. Nothing was run; ask again in a minute.",
+                            code=UNAVAILABLE)
         rendered = self.draw(card)
         if shown:
             await self.wire.deliver(shown[0], rendered)
@@ -249,6 +256,10 @@ class AskFlow:
             self._progress[job_id] = progress
             try:
                 await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
+            except Exception as exc:
+                if not self.runtime.stopping:
+                    raise
+                self.log.info("job %s is left to resume after the stop (%s)", job_id, type(exc).__name__)
             finally:
                 self._progress.pop(job_id, None)
                 await progress.close()

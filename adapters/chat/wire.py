@@ -104,6 +104,7 @@ class ChatRuntime(Protocol):
 
     home: Path
     backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
+    stopping: bool     # a stop began: asks are turned away (Runtime.drain)
 
     def agents(self) -> list[AgentSpec]: ...
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import threading
@@ -230,6 +231,14 @@ class Engine(Leases):
         if self.postgres:
             self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
             self._watcher.start()
+
+    def drain(self, timeout_s: float) -> None:
+        """A stop (SIGTERM): take no more work from the queues, let the workflows running here finish
+        for up to `timeout_s` (their cards posted by the channels, still up meanwhile), and leave the
+        rest pending, for the next start or a peer (DBOS's own shutdown wait)."""
+        if self.launched:
+            self.launched = False
+            DBOS.destroy(workflow_completion_timeout_sec=math.ceil(timeout_s))
 
     def shutdown(self) -> None:
         """Stop DBOS; jobs still running stay pending and resume at the next start (or on a peer)."""

@@ -90,6 +90,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
         self._held_ends: dict[str, dict[str, Any]] = {}  # job id -> an end the journal could not take yet
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
+        self.stopping = False  # a stop began (drain): asks are turned away, running jobs finish
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
@@ -117,6 +118,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         engine = Engine(self, env=dict(env) if env is not None else None)
         engine.launch()
         self.engine = engine
+
+    def drain(self, timeout_s: float) -> None:
+        """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
+        to `timeout_s`; the rest resume at the next start, or on another replica."""
+        self.stopping = True
+        if self.engine is not None:
+            self.engine.drain(timeout_s)
 
     @property
     def engine_launched(self) -> bool:
