@@ -31,8 +31,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 import aiohttp  # noqa: E402
 
 from postgres_server import PostgresServer  # noqa: E402
-from replica_harness import Replica, install_replica_plugin  # noqa: E402
-from slack_harness import free_port  # noqa: E402
+from replica_harness import bench_replicas, install_replica_plugin  # noqa: E402
 from slack_standin import SlackStandIn, mention_event_body, signed_headers  # noqa: E402
 
 TARGET_RATIO = 0.5
@@ -87,12 +86,7 @@ def floor(tmp: Path, url: str, seconds: float, window: int) -> float:
 
 async def engine(tmp: Path, url: str, seconds: float, warmup: float, window: int) -> dict[str, float]:
     async with SlackStandIn() as slack, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        made = []
-        for name in ("bench-a", "bench-b"):
-            home = tmp / f"home-{name}"
-            install_replica_plugin(home, database_url=url)
-            made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
-                                     runs_file=tmp / "runs.txt", database_url=url, OZ0_MAX_QUEUED="100000"))
+        made = bench_replicas(tmp, api_url=slack.api_url, database_url=url, OZ0_MAX_QUEUED="100000")
         try:
             await asyncio.gather(*(asyncio.to_thread(r.start) for r in made))
             sent = 0

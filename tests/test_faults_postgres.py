@@ -23,22 +23,6 @@ from test_replicas import LEASE_S, cards, post_command, post_mention, replicas, 
 OUTAGE_S = 4.0
 
 
-@pytest.fixture(scope="module")
-def own_postgres():
-    """A Postgres cluster these tests may stop and start (the shared one serves the other tests)."""
-    from postgres_server import PostgresServer, find_binaries
-
-    if find_binaries() is None:
-        pytest.skip("the Postgres server binaries (initdb, postgres) are not installed; `make test` installs them")
-    pytest.importorskip("psycopg")
-    try:
-        server = PostgresServer.start()
-    except PermissionError as exc:
-        pytest.skip(str(exc))
-    yield server
-    server.stop()
-
-
 def _journal(url: str) -> dict[str, str]:
     from oz0.edge.runtime.store import Store
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import delete, insert
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -28,6 +32,7 @@ from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
 from oz0.edge.runtime.metrics import metrics_registry
+from oz0.edge.runtime.store import claims
 
 __all__ = ["OPEN_PATHS", "READY_DB_TIMEOUT_S", "routes"]
 
@@ -65,8 +70,8 @@ def routes(runtime: Any) -> list[Route]:
 
 async def _database(runtime: Any) -> dict[str, Any]:
     def probe() -> int | None:
-        runtime.store.probe_write(f"readyz:{os.getpid()}")
-        return runtime.store.free_bytes()
+        _write_probe(runtime.store.engine, f"readyz:{os.getpid()}")
+        return _free_bytes(runtime.store.engine)
 
     try:
         free = await asyncio.wait_for(run_in_threadpool(probe), timeout=READY_DB_TIMEOUT_S)
@@ -81,6 +86,23 @@ async def _database(runtime: Any) -> dict[str, Any]:
         return {"ok": False, "error": f"the journal's disk has {free // 1024} KiB free (under "
                                       f"{READY_MIN_FREE_BYTES >> 20} MiB)"}
     return {"ok": True}
+
+
+def _write_probe(engine: Engine, key: str) -> None:
+    """A row written and taken back in one transaction: raises where the database cannot be written
+    (a read-only or failed-over server, a full disk), though it may still answer reads."""
+    with engine.begin() as conn:
+        conn.execute(delete(claims).where(claims.c.key == key))
+        conn.execute(insert(claims).values(key=key, at=time.time()))
+        conn.execute(delete(claims).where(claims.c.key == key))
+
+
+def _free_bytes(engine: Engine) -> int | None:
+    """Free space on a SQLite journal's disk (None for a server database)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        return None
+    return shutil.disk_usage(os.path.dirname(os.path.abspath(database))).free
 
 
 def _channels(runtime: Any) -> dict[str, Any]:

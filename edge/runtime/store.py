@@ -326,25 +326,6 @@ class Store:
             return False
         return True
 
-    def probe_write(self, key: str) -> None:
-        """Write (and take back) a row in one transaction: raises when the database cannot be written
-        (a read-only or failed-over server, a full disk), for /readyz."""
-        from sqlalchemy import delete  # only /readyz writes this way
-
-        with self.engine.begin() as conn:
-            conn.execute(delete(claims).where(claims.c.key == key))
-            conn.execute(insert(claims).values(key=key, at=time.time()))
-            conn.execute(delete(claims).where(claims.c.key == key))
-
-    def free_bytes(self) -> int | None:
-        """Free space on a SQLite journal's disk (None on a server database)."""
-        import os
-        import shutil
-
-        if self.engine.dialect.name != "sqlite" or not self.engine.url.database or self.engine.url.database == ":memory:":
-            return None
-        return shutil.disk_usage(os.path.dirname(os.path.abspath(self.engine.url.database))).free
-
     # plugins ----------------------------------------------------------------------------------
 
     def find_version(self, plugin: str, version: str, content_hash: str) -> InstalledVersion | None:
