@@ -6,7 +6,7 @@ DBOS checkpoints: a child job journaled once (its dedupe key is the parent and t
 child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
 recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (DBOS.recv). The
 expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
-Imported by edge.runtime.durable (it imports dbos), before DBOS launches, so the workflow is registered.
+Imported through the runtime's flow engine (edge.flows.engine) before DBOS launches, so the workflow is registered.
 """
 
 from __future__ import annotations
@@ -17,22 +17,21 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
-from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
+from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
-from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.runtime.questions import wait_in_workflow
 
 __all__ = ["flow_workflow"]
 
 
 @DBOS.workflow(name="oz0.flow")
 async def flow_workflow(job_id: str) -> str:
-    from oz0.edge.runtime.durable import STEP_RETRIES, _current, _job_workflow, _queue_name  # the engine this process runs
-    from oz0.edge.runtime.questions import wait_in_workflow
-
     engine = _current()
     runtime = engine.runtime
-    started = await DBOS.run_step_async({"name": "oz0.flow.start", **STEP_RETRIES}, _start, runtime, job_id)
+    started = await DBOS.run_step_async({"name": "oz0.flow.start"}, _start, runtime, job_id)
     if started["run"]:
         spec = runtime.agent(started["agent"])
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
@@ -45,7 +44,7 @@ async def flow_workflow(job_id: str) -> str:
             assert step.agent is not None
             where = step_progress(spec, step)
             report(where)
-            made = await DBOS.run_step_async({"name": "oz0.flow.child", **STEP_RETRIES}, _child, runtime, job, step, text, run)
+            made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
             if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
                 raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
             child_id = made["id"]
@@ -64,26 +63,26 @@ async def flow_workflow(job_id: str) -> str:
             finally:
                 if engine._progress.get(child_id) is follow:
                     engine._progress.pop(child_id, None)
-            ended = await DBOS.run_step_async({"name": "oz0.flow.read", **STEP_RETRIES}, _read, runtime, child_id)
+            ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
             return _as_job(ended)
 
         async def ask_person(step: FlowStep, message: str) -> Any:
             report(step_progress(spec, step))
-            await DBOS.run_step_async({"name": "oz0.flow.ask", **STEP_RETRIES}, _ask, runtime, job, step, message)
+            await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
             if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
                 return await wait_in_workflow(job_id, step.id, step.timeout_s)
-            left = await DBOS.run_step_async({"name": "oz0.flow.tree_left", **STEP_RETRIES}, _tree_left, runtime, job_id)
+            left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job_id)
             by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
             answer = await wait_in_workflow(job_id, step.id, left if by_tree else step.timeout_s)
             if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
-                reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time", **STEP_RETRIES}, _tree_time_up, runtime, job_id,
+                reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job_id,
                                                    step.id)
                 raise JobFailure("LimitExceeded", reason)
             return answer
 
         async def skipped(result: StepResult) -> None:
             if result.status == "skipped":
-                await DBOS.run_step_async({"name": "oz0.flow.skip", **STEP_RETRIES}, journal_skipped, runtime, job,
+                await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, runtime, job,
                                           spec.step(result.step))
 
         pending: list[StepResult] = []
@@ -92,13 +91,13 @@ async def flow_workflow(job_id: str) -> str:
                                  ask_person=_flushing(ask_person, pending, skipped), record=pending.append)
             for result in pending:
                 await skipped(result)
-            await DBOS.run_step_async({"name": "oz0.flow.end", **STEP_RETRIES}, _succeed, runtime, job_id, output)
+            await DBOS.run_step_async({"name": "oz0.flow.end"}, _succeed, runtime, job_id, output)
         except JobFailure as failure:
             for result in pending:
                 await skipped(result)
-            await DBOS.run_step_async({"name": "oz0.flow.end", **STEP_RETRIES}, _fail, runtime, job_id, failure.kind,
+            await DBOS.run_step_async({"name": "oz0.flow.end"}, _fail, runtime, job_id, failure.kind,
                                       failure.reason, failure.partial_output)
-    await DBOS.run_step_async({"name": "oz0.deliver", **STEP_RETRIES}, engine.deliver_step, job_id)
+    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"

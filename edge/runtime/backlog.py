@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+    from oz0.edge.model.agent import AgentSpec
     from oz0.edge.runtime.store import Store
 
 __all__ = ["BUSY_RETRY_S", "Backlog", "Busy", "COUNT_TTL_S", "DEFAULT_MAX_QUEUED", "max_queued"]

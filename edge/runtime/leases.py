@@ -19,9 +19,13 @@ from dbos import DBOS
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["Leases"]
+__all__ = ["EngineError", "Leases"]
 
 log = logging.getLogger("oz0.engine")
+
+
+class EngineError(RuntimeError):
+    """The engine cannot start as configured: names the setting and what to change."""
 
 
 def _lock_key(replica: str) -> int:
@@ -40,8 +44,6 @@ class Leases:
     def _take_own_lease(self) -> None:
         """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
         recover this replica's jobs, and refuse a duplicate replica id."""
-        from oz0.edge.runtime.durable import EngineError  # durable imports this module
-
         deadline = time.monotonic() + 2 * self.lease_s
         while not self._lock_own():
             if time.monotonic() > deadline:

@@ -1,0 +1,88 @@
+"""The contracts of `mcp`-kind agents, taken from their tools' listings at install and stored with the plugin.
+
+An `mcp` agent's file usually declares no schema: its tool's `inputSchema` and `outputSchema` are its
+contracts. Installing lists each server's tools once (`tools/list`), so the contracts are stored in the
+agent rows like any other agent's: the upgrade check compares them between versions, and the installed
+plugin (the runtime, its OpenAPI document) carries them. A server that cannot be listed, or a tool schema
+the edge cannot use, refuses the install with the reason, before anything is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.contracts.schema import ContractError, load_contract
+from oz0.edge.plugins.manifest import Plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.session import pick
+from oz0.edge.mcp.spec import McpFailure
+
+if TYPE_CHECKING:
+    from oz0.edge.mcp.pool import McpServers
+
+__all__ = ["with_listed_contracts", "with_stored_contracts"]
+
+
+def _needs_tool(spec: AgentSpec) -> bool:
+    return spec.kind == "mcp" and (spec.input is None or spec.output is None)
+
+
+def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -> Plugin:
+    """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now.
+
+    Raises PluginError naming the agent and why (the server cannot be reached, it has no such tool, or
+    the tool's schema cannot be used, e.g. a remote $ref).
+    """
+    if not any(map(_needs_tool, plugin.agents)):
+        return plugin
+    pool = pool or servers()
+    agents = []
+    for spec in plugin.agents:
+        if _needs_tool(spec):
+            try:
+                server = server_for_agent(spec)
+                name = tool_name(spec)
+                info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s), name, server)
+                spec = apply_tool_contracts(spec, info)
+            except McpFailure as exc:
+                raise PluginError(f"agent {spec.name!r} takes its contracts from its MCP tool, and they cannot "
+                                  f"be read: {exc.reason}", file=spec.file) from None
+        agents.append(spec)
+    return replace(plugin, agents=tuple(agents))
+
+
+def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
+    """`plugin` as loaded from its stored copy, with each `mcp` agent's contracts as stored at install
+    (`rows`: the installed version's agent rows)."""
+    by_name = {row.name: row for row in rows}
+    agents = []
+    for spec in plugin.agents:
+        row = by_name.get(spec.name)
+        if _needs_tool(spec) and row is not None:
+            changes: dict[str, Any] = {}
+            try:
+                if spec.input is None and row.input_schema is not None:
+                    changes.update(input=load_contract(row.input_schema, source=row.input_schema_file),
+                                   input_schema_file=row.input_schema_file)
+                if spec.output is None and row.output_schema is not None:
+                    changes.update(output=load_contract(row.output_schema, source=row.output_schema_file),
+                                   output_schema_file=row.output_schema_file)
+            except ContractError as exc:
+                raise PluginError(f"agent {spec.name!r}: its stored tool contract cannot be loaded: {exc}",
+                                  file=spec.file) from None
+            spec = replace(spec, **changes)
+        agents.append(_with_version(spec, by_name.get(spec.name)))
+    flows = tuple(_with_version(spec, by_name.get(spec.name)) for spec in plugin.flows)
+    return replace(plugin, agents=tuple(agents), flows=flows)
+
+
+def _with_version(spec: AgentSpec, row: Any) -> AgentSpec:
+    """The spec with the contract_version stored at install, while its contract is the one stored."""
+    if row is None or row.contract_version is None or row.contract_hash != contract_hash(spec):
+        return spec
+    return replace(spec, contract_version=row.contract_version)

@@ -1,0 +1,138 @@
+"""Installing a plugin: its files copied under OZ0_HOME, its version, agents and contracts recorded,
+after the upgrade check (edge.documents.compat) has passed them. Installing the same content again
+changes nothing: a version is known by a hash of every file of its folder."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from oz0.edge.contracts.changes import Change
+from oz0.edge.documents.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.plugins.files import copy_plugin, plugin_files
+from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
+from oz0.edge.mcp.tool_contracts import with_listed_contracts
+from oz0.edge.runtime.access import local_user
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.documents.openapi import person_steps
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime
+
+__all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
+
+
+def content_hash(root: str | Path) -> str:
+    """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
+    root = Path(root)
+    digest = hashlib.sha256()
+    for rel in plugin_files(root):
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256((root / rel).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+class InstallResult:
+    """What an install did: the stored version, and whether it was already the current one."""
+
+    def __init__(self, version: InstalledVersion, *, unchanged: bool, previous: InstalledVersion | None,
+                 changes: tuple[Change, ...] = ()) -> None:
+        self.version = version
+        self.unchanged = unchanged
+        self.previous = previous
+        self.changes = changes
+
+
+def contract_version(spec: AgentSpec, version: str, previous: InstalledVersion | None) -> str:
+    """The plugin version that introduced `spec`'s contract hash: the previous version's, while the
+    hash it stored is equal, else `version` (the one being installed)."""
+    before = next((a for a in previous.agents if a.name == spec.name), None) if previous is not None else None
+    if before is not None and before.contract_hash == contract_hash(spec) and before.contract_version:
+        return before.contract_version
+    return version
+
+
+def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | None) -> dict[str, Any]:
+    """An agent's row in the plugin store; a flow's (kind `flow`) also keeps its person steps with its
+    limits, so a later version's upgrade check can compare them."""
+    limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
+                              "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
+                              **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
+    if spec.kind == "flow":
+        limits["person_steps"] = person_steps(spec)
+    return {
+        "name": spec.name, "kind": spec.kind, "description": spec.description,
+        "input_schema_file": spec.input_schema_file,
+        "input_schema": spec.input.schema if spec.input is not None else None,
+        "input_hash": spec.input.digest if spec.input is not None else None,
+        "output_schema_file": spec.output_schema_file,
+        "output_schema": spec.output.schema if spec.output is not None else None,
+        "output_hash": spec.output.digest if spec.output is not None else None,
+        "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
+                              "description": f.description} for f in spec.failures},
+        "limits": limits,
+        "contract_hash": contract_hash(spec),
+        "contract_version": contract_version(spec, version, previous),
+    }
+
+
+def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool = False,
+                   actor: str | None = None) -> InstallResult:
+    """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
+    its version, agents and contracts (the schemas themselves and their hashes) recorded and made
+    current in one transaction. Installing the same content again changes nothing.
+
+    An `mcp` agent without declared contracts gets its tool's inputSchema/outputSchema from the server's
+    listing now (edge.mcp.tool_contracts), stored and upgrade-checked like any other contract.
+
+    Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
+    cannot be listed, and UpgradeRefused
+    (edge.documents.compat) when the new version breaks the installed one's contracts without a new major version
+    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
+    is recorded in the audit log as `plugin.contracts.breaking`.
+    """
+    actor = actor or local_user()
+    digest = content_hash(plugin.path)
+    previous = runtime.store.current_version(plugin.name)
+    if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
+        return InstallResult(previous, unchanged=True, previous=previous)
+    owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
+    for spec in (*plugin.agents, *plugin.flows):
+        if spec.name in owners:
+            raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
+                              "agent names are unique across plugins, so rename one",
+                              file=spec.file, location="$.name")
+    plugin = with_listed_contracts(plugin)  # an mcp agent's contracts are its tool's, read now
+    changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
+    target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
+    copied = not (target / "plugin.yaml").is_file()
+    if copied:
+        copy_plugin(plugin.path, target)  # refuses links out of the folder and special files
+    try:
+        stored_plugin = load_plugin(target)
+    except PluginError:
+        if copied:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    listed = {a.name: a for a in plugin.agents}
+    detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
+              "previous_version": previous.version if previous else None,
+              "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
+              "changes": [c.to_dict() for c in changes]}
+    version = runtime.store.record_version(
+        plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
+        description=plugin.description, installed_by=actor,
+        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+                               previous=previous)
+                    for a in (*stored_plugin.agents, *stored_plugin.flows)],
+        audit_detail=detail)
+    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
+        runtime.audit("plugin.contracts.breaking", actor=actor, detail={
+            "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
+            "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
+    return InstallResult(version, unchanged=False, previous=previous, changes=changes)
