@@ -11,16 +11,29 @@ test's own that is stopped and started under them, signed Slack HTTP deliveries,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from typing import AsyncIterator
 
 import aiohttp
 import pytest
 
-from replica_harness import runs
+from replica_harness import Replica, runs
 from slack_standin import SlackStandIn, signed_headers, slash_command_body
 from test_replicas import LEASE_S, cards, post_mention, replicas, wait_runs
 
 OUTAGE_S = 4.0
+
+
+@contextlib.asynccontextmanager
+async def _two_replicas(tmp_path, slack: SlackStandIn, url: str) -> AsyncIterator[tuple[Replica, Replica]]:
+    a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=url)
+    try:
+        await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+        yield a, b
+    finally:
+        a.kill()
+        b.kill()
 
 
 def _journal(url: str) -> dict[str, str]:
@@ -42,9 +55,7 @@ def test_postgres_stopped_while_jobs_run_loses_no_job_and_runs_none_twice(tmp_pa
 
     async def main() -> None:
         async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
-            a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=url)
-            try:
-                await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+            async with _two_replicas(tmp_path, slack, url) as (a, b):
                 for i in range(count):
                     assert await post_mention(http, (a, b)[i % 2], f"echo sleep 1.{i:02d}", event_id=f"EvOut{i}") == 200
                 await wait_runs(tmp_path / "runs.txt", "start", count, timeout=60)
@@ -55,9 +66,6 @@ def test_postgres_stopped_while_jobs_run_loses_no_job_and_runs_none_twice(tmp_pa
                 await slack.wait_for("chat.update", count, timeout=30)
                 took = time.monotonic() - back
                 await asyncio.sleep(2 * LEASE_S + 1)   # room for a takeover of a live replica, which must not come
-            finally:
-                a.stop()
-                b.stop()
             ends = [r[2] for r in runs(tmp_path / "runs.txt") if r[0] == "end"]
             assert sorted(ends) == sorted(f"sleep 1.{i:02d}" for i in range(count)), ends
             for i in range(count):
@@ -111,9 +119,7 @@ def test_after_a_postgres_restart_a_replica_killed_has_its_jobs_taken_over(tmp_p
 
     async def main() -> None:
         async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
-            a, b = replicas(tmp_path, slack, ["replica-a", "replica-b"], database_url=url)
-            try:
-                await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+            async with _two_replicas(tmp_path, slack, url) as (a, b):
                 marks = (len(a.lines), len(b.lines))
                 await asyncio.to_thread(own_postgres.halt)
                 await asyncio.sleep(2)
@@ -129,9 +135,6 @@ def test_after_a_postgres_restart_a_replica_killed_has_its_jobs_taken_over(tmp_p
                 killed = time.monotonic()
                 posted = (await slack.wait_for("chat.update", 1, timeout=LEASE_S + 20))[0]
                 assert posted.at - killed <= LEASE_S + 10, posted.at - killed
-            finally:
-                a.kill()
-                b.kill()
             assert "echo: sleep 2" in str(posted.args)
             assert any(f"replica {victim.name} stopped (its lease expired)" in line for line in survivor.lines)
     asyncio.run(main())
