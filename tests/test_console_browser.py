@@ -78,6 +78,8 @@ def test_fill_a_run_form_and_see_a_table_card_with_the_right_columns(page, conso
     rows = page.locator("#card table.oz0-table tbody tr")
     assert rows.count() == 5
     assert rows.nth(0).locator("td").all_inner_texts() == ["checkout", "ok", "1.0.0", "production"]
+    with page.expect_navigation():
+        page.click("a.previews-link")
     page.click("#payload-slack summary")
     slack = json.loads(page.inner_text("#payload-slack pre"))
     assert slack["blocks"][0]["text"]["text"] == "deploys"
@@ -96,6 +98,8 @@ def test_a_hostile_result_renders_inert(page, console, tmp_path):
     for tag in ("script", "img", "iframe", "svg", "form", "style", "meta", "object", "embed"):
         assert page.locator(f"#card {tag}").count() == 0, tag
     assert page.locator("#card [onerror], #card [onload], #card [style]").count() == 0
+    with page.expect_navigation():
+        page.click("a.previews-link")
     for summary in ("#payload-slack summary", "#payload-discord summary", "#raw-output summary"):
         page.click(summary)
     page.wait_for_timeout(300)
@@ -271,6 +275,7 @@ def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(pa
     for agent, fill in runs:
         run_from_form(page, console, agent, fill)
         card = console.runtime.card(console.runtime.job(page.url.rsplit("/", 1)[1]))
+        page.goto(page.url + "?previews=1")
         for key, words in (("slack", slack_words), ("discord", discord_words)):
             payload = json.loads(page.text_content(f"#payload-{key} pre"))
             preview = page.locator(f"#preview-{key} .pv-message")

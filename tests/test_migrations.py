@@ -49,7 +49,8 @@ TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
-                          ("jobs", "progress"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0011
+                          ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
+                          ("jobs", "question_shown"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -215,7 +216,7 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
     engine.dispose()
 
 
-def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0009_and_keeps_its_jobs(tmp_path):
+def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
     from alembic import command
     from sqlalchemy import inspect, text
 
@@ -234,7 +235,7 @@ def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0009_and_keeps_i
     try:
         with engine.begin() as conn:
             config = alembic_config(conn)
-            command.upgrade(config, "0009")
+            command.upgrade(config, "0010")
             conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
                               "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'running', 1.0, 1)"))
         with engine.begin() as conn:

@@ -131,8 +131,9 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
         "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
-        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers (platform, "
-                     "channel, user, thread); its credentials are never shown."}}},
+        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers: its platform "
+                     "and the asker's workspace and channel; the channel's own reference (its credentials) is "
+                     "never shown."}}},
     "Card": {"type": "object", "required": ["form", "drawn"], "description": "The neutral card (oz0 render --to card).",
              "properties": {"form": {"enum": ["table", "key_values", "diff", "text"]}, "drawn": {"type": "boolean"}}},
     "Failure": {"type": "object", "required": ["success", "message", "error", "error_code", "meta"], "properties": {

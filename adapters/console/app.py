@@ -1,9 +1,9 @@
 """The local web console: agents, a run form per agent, job history, and the runtime API beside them.
 
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
-fragment, drawn beside previews of how Slack and Discord show it (adapters/console/preview.py, from the
-very payloads), and those payloads are one click away, so a plugin author sees exactly what the
-channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
+fragment, drawn on every view of the job page. One click away (`?previews=1`, drawn only then) are
+previews of how Slack and Discord show it (adapters/console/preview.py, from the very payloads) and
+those payloads, so a plugin author sees exactly what the channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
 CSRF, Content-Security-Policy) in adapters/console/security.py; what the templates show in
 adapters/console/views.py; the server `oz0 serve` runs in adapters/console/server.py.
 """
@@ -42,7 +42,7 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
-from oz0.adapters.console.views import agent_view, budget_rows, drawn_card, example_values, job_view
+from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
 from oz0.edge.runtime.questions import AnswerRefused
 from oz0.edge.runtime.transient import RETRY_AFTER_S, UNAVAILABLE, is_transient, unavailable_reason
 
@@ -269,12 +269,12 @@ class _Pages:
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
         asker = "console-token" if self.guard.needs_login else "console-local"
-        refusal = console_api.check_input(self.runtime, spec, text, asker_user=asker)
-        if refusal is not None:
+        refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
+        if isinstance(refusal, console_api.Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.starter.run(spec.name, text, requester=asker, channel="console")
+        job = await self.starter.run(spec.name, text, requester=asker, channel="console", checked=refusal)
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
@@ -295,13 +295,16 @@ class _Pages:
             except Exception as exc:
                 log.exception("cannot build the card of job %s", job.id)
                 card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
-        download = False
+        download = previews = False
         if card is not None:
-            card_html, payloads, download = drawn_card(card)
+            card_html, download = drawn_card(card)
+            previews = request.query_params.get("previews") == "1"
+            if previews:
+                payloads = channel_payloads(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
-                         card_error=card_error, payloads=payloads, raw_output=raw, download=download,
+                         card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))

@@ -3,14 +3,14 @@ SIGKILL, a stop mid-step), so `limits.max_restarts` ends a job that keeps taking
 (edge.runtime.durable).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
