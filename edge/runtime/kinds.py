@@ -35,6 +35,7 @@ __all__ = [
     "MAX_MODEL_TRIES",
     "MAX_PROGRESS_CHARS",
     "command_argv",
+    "env_values",
     "expand_env",
     "run_command",
     "run_http",
@@ -192,7 +193,7 @@ def expand_env(value: str, *, what: str) -> str:
     return _ENV_REF.sub(sub, value)
 
 
-def _env_values(*texts: str) -> list[str]:
+def env_values(*texts: str) -> list[str]:
     """The values of the `${NAME}` references in these texts that are set: credentials, as a rule."""
     return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
 
@@ -221,7 +222,7 @@ async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
     variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
     raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
-    redactor = Redactor(_env_values(str(spec.config["url"]), *raw_headers.values()))
+    redactor = Redactor(env_values(str(spec.config["url"]), *raw_headers.values()))
     return await redactor.run(_post_http(spec, value, redactor.context(ctx), raw_headers, redactor))
 
 
@@ -261,7 +262,13 @@ def _schema_name(agent: str) -> str:
 async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """An OpenAI-compatible chat-completions endpoint. With an output schema the model is asked for
     that structure (`response_format` json_schema); an answer that does not match goes back with the
-    reason, at most twice, then the job fails quoting the last reason."""
+    reason, at most twice, then the job fails quoting the last reason. A model agent with tools (or an
+    anthropic one) runs the tool loop instead (edge.runtime.tool_loop)."""
+    if spec.loops:
+        from oz0.edge.runtime.tool_loop import api_key, run_tool_loop  # imports pydantic-ai: only for a loop
+
+        key, known = api_key(spec)
+        return await run_tool_loop(spec, value, ctx, key=key, secrets=known)
     headers = {"Content-Type": "application/json"}
     secrets: list[str] = []
     key_env = spec.config.get("api_key_env")

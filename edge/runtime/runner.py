@@ -265,7 +265,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
         started = _now()
-        claimable = ("queued", "running") if resume else ("queued",)
+        claimable = ("queued", "running", "waiting") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
                                      runner=runner_id()):
             job = self.job(job_id)
@@ -304,7 +304,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
-                    if not kind.retryable or attempts >= spec.limits.max_attempts:
+                    # a tool loop is not rerun whole: its calls made would be made again
+                    if not kind.retryable or attempts >= spec.limits.max_attempts or spec.loops:
                         raise
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
                     if on_progress:
