@@ -30,10 +30,13 @@ class Turn:
 class ModelStandin:
     script: list[Turn]
     delay_s: float = 0.0
+    hold_turn: int | None = None  # the request of this turn waits for `release()` (a crash test's moment)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         outer = self
+        self.released = threading.Event()
+        self.held = threading.Event()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -45,6 +48,10 @@ class ModelStandin:
                 outer.requests.append({"path": self.path, "json": data, "headers": headers})
                 if outer.delay_s:
                     time.sleep(outer.delay_s)
+                turn = sum(1 for m in data.get("messages") or [] if m.get("role") == "assistant")
+                if turn == outer.hold_turn and not outer.released.is_set():
+                    outer.held.set()
+                    outer.released.wait(timeout=60)
                 if self.path.endswith("/chat/completions"):
                     reply = outer._openai(data)
                 elif self.path.endswith("/messages"):
@@ -73,6 +80,9 @@ class ModelStandin:
     def __exit__(self, *exc: Any) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def release(self) -> None:
+        self.released.set()
 
     def _turn(self, messages: list[dict[str, Any]]) -> tuple[int, Turn]:
         n = sum(1 for m in messages if m.get("role") == "assistant")
