@@ -86,7 +86,9 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
 
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
-            return AgentSpec(**fields)
+            from oz0.edge.plugins.agent_tools import ToolDecl
+
+            return AgentSpec(**fields, tools=tuple(ToolDecl.from_json(t) for t in a.limits.get("tools") or ()))
         from oz0.edge.flows.model import FlowSpec, stored_steps
 
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))

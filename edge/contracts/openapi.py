@@ -113,6 +113,8 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             operation["x-price"] = agent.price.as_json()
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)
+        if getattr(agent, "tools", ()):
+            operation["x-oz0-tools"] = [t.as_json() for t in agent.tools]
         if agent.description:
             operation["description"] = agent.description
         paths[flow_path(agent.name) if flow else agent_path(agent.name)] = {"post": operation}

@@ -59,6 +59,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         from oz0.edge.contracts.openapi import person_steps
 
         limits["person_steps"] = person_steps(spec)
+    if spec.tools:  # kept with its limits, so a later version's upgrade check can compare them
+        limits["tools"] = [t.as_json() for t in spec.tools]
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
         "input_schema_file": spec.input_schema_file,

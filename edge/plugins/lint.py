@@ -118,6 +118,7 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
         refused.add(rel)
     manifest_file = root / "plugin.yaml"
     name = version = None
+    manifest: Any = None
     strict = False
     if "plugin.yaml" in refused:
         pass
@@ -149,6 +150,12 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
             lint.add("error", file, "$.name", f"two agents are named {agent_name!r} (also {lint.rel(seen[agent_name])})",
                      "give each agent its own name")
         seen.setdefault(agent_name, file)
+    from oz0.edge.plugins.lint_tools import lint_tools
+
+    lint_tools({f: lint.yaml(f) for f in files}, manifest if manifest_file.is_file() and "plugin.yaml" not in refused
+               else None, plugin_agents=set(seen), installed=set(installed) if installed is not None else None,
+               add=lambda sev, file, path, message, fix: lint.add(sev, file, path, message, fix),  # type: ignore[arg-type]
+               manifest_file=manifest_file)
     flows_dir = root / "flows"
     flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
         if flows_dir.is_dir() and "flows" not in refused else []
