@@ -26,11 +26,12 @@ def verdicts(slack: SlackStandIn) -> list:
     return [c for c in slack.of("chat.update") if "flaky" in str(c.args) and "Working on" not in str(c.args)]
 
 
-def test_a_loop_killed_between_two_tool_calls_resumes_without_repeating_a_finished_call(tmp_path):
+def test_a_loop_killed_between_two_tool_calls_resumes_without_repeating_a_finished_call(tmp_path, monkeypatch):
     script = [Turn(calls=(("ci_log", {"run_id": 1}),)), Turn(calls=(("ci_log", {"run_id": 2}),)),
               Turn(calls=(("ci_log", {"run_id": 3}),)), Turn(calls=(("ci_log", {"run_id": 4}),)),
               Turn(text='{"verdict": "flaky", "run_id": 4}')]
     calls_file = tmp_path / "calls.txt"
+    monkeypatch.setenv("OZ0_TEST_CALLS", str(calls_file))  # the CI server's argument (tests/loop_kit.py)
 
     async def main() -> None:
         with ModelStandin(script, hold_turn=2) as model:

@@ -1,6 +1,6 @@
 """An MCP server for the tool-loop tests: CI tools that count their calls, so a test can tell a call
-made twice from one made once. Run it as `python ci_server.py` (stdio); each call appends
-`TOOL ARGS-JSON` to $OZ0_TEST_CALLS.
+made twice from one made once. Run it as `python ci_server.py CALLS_FILE` (stdio); each call appends
+`TOOL ARGS-JSON` to CALLS_FILE.
 
 - ci_log(run_id: int) -> {run_id, failed_step, log}
 - delete_branch(name: str): destructiveHint true -> "deleted NAME"
@@ -9,7 +9,7 @@ made twice from one made once. Run it as `python ci_server.py` (stdio); each cal
 from __future__ import annotations
 
 import json
-import os
+import sys
 
 from pydantic import BaseModel
 
@@ -20,7 +20,7 @@ server = MCPServer("oz0-test-ci")
 
 
 def _count(tool: str, args: dict) -> None:
-    path = os.environ.get("OZ0_TEST_CALLS")
+    path = sys.argv[1] if len(sys.argv) > 1 else ""
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{tool} {json.dumps(args, sort_keys=True)}\n")
