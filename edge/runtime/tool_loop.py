@@ -17,9 +17,12 @@ agent with tools runs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, NativeOutput, StructuredDict
@@ -305,7 +308,28 @@ def _provider(spec: AgentSpec) -> str:
     return str(spec.config.get("provider") or "openai")
 
 
+_MODELS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple[str, ...], Model]]" = \
+    weakref.WeakKeyDictionary()
+MAX_MODELS_PER_LOOP = 32  # provider models (each an HTTP client with its connections) kept for reuse
+
+
 def _provider_model(spec: AgentSpec, key: str | None) -> Model:
+    """The provider's model, one per (endpoint, model, key) on each event loop: its HTTP client, TLS
+    context and connections are made once, not at every job."""
+    loop = asyncio.get_running_loop()
+    cache = _MODELS.setdefault(loop, OrderedDict())
+    ident = (_provider(spec), str(spec.config["base_url"]), str(spec.config["model"]),
+             hashlib.sha256((key or "").encode()).hexdigest())
+    model = cache.get(ident)
+    if model is None:
+        model = cache[ident] = _new_provider_model(spec, key)
+        while len(cache) > MAX_MODELS_PER_LOOP:
+            cache.popitem(last=False)
+    cache.move_to_end(ident)
+    return model
+
+
+def _new_provider_model(spec: AgentSpec, key: str | None) -> Model:
     base_url = str(spec.config["base_url"]).rstrip("/")
     if _provider(spec) == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel  # the anthropic SDK: only for its agents
