@@ -252,3 +252,34 @@ def test_loading_and_lint_refuse_unknown_servers_agents_and_duplicates(tmp_path)
     assert ("error", "$.tools[0].agent", "tool agent 'nope' is not an agent of this plugin nor an installed one") \
         in messages
     assert any(sev == "warning" and "max_steps" in m for sev, _, m in messages)
+
+
+# where the trace is seen ----------------------------------------------------------------------
+
+def test_jobs_show_plugin_list_and_the_console_show_the_loop(tmp_path, monkeypatch, capsys):
+    from starlette.testclient import TestClient
+
+    from oz0.adapters.cli import main
+
+    script = [Turn(calls=(("ci_log", {"run_id": 4411}),)), FINAL]
+    with ModelStandin(script) as model:
+        rt = loop_plugin(tmp_path / "p", tmp_path / "h", model.url)
+        job, _ = run(rt)
+        rt.close()
+    monkeypatch.setenv("OZ0_HOME", str(tmp_path / "h"))
+    monkeypatch.delenv("OZ0_DATABASE_URL", raising=False)
+    assert main(["jobs", "show", job.id]) == 0
+    shown = capsys.readouterr().out
+    assert "Trace" in shown and "1. model  triage-1: 11 in / 7 out tokens, asked for ci_log" in shown
+    assert '2. tool   ci_log({"run_id":4411}) -> {"run_id":4411' in shown
+    assert main(["jobs", "show", job.id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["kind"] for t in data["trace"]] == ["model", "tool", "model"]
+    assert data["trace"][1]["detail"]["arguments"] == {"run_id": 4411}
+    assert main(["plugin", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "3 tools, ≤10" in listed and "steps" in listed  # the table wraps its cells
+    assert main(["plugin", "list", "--json"]) == 0
+    agents = {a["name"]: a for a in json.loads(capsys.readouterr().out)["plugins"][0]["agents"]}
+    assert agents["triage"]["max_steps"] == 10 and agents["triage"]["tools"][2] == {"ask_person": True}
+    assert "tools" not in agents["ci-runs"]

@@ -42,6 +42,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, drawn_card, example_values, job_view
+from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
@@ -285,6 +286,7 @@ class _Pages:
                          card_error=card_error, payloads=payloads, raw_output=raw, download=download,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
+                         trace=trace_lines(read_trace(self.runtime.store, job.id)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
                          if question and question.expires_at else None,
                          answer_error=answer_error, status_code=status_code)
