@@ -13,8 +13,9 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Loopback
 
 __all__ = ["ModelStandin", "Turn"]
 
@@ -34,52 +35,32 @@ class ModelStandin:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        outer = self
         self.released = threading.Event()
         self.held = threading.Event()
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                data = json.loads(body) if body else {}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                outer.requests.append({"path": self.path, "json": data, "headers": headers})
-                if outer.delay_s:
-                    time.sleep(outer.delay_s)
-                turn = sum(1 for m in data.get("messages") or [] if m.get("role") == "assistant")
-                if turn == outer.hold_turn and not outer.released.is_set():
-                    outer.held.set()
-                    outer.released.wait(timeout=60)
-                if self.path.endswith("/chat/completions"):
-                    reply = outer._openai(data)
-                elif self.path.endswith("/messages"):
-                    reply = outer._anthropic(data)
-                else:
-                    self.send_error(404)
-                    return
-                raw = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.server = Loopback(self._answer)
+        self.requests = self.server.requests
+        self.url = f"{self.server.url}/v1"
 
     def __enter__(self) -> "ModelStandin":
-        self.thread.start()
+        self.server.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.__exit__(*exc)
+
+    def _answer(self, data: Any, headers: dict[str, str], path: str) -> tuple[int, Any]:
+        data = data or {}
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        turn = sum(1 for m in data.get("messages") or [] if m.get("role") == "assistant")
+        if turn == self.hold_turn and not self.released.is_set():
+            self.held.set()
+            self.released.wait(timeout=60)
+        if path.endswith("/chat/completions"):
+            return 200, self._openai(data)
+        if path.endswith("/messages"):
+            return 200, self._anthropic(data)
+        return 404, {"error": f"no such path {path}"}
 
     def release(self) -> None:
         self.released.set()
