@@ -283,3 +283,14 @@ def test_jobs_show_plugin_list_and_the_console_show_the_loop(tmp_path, monkeypat
     agents = {a["name"]: a for a in json.loads(capsys.readouterr().out)["plugins"][0]["agents"]}
     assert agents["triage"]["max_steps"] == 10 and agents["triage"]["tools"][2] == {"ask_person": True}
     assert "tools" not in agents["ci-runs"]
+
+
+def test_install_refuses_a_tool_the_server_does_not_list(tmp_path):
+    rt = loop_plugin(tmp_path / "p", tmp_path / "h", "http://127.0.0.1:9/v1")
+    root = tmp_path / "p"
+    agent = yaml.safe_load((root / "agents" / "triage.yaml").read_text())
+    agent["tools"] = [{"server": "ci", "only": ["ci_log", "ci_rerun"]}]
+    (root / "agents" / "triage.yaml").write_text(yaml.safe_dump(agent))
+    with pytest.raises(PluginError) as refused:
+        install_plugin(rt, load_plugin(root), allow_breaking=True)
+    assert "server 'ci' lists no tool 'ci_rerun' (it lists: ci_log, delete_branch)" in str(refused.value)
