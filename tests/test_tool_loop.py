@@ -294,3 +294,18 @@ def test_install_refuses_a_tool_the_server_does_not_list(tmp_path):
     with pytest.raises(PluginError) as refused:
         install_plugin(rt, load_plugin(root), allow_breaking=True)
     assert "server 'ci' lists no tool 'ci_rerun' (it lists: ci_log, delete_branch)" in str(refused.value)
+
+
+def test_the_terminal_prompt_answers_a_confirm_and_an_ask():
+    from oz0.adapters.cli.prompt import prompt_answer
+    from oz0.edge.runtime.confirm import CONFIRM_SCHEMA
+    from oz0.edge.runtime.questions import Question
+
+    confirm = Question("j", "confirm-2", "Run delete_branch?", CONFIRM_SCHEMA, {}, None)
+    typed = iter(["maybe", "Confirm"])
+    assert prompt_answer(confirm, lambda _: next(typed)) == {"choice": "Confirm"}  # asked again
+    assert prompt_answer(confirm, lambda _: "") is None  # declined
+    ask = Question("j", "ask-3", "Rerun?", {"type": "object", "required": ["rerun"], "properties": {
+        "rerun": {"type": "boolean"}, "times": {"type": "integer"}}}, {}, None)
+    typed = iter(["yes", "2"])
+    assert prompt_answer(ask, lambda _: next(typed)) == {"rerun": True, "times": 2}

@@ -50,6 +50,9 @@ def _run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
 
         from oz0.adapters.cli.progress_out import TerminalProgress
+        from oz0.adapters.cli.prompt import ask_at_terminal
+
+        ask_at_terminal(runtime)  # a job's question (a destructive tool's Confirm) as a prompt on a TTY
 
         progress = TerminalProgress()
         try:
