@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin

@@ -14,11 +14,13 @@ import yaml
 
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
-from oz0.edge.contracts.compat import UpgradeRefused
-from oz0.edge.contracts.openapi import openapi_document
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.documents.compat import UpgradeRefused
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.documents.openapi import openapi_document
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 
 KEY = "sk-test-loop-0123456789"
@@ -124,7 +126,7 @@ def test_ask_person_takes_the_models_question_and_schema_and_feeds_the_answer_ba
         rt.on_question("cli", answer)
         job, _ = run(rt)
         trace = read_trace(rt.store, job.id)
-    assert job.status == "succeeded"
+    assert job.status == "succeeded", (job.failure_kind, job.failure_reason)
     assert [q.message for q in questions] == ["Rerun 4411?"] and questions[0].answer_schema == schema
     assert "at most 5" in model.tool_results(1)[0]
     assert json.loads(model.tool_results(2)[-1]) == {"action": "accept", "answer": {"rerun": True}}
@@ -224,7 +226,7 @@ def test_tools_are_part_of_the_contract_and_removing_one_is_breaking(tmp_path):
     manifest["version"] = "0.1.1"
     (root / "plugin.yaml").write_text(yaml.safe_dump(manifest))
     narrower = load_plugin(root)
-    assert narrower.agent("triage").contract_hash != spec.contract_hash
+    assert contract_hash(narrower.agent("triage")) != contract_hash(spec)
     with pytest.raises(UpgradeRefused) as refused:
         install_plugin(rt, narrower)
     assert "triage: tools: every tool of server ci removed from its tools" in str(refused.value)

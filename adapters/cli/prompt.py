@@ -8,7 +8,7 @@ import asyncio
 import sys
 from typing import Any, Callable
 
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.questions import Question
 
 __all__ = ["ask_at_terminal", "prompt_answer"]

@@ -14,7 +14,7 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
-from oz0.edge.runtime.jobs import Job, snake_case
+from oz0.edge.model.job import Job, snake_case
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -33,8 +33,8 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.runtime.jobs import UnknownAgent
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input
@@ -139,6 +139,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.budget_view import budget_json, budget_lines
+    from oz0.edge.runtime.loop_trace import read_trace, trace_lines
     from oz0.edge.runtime.tree import MAX_DEPTH
 
     runtime = open_runtime()
@@ -151,8 +152,6 @@ def _show(args: argparse.Namespace) -> int:
         card = runtime.card(job)
         tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)
-        from oz0.edge.runtime.loop_trace import read_trace, trace_lines
-
         trace = read_trace(runtime.store, job.id)  # a tool loop's calls (edge.runtime.tool_loop)
     finally:
         runtime.close()

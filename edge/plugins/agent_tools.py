@@ -11,9 +11,10 @@ given twice, so the model is never offered two tools of one name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
+
+from oz0.edge.model.tools import ASK_PERSON, DEFAULT_LOOP_STEPS, ToolDecl, tool_name_of
 
 __all__ = [
     "ASK_PERSON",
@@ -25,8 +26,6 @@ __all__ = [
     "tool_name_of",
 ]
 
-ASK_PERSON = "ask_person"
-DEFAULT_LOOP_STEPS = 10  # model requests of a loop whose agent file gives no limits.max_steps
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the providers accept as a function name
 
 
@@ -37,46 +36,6 @@ class ToolsError(ValueError):
         super().__init__(message)
         self.message = message
         self.path = path
-
-
-@dataclass(frozen=True)
-class ToolDecl:
-    """One entry of `tools:`: an agent, a server's tools (all, or `only` these), or ask_person."""
-
-    agent: str | None = None
-    server: str | None = None
-    only: tuple[str, ...] | None = None
-    annotations: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # per tool
-    ask_person: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        """The entry as the contract hash, OpenAPI `x-oz0-tools` and the plugin store read it."""
-        if self.ask_person:
-            return {"ask_person": True}
-        if self.agent is not None:
-            return {"agent": self.agent}
-        out: dict[str, Any] = {"server": self.server}
-        if self.only is not None:
-            out["only"] = list(self.only)
-        if self.annotations:
-            out["annotations"] = {k: dict(v) for k, v in sorted(self.annotations.items())}
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ToolDecl":
-        if data.get("ask_person"):
-            return cls(ask_person=True)
-        if data.get("agent"):
-            return cls(agent=str(data["agent"]))
-        only = data.get("only")
-        return cls(server=str(data["server"]), only=tuple(only) if only is not None else None,
-                   annotations=MappingProxyType({k: MappingProxyType(dict(v))
-                                                 for k, v in dict(data.get("annotations") or {}).items()}))
-
-
-def tool_name_of(name: str) -> str:
-    """A tool's name as the model sees it: providers take letters, digits, `_` and `-` only."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
 
 
 def parse_servers(data: Any) -> Mapping[str, Mapping[str, Any]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Protocol
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 __all__ = ["Checkpoints", "checkpoints_for", "failure_of", "raise_failure"]
 

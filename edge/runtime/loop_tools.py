@@ -14,13 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract, violation_sentence
-from oz0.edge.plugins.agent_tools import ASK_PERSON, tool_name_of
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.spec import ServerSpec
+from oz0.edge.model.tools import ASK_PERSON, tool_name_of
 from oz0.edge.runtime.confirm import ANNOTATION_KEYS
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+    from oz0.edge.model.agent import AgentSpec
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [
@@ -91,8 +94,6 @@ def arguments_error(tool: LoopTool, arguments: Any) -> str | None:
 
 def ask_person_error(schema: Any) -> str | None:
     """An answer schema the model gives must be a valid schema: an object of at most MAX_ASK_FIELDS scalars."""
-    from oz0.edge.runtime.questions import check_answer_schema
-
     try:
         check_answer_schema(schema)
     except ValueError as exc:
@@ -137,9 +138,6 @@ def _agent_tool(runtime: "Runtime", name: str) -> LoopTool:
 
 
 async def _server_tools(spec: "AgentSpec", decl: Any) -> list[LoopTool]:
-    from oz0.edge.mcp.pool import servers
-    from oz0.edge.mcp.spec import ServerSpec
-
     plugin_dir = str(Path(spec.file).resolve().parent.parent) if spec.file else None
     server = ServerSpec.from_config(spec.servers[decl.server], cwd=plugin_dir)
     listed = await servers().tools(server, timeout_s=spec.limits.timeout_s)

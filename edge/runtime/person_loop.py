@@ -13,11 +13,11 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from oz0.edge.runtime.confirm import CONFIRM, CONFIRM_SCHEMA, CONFIRM_TIMEOUT_S
-from oz0.edge.runtime.questions import Answer, Question
+from oz0.edge.runtime.questions import Answer, Question, wait_in_workflow
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.agent import AgentSpec
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.loop_steps import Checkpoints
     from oz0.edge.runtime.loop_tools import LoopTool
     from oz0.edge.runtime.runner import Runtime
@@ -65,8 +65,6 @@ class LoopPerson:
         started = time.monotonic()
         question = Question(self.job.id, step, message, schema, {}, time.time() + timeout_s, source=self.spec.name)
         if self.steps.durable:
-            from oz0.edge.runtime.questions import wait_in_workflow
-
             await self.steps.step("oz0.loop.ask", self._record, question)
             answer = await wait_in_workflow(self.job.id, step, timeout_s)
         else:

@@ -23,6 +23,7 @@ import os
 import time
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, NativeOutput, StructuredDict
@@ -37,9 +38,15 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.contracts.schema import load_contract, violation_sentence
+from oz0.edge.mcp.kind import tool_output
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.spec import ServerSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.budgets import CallNeed, budget_call, model_need
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.kinds import env_values
 from oz0.edge.runtime.loop_steps import Checkpoints, checkpoints_for, failure_of, raise_failure
 from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, list_tools
 from oz0.edge.runtime.loop_trace import add_trace, clip
@@ -65,8 +72,6 @@ async def run_tool_loop(spec: AgentSpec, value: Any, ctx: RunContext, *, key: st
 
 
 def _server_secrets(spec: AgentSpec) -> list[str]:
-    from oz0.edge.runtime.kinds import env_values
-
     texts = [str(v) for s in spec.servers.values() for part in ("env", "headers")
              for v in dict(s.get(part) or {}).values()]
     return env_values(*texts)
@@ -234,8 +239,6 @@ class _Loop:
         else:
             outcome = {"result": self.redactor.data(result)}
             if tool.output is not None:
-                from oz0.edge.contracts.schema import load_contract, violation_sentence
-
                 violations = load_contract(dict(tool.output), source=f"tool {tool.name}").validate(result)
                 if violations:  # an answer that breaks its contract is an error, never data
                     outcome = {"error": violation_sentence(violations, subject=f"the result of {tool.name}")}
@@ -253,12 +256,6 @@ class _Loop:
         return child.output
 
     async def _mcp_call(self, tool: LoopTool, arguments: dict[str, Any]) -> Any:
-        from pathlib import Path
-
-        from oz0.edge.mcp.kind import tool_output
-        from oz0.edge.mcp.pool import servers
-        from oz0.edge.mcp.spec import ServerSpec
-
         assert tool.server is not None
         plugin_dir = str(Path(self.spec.file).resolve().parent.parent) if self.spec.file else None
         server = ServerSpec.from_config(self.spec.servers[tool.server], cwd=plugin_dir)
