@@ -38,6 +38,7 @@ __all__ = [
     "command_argv",
     "env_values",
     "expand_env",
+    "model_api_key",
     "run_command",
     "run_http",
     "run_model",
@@ -256,6 +257,18 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
 
 # model ----------------------------------------------------------------------------------------
 
+def model_api_key(spec: AgentSpec) -> str | None:
+    """The model's API key from `api_key_env` (Misconfigured when it is named and not set)."""
+    key_env = spec.config.get("api_key_env")
+    if not key_env:
+        return None
+    key = os.environ.get(str(key_env))
+    if not key:
+        raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
+                                          "in the environment of the bot")
+    return key
+
+
 def _schema_name(agent: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", agent)[:64] or "answer"
 
@@ -265,21 +278,15 @@ async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     that structure (`response_format` json_schema); an answer that does not match goes back with the
     reason, at most twice, then the job fails quoting the last reason. A model agent with tools (or an
     anthropic one) runs the tool loop instead (edge.runtime.tool_loop)."""
+    key = model_api_key(spec)
+    secrets = [key] if key else []
     if spec.loops:
-        from oz0.edge.runtime.tool_loop import api_key, run_tool_loop  # imports pydantic-ai: only for a loop
+        from oz0.edge.runtime.tool_loop import run_tool_loop  # imports pydantic-ai: only for a loop
 
-        key, known = api_key(spec)
-        return await run_tool_loop(spec, value, ctx, key=key, secrets=known)
+        return await run_tool_loop(spec, value, ctx, key=key, secrets=secrets)
     headers = {"Content-Type": "application/json"}
-    secrets: list[str] = []
-    key_env = spec.config.get("api_key_env")
-    if key_env:
-        key = os.environ.get(str(key_env))
-        if not key:
-            raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
-                                              "in the environment of the bot")
+    if key:
         headers["Authorization"] = f"Bearer {key}"
-        secrets.append(key)
     redactor = Redactor(secrets)
     return await redactor.run(_ask_model(spec, value, redactor.context(ctx), headers, redactor))
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 import weakref
 from collections import OrderedDict
@@ -364,15 +363,3 @@ def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
     for exc in group.exceptions:
         out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return out
-
-
-def api_key(spec: AgentSpec) -> tuple[str | None, list[str]]:
-    """The model's API key from `api_key_env` (Misconfigured when it is named and not set)."""
-    key_env = spec.config.get("api_key_env")
-    if not key_env:
-        return None, []
-    key = os.environ.get(str(key_env))
-    if not key:
-        raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
-                                          "in the environment of the bot")
-    return key, [key]
