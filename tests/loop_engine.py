@@ -14,13 +14,9 @@ import sys
 from oz0.edge.runtime.runner import Runtime
 
 
-async def _drawn(job, question) -> None:  # a channel that draws questions: the job can ask
-    return None
-
-
 async def main(mode: str, job_id: str | None) -> None:
     runtime = Runtime()
-    runtime.on_question("cli", _drawn)
+    runtime.shows_questions("cli")  # a channel that draws questions: the job can ask
     await asyncio.to_thread(runtime.launch_engine)
     try:
         if mode == "ask":

@@ -38,10 +38,25 @@ def calls(tmp_path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def run(rt, text="why did main fail?", **kw):
+def run(rt, text="why did main fail?", answer=None, **kw):
+    """Run triage; `answer(job, question)` answers each question it asks (a channel that shows them)."""
     seen: list[str] = []
-    job = asyncio.run(rt.run("triage", text, on_progress=lambda p: seen.append(p.message), **kw))
-    return job, seen
+
+    async def main():
+        job, _ = rt.submit("triage", text, **kw)
+        task = asyncio.ensure_future(rt.execute(job.id, on_progress=lambda p: seen.append(p.message)))
+        answered: set[str] = set()
+        while not task.done():
+            question = rt.question(job.id) if answer is not None else None
+            if question is not None and question.step not in answered:
+                answered.add(question.step)
+                await answer(rt.job(job.id), question)
+            await asyncio.sleep(0.02)
+        return await task
+
+    if answer is not None:
+        rt.shows_questions("cli")
+    return asyncio.run(main()), seen
 
 
 def test_the_loop_calls_an_agent_and_mcp_tools_in_parallel_and_answers_under_its_contract(tmp_path):
@@ -101,8 +116,7 @@ def test_a_destructive_tool_waits_for_confirm_and_a_cancel_goes_back_as_declined
             await asyncio.sleep(0.05)
             rt.answer(job.id, question.step, action="accept", content={"choice": choice}, by=job.requester)
 
-        rt.on_question("cli", answer)
-        job, _ = run(rt)
+        job, _ = run(rt, answer=answer)
     assert job.status == "succeeded"
     assert [before for _, before in asked] == [[], ['delete_branch {"name": "old"}']]
     assert "delete_branch" in asked[0][0] and "destructive" in asked[0][0] and '"old"' in asked[0][0]
@@ -123,8 +137,7 @@ def test_ask_person_takes_the_models_question_and_schema_and_feeds_the_answer_ba
             questions.append(question)
             rt.answer(job.id, question.step, action="accept", content={"rerun": True}, by=job.requester)
 
-        rt.on_question("cli", answer)
-        job, _ = run(rt)
+        job, _ = run(rt, answer=answer)
         trace = read_trace(rt.store, job.id)
     assert job.status == "succeeded", (job.failure_kind, job.failure_reason)
     assert [q.message for q in questions] == ["Rerun 4411?"] and questions[0].answer_schema == schema
@@ -296,18 +309,3 @@ def test_install_refuses_a_tool_the_server_does_not_list(tmp_path):
     with pytest.raises(PluginError) as refused:
         install_plugin(rt, load_plugin(root), allow_breaking=True)
     assert "server 'ci' lists no tool 'ci_rerun' (it lists: ci_log, delete_branch)" in str(refused.value)
-
-
-def test_the_terminal_prompt_answers_a_confirm_and_an_ask():
-    from oz0.adapters.cli.prompt import prompt_answer
-    from oz0.edge.runtime.confirm import CONFIRM_SCHEMA
-    from oz0.edge.runtime.questions import Question
-
-    confirm = Question("j", "confirm-2", "Run delete_branch?", CONFIRM_SCHEMA, {}, None)
-    typed = iter(["maybe", "Confirm"])
-    assert prompt_answer(confirm, lambda _: next(typed)) == {"choice": "Confirm"}  # asked again
-    assert prompt_answer(confirm, lambda _: "") is None  # declined
-    ask = Question("j", "ask-3", "Rerun?", {"type": "object", "required": ["rerun"], "properties": {
-        "rerun": {"type": "boolean"}, "times": {"type": "integer"}}}, {}, None)
-    typed = iter(["yes", "2"])
-    assert prompt_answer(ask, lambda _: next(typed)) == {"rerun": True, "times": 2}

@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from oz0.adapters.cli.draw import TARGETS, render_payload
+from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
@@ -50,9 +50,6 @@ def _run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
 
         from oz0.adapters.cli.progress_out import TerminalProgress
-        from oz0.adapters.cli.prompt import ask_at_terminal
-
-        ask_at_terminal(runtime)  # a job's question (a destructive tool's Confirm) as a prompt on a TTY
 
         progress = TerminalProgress()
         try:
@@ -67,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
+    write_files(card, args.to)
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
     if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
         print(card.notes[-1], file=sys.stderr)

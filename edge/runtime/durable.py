@@ -51,7 +51,6 @@ __all__ = [
     "app_version",
     "current_runtime",
     "replica_id",
-    "send_answer",
     "workflow_id",
 ]
 
@@ -83,7 +82,7 @@ def app_version() -> str:
     return f"oz0-{package}-{_WORKFLOW_SHAPE}"
 
 
-_WORKFLOW_SHAPE = "run+deliver-1"
+_WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
 
 
 def workflow_id(job: "Job | Mapping[str, Any]") -> str:
@@ -121,26 +120,6 @@ async def _job_workflow(job_id: str) -> str:
 def current_runtime() -> "Runtime":
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
-
-
-def send_answer(workflow: str, topic: str) -> None:
-    """Wake a workflow waiting durably for an answer (edge.runtime.questions.wait_in_workflow). DBOS.send
-    refuses a thread with a running loop, so it runs on a thread of its own. A send that fails costs
-    the waiter one poll of the store (it re-reads it at least every minute), never the answer."""
-    failed: list[BaseException] = []
-
-    def send() -> None:
-        try:
-            DBOS.send(workflow, {"answered": True}, topic)
-        except Exception as exc:
-            failed.append(exc)
-
-    sender = threading.Thread(target=send, name="oz0-answer-send", daemon=True)
-    sender.start()
-    sender.join(timeout=10)
-    if failed:
-        log.warning("could not wake workflow %s for its answer (%s: %s); it finds the answer at its next look",
-                    workflow, type(failed[0]).__name__, failed[0])
 
 
 def _current() -> "Engine":
@@ -289,7 +268,7 @@ class Engine(Leases):
         checkpoint is the record of what was posted, keyed by the job: a redelivered or recovered job
         never posts again once this step has ended."""
         job = self.runtime.job(job_id)
-        platform = (job.reply_to or {}).get("platform") if job is not None else None
+        platform = job.reply_to.platform if job is not None and job.reply_to is not None else None
         if job is None or platform is None:
             return False
         deliver = self.runtime.deliverer(platform)

@@ -108,7 +108,7 @@ jobs = Table(
     Column("ended", Float, nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("dedupe_key", String(300), nullable=True, unique=True),
-    Column("reply_to", JSON(none_as_null=True), nullable=True),
+    Column("reply_to", JSON(none_as_null=True), nullable=True),  # revision 0010: a ReplyRef (edge.model.reply_ref)
     Column("runner", String(200), nullable=True),
     Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
     Column("contract_hash", String(64), nullable=True),     # revision 0006: the contract the job ran under
@@ -117,6 +117,9 @@ jobs = Table(
     Column("tree_steps", Integer, nullable=True),   # revision 0007: steps run below this job
     Column("limit_reached", Text, nullable=True),   # revision 0007: on a root, the limit that ended its tree
     Column("progress", JSON(none_as_null=True), nullable=True),  # revision 0009: the latest, edge.runtime.progress
+    Column("workspace", String(200), nullable=True),   # revision 0010: the asker's workspace (Slack team, guild)
+    Column("channel_id", String(200), nullable=True),  # revision 0010: the asker's channel on its platform
+    Column("question_shown", JSON(none_as_null=True), nullable=True),  # revision 0010: where its question is
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )

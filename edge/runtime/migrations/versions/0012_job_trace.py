@@ -4,14 +4,14 @@ written by the checkpointed step that made the call, keyed by (job, seq), so a r
 writes one twice.
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0010
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
