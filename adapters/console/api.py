@@ -22,6 +22,7 @@ from starlette.routing import Route
 from oz0.adapters.console import answers
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.runtime.loop_trace import read_trace
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
@@ -237,6 +238,9 @@ class _Api:
         budgets = self.runtime.budgets.report(job)
         if budgets:  # each budget covering the job: limit, granted, reserved, spent, left
             out["budgets"] = [budget_json(b) for b in budgets]
+        trace = read_trace(self.runtime.store, job.id)
+        if trace:  # a tool loop's calls (edge.runtime.tool_loop)
+            out["trace"] = trace
         children = self.runtime.children(job.id)
         if children:  # a flow's steps, each a child job
             out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]

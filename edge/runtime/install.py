@@ -80,6 +80,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
         limits["person_steps"] = person_steps(spec)
+    if spec.tools:  # kept with its limits, so a later version's upgrade check can compare them
+        limits["tools"] = [t.as_json() for t in spec.tools]
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
         "input_schema_file": spec.input_schema_file,
