@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.cards.choice import is_qzx_result
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
+from oz0.edge.contracts.json_data import MAX_JSON_DEPTH, JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind
 from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext
@@ -84,6 +84,9 @@ class AgentAttempts:
             check_json_data(output)
         except JsonDataError as exc:
             where = f" at {exc.path}" if exc.path != "$" else ""
+            if exc.too_deep:
+                raise JobFailure("InvalidOutput", f"the answer nests deeper than {MAX_JSON_DEPTH} levels (the "
+                                                  f"limit for JSON data){where}; answer flatter data") from None
             raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc.message}){where}; answer strings, "
                                               "finite numbers, booleans, null, lists and objects with string keys"
                              ) from None
