@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
 from oz0.edge.plugins.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
+
+OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
+
+
+def oz0(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*OZ0, *args], capture_output=True, text=True, timeout=60)
+
 
 DEEP = '''
 def deep(x):
@@ -38,3 +50,27 @@ def test_a_300_level_answer_is_refused_for_nesting_deeper_than_128_levels(tmp_pa
             assert "not JSON" not in job.failure_reason, job.failure_reason
     finally:
         runtime.close()
+
+
+# 9. a JSON-RPC message holding both result and error is a protocol error --------------------------
+
+BOTH = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "disk fine"}]},
+        "error": {"code": -32000, "message": "boom"}}
+
+
+@pytest.mark.parametrize("flag", [(), ("--mcp",)], ids=["auto", "mcp"])
+def test_a_response_with_both_result_and_error_is_drawn_as_a_protocol_error(tmp_path: Path, flag):
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(BOTH))
+    done = oz0("render", str(path), "--to", "card", *flag)
+    assert done.returncode == 0, done.stderr
+    card = json.loads(done.stdout)
+    assert card["status"]["success"] is False
+    assert card["status"]["message"] == ("MCP protocol error: the response holds both result and error, "
+                                         "which JSON-RPC 2.0 forbids")
+    assert card["form"] == "text"
+    text = oz0("render", str(path), "--to", "text", *flag).stdout
+    assert "MCP protocol error" in text
+    assert "jsonrpc" not in text and "disk fine" not in text and "-32000" not in text
+    slack = json.loads(oz0("render", str(path), "--to", "slack", *flag).stdout)
+    assert slack["text"].startswith("Failed: MCP protocol error: ")
