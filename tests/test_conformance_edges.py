@@ -74,3 +74,20 @@ def test_a_response_with_both_result_and_error_is_drawn_as_a_protocol_error(tmp_
     assert "jsonrpc" not in text and "disk fine" not in text and "-32000" not in text
     slack = json.loads(oz0("render", str(path), "--to", "slack", *flag).stdout)
     assert slack["text"].startswith("Failed: MCP protocol error: ")
+
+
+# 10. Discord: an internationalised host is never a live link --------------------------------------
+
+@pytest.mark.parametrize("written", ["https://аррӏе.com/login", "see https://аррӏе.com/login now",
+                                     "<https://аррӏе.com/login>", "[apple](https://аррӏе.com/login)"])
+@pytest.mark.parametrize("form", ["text_markdown", "text_plain", "key_values", "table"])
+def test_discord_never_makes_a_live_link_of_an_idn_host_and_shows_its_punycode(form: str, written: str):
+    from hostile import CARDS
+    from oz0.renderers import RENDERERS
+    from renderer_oracles import check_discord
+
+    rendered = RENDERERS["discord"](CARDS[form](written))
+    check_discord(rendered)
+    shown = json.dumps(rendered.payload, ensure_ascii=False)
+    assert "xn--80ak6aa92e.com" in shown, shown[:400]
+    assert "аррӏе.com" in shown  # what the data says is still there to see, as text
