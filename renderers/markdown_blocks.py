@@ -302,8 +302,8 @@ def _inline(token: Token) -> tuple[Span, ...]:
             _append_text(top, clean(child.content))
         elif kind == "code_inline":
             top.append(Code(clean(child.content)))
-        elif kind in ("softbreak", "hardbreak"):
-            top.append(LineBreak(hard=kind == "hardbreak"))
+        elif kind in ("softbreak", "hardbreak"):  # a result's lines are kept, as Slack and Discord keep them
+            top.append(LineBreak(hard=True))
         elif kind in _STYLE or kind == "link_open":
             url = ""
             if kind == "link_open":

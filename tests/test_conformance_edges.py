@@ -91,3 +91,44 @@ def test_discord_never_makes_a_live_link_of_an_idn_host_and_shows_its_punycode(f
     shown = json.dumps(rendered.payload, ensure_ascii=False)
     assert "xn--80ak6aa92e.com" in shown, shown[:400]
     assert "аррӏе.com" in shown  # what the data says is still there to see, as text
+
+
+# 16. multi-line text keeps its lines everywhere; "* " in plain output is no bullet -----------------
+
+GIT_LOG = ("Commit history:\nCommit: 'a1b2c3'\nAuthor: A U Thor\nDate: 2025-01-01 10:00:00+00:00\n"
+           "Message: 'Add **bold** support'\n\nCommit: 'd4e5f6'\nAuthor: A U Thor\nDate: 2025-01-02\n"
+           "Message: 'Fix the deploy script'\n")
+BRANCHES = "* main\n  feature/login\n  release-1.2\n"
+
+
+def _drawn(tmp_path: Path, value, to: str) -> str:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(value))
+    done = oz0("render", str(path), "--to", to)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("value", [GIT_LOG, {"content": [{"type": "text", "text": GIT_LOG}]}], ids=["text", "mcp"])
+def test_a_multi_line_text_keeps_its_lines_on_every_platform(tmp_path: Path, value):
+    lines = ["Commit: 'a1b2c3'", "Author: A U Thor", "Date: 2025-01-01 10:00:00+00:00"]
+    terminal = _drawn(tmp_path, value, "text").splitlines()
+    assert all(line in terminal for line in lines), terminal
+    slack = json.loads(_drawn(tmp_path, value, "slack"))
+    assert "\n".join(lines) in slack["text"], slack["text"]
+    discord = json.loads(_drawn(tmp_path, value, "discord"))
+    assert "Commit: 'a1b2c3'\nAuthor: A U Thor\n" in json.dumps(discord, ensure_ascii=False).replace("\\n", "\n")
+    html = _drawn(tmp_path, value, "html")
+    assert "Commit: &#x27;a1b2c3&#x27;<br>Author: A U Thor<br>" in html or "a1b2c3'<br>Author" in html, html
+
+
+def test_a_star_line_in_plain_output_is_not_a_bullet(tmp_path: Path):
+    card = json.loads(_drawn(tmp_path, BRANCHES, "card"))
+    assert card["text_format"] == "plain"
+    assert _drawn(tmp_path, BRANCHES, "text").splitlines()[:2] == ["* main", "  feature/login"]
+    slack = _drawn(tmp_path, BRANCHES, "slack")
+    assert "rich_text_list" not in slack and "* main" in json.loads(slack)["text"]
+    discord = json.loads(_drawn(tmp_path, BRANCHES, "discord"))
+    content = discord["components"][0]["components"][-1]["content"]
+    assert "main" in content and "- main" not in content and "• main" not in content
+    assert "<li>" not in _drawn(tmp_path, BRANCHES, "html")
