@@ -132,3 +132,47 @@ def test_a_star_line_in_plain_output_is_not_a_bullet(tmp_path: Path):
     content = discord["components"][0]["components"][-1]["content"]
     assert "main" in content and "- main" not in content and "• main" not in content
     assert "<li>" not in _drawn(tmp_path, BRANCHES, "html")
+
+
+# 17. format is asserted the same in every dialect --------------------------------------------------
+
+DIALECT_URIS = ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema",
+                "https://json-schema.org/draft/2020-12/schema"]
+FORMAT_CASES = {  # format: (a value it accepts, a value it refuses)
+    "date": ("2024-02-29", "2024-13-01"), "date-time": ("2024-02-29T10:00:00Z", "yesterday"),
+    "time": ("10:00:00Z", "25:00:00Z"), "duration": ("P1Y2M3DT4H", "P1Y2W"),
+    "email": ("ops@example.com", "nope"), "idn-email": ("ops@example.com", "nope"),
+    "hostname": ("db-1.example.com", "-bad-.com"), "idn-hostname": ("db-1.example.com", "-bad-"),
+    "ipv4": ("10.0.0.1", "999.1.1.1"), "ipv6": ("::1", "::zz"), "uri": ("https://example.com/a", "not a uri"),
+    "uri-reference": ("/a/b", "\\\\bad"), "iri": ("https://example.com/ä", "not an iri"),
+    "iri-reference": ("/ä", "\\\\bad"), "uri-template": ("/users/{id}", "{bad"),
+    "json-pointer": ("/a/0", "no-slash"), "relative-json-pointer": ("1/a", "x/1"), "regex": ("^a+$", "("),
+    "uuid": ("12345678-1234-1234-1234-123456789012", "1234"),
+}
+
+
+def test_the_checked_formats_are_the_documented_ones():
+    from oz0.edge.contracts.formats import CHECKED_FORMATS
+
+    assert set(CHECKED_FORMATS) == set(FORMAT_CASES)
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "conformance-notes.md").read_text()
+    assert all(f"`{name}`" in page for name in CHECKED_FORMATS)
+
+
+@pytest.mark.parametrize("dialect", DIALECT_URIS)
+@pytest.mark.parametrize("name", sorted(FORMAT_CASES))
+def test_format_is_asserted_alike_in_every_dialect(dialect: str, name: str):
+    import jsonschema
+
+    from oz0.edge.contracts.schema import load_contract
+
+    good, bad = FORMAT_CASES[name]
+    schema = {"$schema": dialect, "type": "object", "properties": {"v": {"type": "string", "format": name}}}
+    contract = load_contract(schema)
+    assert not contract.validate({"v": good})
+    refused = contract.validate({"v": bad})
+    assert [(v.json_path, v.keyword) for v in refused] == [("$.v", "format")], refused
+    oracle = jsonschema.validators.validator_for(schema)
+    if name in oracle.FORMAT_CHECKER.checkers:  # python-jsonschema, where it has a checker installed, agrees
+        checked = oracle(schema, format_checker=oracle.FORMAT_CHECKER)
+        assert checked.is_valid({"v": good}) and not checked.is_valid({"v": bad})

@@ -23,6 +23,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import orjson
 
 from oz0.edge.contracts.bundled import bundled_schema
+from oz0.edge.contracts.formats import formats_for
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
 from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
@@ -263,7 +264,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot check against its meta-schema: {exc}", source=source) from None
     try:
         validator = jsonschema_rs.validator_for(
-            schema, retriever=_refuse_retrieval,
+            schema, retriever=_refuse_retrieval, validate_formats=True, formats=formats_for(dialect),
             pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=1_000_000, size_limit=1 << 20,
                                                               dfa_size_limit=1 << 20),
         )
