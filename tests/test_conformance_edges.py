@@ -176,3 +176,42 @@ def test_format_is_asserted_alike_in_every_dialect(dialect: str, name: str):
     if name in oracle.FORMAT_CHECKER.checkers:  # python-jsonschema, where it has a checker installed, agrees
         checked = oracle(schema, format_checker=oracle.FORMAT_CHECKER)
         assert checked.is_valid({"v": good}) and not checked.is_valid({"v": bad})
+
+
+# 18. a $ref under an unknown keyword, or a meta-schema path that is no meta-schema, refused at load ---
+
+EVIL = "https://evil.example/s.json"
+
+
+@pytest.mark.parametrize("schema,location,said", [
+    ({"x-hidden": {"$ref": EVIL}}, "/x-hidden/$ref", "under the unknown keyword 'x-hidden'"),
+    ({"properties": {"a": {"x-doc": {"see": [{"$ref": EVIL}]}}}}, "/properties/a/x-doc/see/0/$ref",
+     "under the unknown keyword 'x-doc'"),
+    ({"x-hidden": {"$ref": "#/$defs/missing"}}, "/x-hidden/$ref", "points at nothing"),
+    ({"$ref": "https://json-schema.org/draft/2020-12/meta/%2e%2e/%2e%2e/evil"}, "/$ref",
+     "is not a meta-schema of 2020-12"),
+    ({"items": {"$ref": "https://json-schema.org/draft/2020-12/meta/core?fetch=1"}}, "/items/$ref",
+     "is not a meta-schema of 2020-12"),
+    ({"$ref": "https://json-schema.org/draft/2020-12/meta/no-such-name"}, "/$ref", "is not a meta-schema"),
+    ({"$ref": "https://json-schema.org/draft/2019-09/meta/core"}, "/$ref", "is a meta-schema of 2019-09"),
+])
+def test_a_hidden_or_odd_meta_schema_ref_is_refused_at_load_with_its_location(schema, location, said):
+    from oz0.edge.contracts.schema import ContractError, load_contract
+
+    with pytest.raises(ContractError) as info:
+        load_contract(schema, source="tool.json")
+    assert info.value.location == location, str(info.value)
+    assert said in str(info.value) and "cannot compile" not in str(info.value), str(info.value)
+    assert str(info.value).startswith(f"tool.json at {location}: ")
+
+
+@pytest.mark.parametrize("schema", [
+    {"x-hidden": {"$ref": "#/$defs/a"}, "$defs": {"a": {"type": "string"}}},  # local: harmless, kept
+    {"examples": [{"$ref": EVIL}], "default": {"$ref": EVIL}, "const": {"$ref": EVIL}},  # data, not schemas
+    {"$ref": "https://json-schema.org/draft/2020-12/meta/validation"},
+    {"$schema": "https://json-schema.org/draft/2019-09/schema", "$ref": "https://json-schema.org/draft/2019-09/meta/format"},
+])
+def test_local_hidden_refs_data_and_real_meta_schemas_still_load(schema):
+    from oz0.edge.contracts.schema import load_contract
+
+    load_contract(schema)
