@@ -215,3 +215,24 @@ def test_local_hidden_refs_data_and_real_meta_schemas_still_load(schema):
     from oz0.edge.contracts.schema import load_contract
 
     load_contract(schema)
+
+
+# 5. a flow step whose agent is nowhere is an error in lint and install, with no store yet ----------
+
+def test_a_flow_step_on_an_agent_neither_here_nor_installed_is_refused_by_lint_and_install(tmp_path: Path):
+    import os
+
+    from flow_kit import RELEASE, flow_plugin
+
+    flow = {**RELEASE, "steps": [*RELEASE["steps"][:2], {**RELEASE["steps"][2], "agent": "elsewhere"}]}
+    root = flow_plugin(tmp_path / "acme", flows={"release": flow})
+    env = {**os.environ, "OZ0_HOME": str(tmp_path / "fresh-home")}
+    env.pop("OZ0_DATABASE_URL", None)
+    for command in ("lint", "install"):
+        done = subprocess.run([*OZ0, "plugin", command, str(root)], capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        said = done.stdout + done.stderr
+        assert "$.steps[2].agent" in said and "agent 'elsewhere' is neither in this plugin nor installed" in said
+    listed = subprocess.run([*OZ0, "plugin", "list", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert json.loads(listed.stdout)["plugins"] == [], listed.stdout

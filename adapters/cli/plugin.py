@@ -116,8 +116,8 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     """The agents and flows installed under OZ0_HOME, for the references of the plugin's flows; None
-    for a plugin without flows or with no store here to ask (lint then warns about agents it cannot
-    see, rather than refusing them)."""
+    for a plugin without flows (nothing to ask for). With no store here yet nothing is installed, so a
+    flow step naming an agent the plugin lacks is an error, in lint as in install."""
     import os
 
     if not (Path(folder) / "flows").is_dir():
@@ -125,10 +125,10 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     from oz0.edge.runtime.runner import default_home
 
     if not os.environ.get("OZ0_DATABASE_URL") and not (default_home() / "oz0.db").is_file():
-        return None
+        return {}
     runtime = open_runtime()
     try:
-        return {a.name: a for p in runtime.plugins() for a in (*p.agents, *p.flows)}
+        return {a.name: a for a in (*runtime.agents(), *runtime.flows())}
     finally:
         runtime.close()
 
