@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from oz0.edge.contracts.changes import Change
-from oz0.edge.contracts.compat import check_upgrade, is_major_bump
+from oz0.edge.contracts.compat import check_upgrade
 from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS, AgentSpec, Plugin, PluginError, load_plugin
 from oz0.edge.plugins.tool_contracts import with_listed_contracts
@@ -87,8 +87,8 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
     cannot be listed, and UpgradeRefused
     (edge.contracts.compat) when the new version breaks the installed one's contracts without a new major version
-    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
-    is recorded in the audit log as `plugin.contracts.breaking`.
+    or allow_breaking; both before anything is stored. A breaking change let through (by a new major
+    version or allow_breaking) is recorded in the audit log as `plugin.contracts.breaking`.
     """
     actor = actor or local_user()
     digest = content_hash(plugin.path)
@@ -125,7 +125,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
-    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
+    if previous is not None and any(c.breaking for c in changes):  # let through by a major version or the flag
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
             "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
