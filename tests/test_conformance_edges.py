@@ -236,3 +236,37 @@ def test_a_flow_step_on_an_agent_neither_here_nor_installed_is_refused_by_lint_a
         assert "$.steps[2].agent" in said and "agent 'elsewhere' is neither in this plugin nor installed" in said
     listed = subprocess.run([*OZ0, "plugin", "list", "--json"], capture_output=True, text=True, env=env, timeout=60)
     assert json.loads(listed.stdout)["plugins"] == [], listed.stdout
+
+
+# 7. the QZX CLI profile: a failure and the tool list are one conforming document each ------------
+
+def test_jobs_show_nosuch_json_prints_one_conforming_failure(tmp_path: Path, monkeypatch, capsys):
+    from oz0.adapters.cli import main
+    from test_qzx_cli import one_result
+
+    monkeypatch.setenv("OZ0_HOME", str(tmp_path / "home"))
+    code = main(["jobs", "show", "NOSUCH", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    doc = one_result(out)
+    assert doc["success"] is False and doc["error_code"] == "not_found"
+    assert doc["meta"]["command"] == "jobs show"
+    assert "no job 'NOSUCH'" in doc["error"] and "no job 'NOSUCH'" in err
+
+
+def test_mcp_tools_json_prints_one_qzx_result_holding_the_list(capsys):
+    import shlex
+
+    from mcp_harness import SERVER
+    from oz0.adapters.cli import main
+    from oz0.edge.mcp.pool import servers
+    from test_qzx_cli import one_result
+
+    try:
+        code = main(["mcp", "tools", "--json", "--command", shlex.join([sys.executable, str(SERVER)])])
+    finally:
+        servers().close()
+    doc = one_result(capsys.readouterr().out)
+    assert code == 0 and doc["success"] is True and doc["meta"]["command"] == "mcp tools"
+    assert isinstance(doc["tools"], list) and {"name", "inputSchema", "card"} <= set(doc["tools"][0])
+    assert doc["message"].startswith(f"{len(doc['tools'])} tools on ")

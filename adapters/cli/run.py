@@ -144,7 +144,7 @@ def _show(args: argparse.Namespace) -> int:
         job = runtime.job(args.id)
         if job is None:
             raise CommandError(f"no job {args.id!r} (an id, or its first 4+ characters when they are unique; "
-                               "see oz0 jobs)", code=1)
+                               "see oz0 jobs)", code=1, error_code="not_found")
         card = runtime.card(job)
         tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)
