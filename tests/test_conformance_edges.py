@@ -270,3 +270,50 @@ def test_mcp_tools_json_prints_one_qzx_result_holding_the_list(capsys):
     assert code == 0 and doc["success"] is True and doc["meta"]["command"] == "mcp tools"
     assert isinstance(doc["tools"], list) and {"name", "inputSchema", "card"} <= set(doc["tools"][0])
     assert doc["message"].startswith(f"{len(doc['tools'])} tools on ")
+
+
+# 8. a command agent's QZX failure keeps its error_code; an invalid QZX envelope fails the job -------
+
+DISK_FULL = {"success": False, "message": "The backup volume is full.", "error": "no space left on /backup",
+             "error_code": "disk_full"}
+BAD_ENVELOPE = {"success": True, "message": "Backed up.", "error": "but also this", "files": 3}
+
+
+def _qzx_home(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OZ0_HOME", str(tmp_path / "home"))
+    command = lambda answer: {"kind": "command", "input": "text", "output_schema": "schemas/any.json",  # noqa: E731
+                              "command": ["python", "-c", f"print({json.dumps(json.dumps(answer))})"]}
+    root = make_plugin(tmp_path / "plugin", agents={"backup": command(DISK_FULL), "sloppy": command(BAD_ENVELOPE)},
+                       files={"schemas/any.json": {"type": "object"}})
+    runtime = Runtime(tmp_path / "home")
+    try:
+        install_plugin(runtime, load_plugin(root))
+    finally:
+        runtime.close()
+
+
+def test_a_command_agents_qzx_failure_keeps_its_error_code(tmp_path: Path, monkeypatch, capsys):
+    from oz0.adapters.cli import main
+    from test_qzx_cli import one_result
+
+    _qzx_home(tmp_path, monkeypatch)
+    assert main(["run", "backup", "now", "--json"]) == 1
+    doc = one_result(capsys.readouterr().out)
+    assert doc["error_code"] == "disk_full", doc
+    assert main(["run", "backup", "now", "--to", "card"]) == 1
+    card = json.loads(capsys.readouterr().out)
+    assert card["status"]["error_code"] == "disk_full" and card["status"]["message"] == DISK_FULL["message"]
+
+
+def test_an_answer_whose_qzx_envelope_is_invalid_fails_the_job(tmp_path: Path, monkeypatch, capsys):
+    from oz0.adapters.cli import main
+    from test_qzx_cli import one_result
+
+    _qzx_home(tmp_path, monkeypatch)
+    assert main(["run", "sloppy", "now", "--json"]) == 1
+    doc = one_result(capsys.readouterr().out)
+    assert doc["error_code"] == "invalid_result_contract" and doc["job"]["status"] == "failed", doc
+    assert "QZX Result Contract v1" in doc["error"] and "error" in doc["error"]
+    assert main(["run", "sloppy", "now"]) == 1
+    out, err = capsys.readouterr()
+    assert "failed" in err and "QZX Result Contract v1" in out

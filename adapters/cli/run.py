@@ -14,7 +14,7 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
-from oz0.edge.runtime.jobs import Job, snake_case
+from oz0.edge.runtime.jobs import Job, failure_code
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -83,7 +83,7 @@ def _emit_job(job: Job, started: float) -> int:
         data["output"] = job.output
     code = emit_result("run", False, f"{job.agent} failed with {job.failure_kind} (job {job.id}).",
                        error=job.failure_reason or "the job failed",
-                       error_code=snake_case(job.failure_kind or "Failed"), data=data, started=started)
+                       error_code=failure_code(job), data=data, started=started)
     return 2 if job.failure_kind == "InvalidInput" else code
 
 

@@ -24,7 +24,7 @@ from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, failure_code, snake_case
 from oz0.edge.plugins.manifest import INVALID_INPUT, FailureKind
 from oz0.edge.qzx.core import result_envelope
 
@@ -249,7 +249,7 @@ class _Api:
         if spec_kind is not None:
             details.update(retryable=spec_kind.retryable, partial=spec_kind.partial, person=spec_kind.person)
         status = 200 if read_only else (INVALID_INPUT_HTTP if kind == INVALID_INPUT.name else FAILED_JOB_HTTP)
-        return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
+        return failure(f"{job.agent} failed: {kind}", failure_code(job), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
 

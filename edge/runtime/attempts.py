@@ -13,10 +13,12 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.cards.choice import is_qzx_result
+from oz0.edge.cards.qzx_status import CORE_FIELDS
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH, JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext
+from oz0.edge.qzx.core import check_core
+from oz0.edge.runtime.jobs import BUILTIN_FAILURES, INVALID_RESULT_CONTRACT, Job, JobFailure, RunContext
 from oz0.edge.runtime.kinds import AGENT_KINDS
 
 if TYPE_CHECKING:
@@ -94,6 +96,13 @@ class AgentAttempts:
         if size > cap:
             raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
                                                f"({cap:,})")
+        if is_qzx_result(output):
+            findings = check_core({k: output[k] for k in CORE_FIELDS if k in output})
+            if findings:
+                more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+                raise JobFailure(INVALID_RESULT_CONTRACT, f"the answer is shaped as a QZX result but breaks the "
+                                                          f"QZX Result Contract v1: {findings[0]}{more}",
+                                 partial_output=output)
         if is_qzx_result(output) and output["success"] is False:
             code = output.get("error_code")
             kind = _declared_kind(spec, code) if isinstance(code, str) else None
