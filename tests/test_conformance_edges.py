@@ -317,3 +317,70 @@ def test_an_answer_whose_qzx_envelope_is_invalid_fails_the_job(tmp_path: Path, m
     assert main(["run", "sloppy", "now"]) == 1
     out, err = capsys.readouterr()
     assert "failed" in err and "QZX Result Contract v1" in out
+
+
+# 3. an MCP tool's annotations are stored at install and shown before any job reaches the server ---
+
+def test_mcp_annotations_listed_at_install_are_shown_before_any_job(tmp_path: Path):
+    import os
+    import shutil
+
+    import httpx
+
+    from console_plugin import ConsoleThread
+
+    elicit = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"
+    plugin = tmp_path / "plugin"
+    (plugin / "agents").mkdir(parents=True)
+    shutil.copy(elicit, plugin / "elicit_server.py")
+    (plugin / "plugin.yaml").write_text("name: hints\nversion: 1.0.0\n")
+    server = f"server:\n  command: {json.dumps(sys.executable)}\n  args: [elicit_server.py]\n"
+    (plugin / "agents" / "drop.yaml").write_text(f"kind: mcp\n{server}tool: drop_table\n")
+    env = {**os.environ, "OZ0_HOME": str(tmp_path / "home")}
+    done = subprocess.run([*OZ0, "plugin", "install", str(plugin)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    hints = {"title": "Drop table", "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
+    listed = subprocess.run([*OZ0, "plugin", "list", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    agents = {a["name"]: a for p in json.loads(listed.stdout)["plugins"] for a in p["agents"]}
+    assert agents["drop"]["annotations"] == hints, listed.stdout
+    runtime = Runtime(tmp_path / "home")  # a fresh process's view: nothing has listed the server here
+    try:
+        with ConsoleThread(runtime) as console, httpx.Client(base_url=console.url, timeout=30) as http:
+            shown = {a["name"]: a for a in http.get("/v1/agents").json()["agents"]}
+            assert shown["drop"]["annotations"] == hints
+            doc = http.get("/openapi.json").json()
+            assert doc["paths"]["/agents/drop/runs"]["post"]["x-annotations"] == hints
+        assert runtime.jobs() == []
+    finally:
+        runtime.close()
+
+
+def test_revision_0013_upgrades_a_0009_database_keeping_its_agents(tmp_path: Path):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from oz0.edge.runtime import migrate
+    from oz0.edge.runtime.store import Store
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(migrate.MIGRATIONS))
+    with engine.begin() as conn:  # the database a 0009 oz0 made, with an installed agent
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0009")
+        conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('old', 1, 1.0)"))
+        conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
+                          "installed_at, installed_by) VALUES (1, 'old', '0.1.0', 'h', '/p', '', 1.0, 'ana')"))
+        conn.execute(text("INSERT INTO agents (version_id, name, kind, description, failures, limits) "
+                          "VALUES (1, 'drop', 'mcp', '', '{}', '{}')"))
+    engine.dispose()
+    store = Store(url)  # opening it upgrades it
+    try:
+        assert store.schema == migrate.SchemaChange("0009", "0013")
+        (agent,) = store.current_version("old").agents
+        assert (agent.name, agent.kind, agent.annotations) == ("drop", "mcp", None)
+    finally:
+        store.close()

@@ -48,7 +48,7 @@ TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
-                          ("jobs", "progress"))  # revisions 0005, 0006, 0007, 0009
+                          ("jobs", "progress"), ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0013
 
 
 def make_pre_migration_database(url: str) -> None:

@@ -219,6 +219,12 @@ def _list(args: argparse.Namespace) -> int:
         value = getattr(specs.get((plugin, agent)), key, None)
         return value.as_json() if value is not None else None
 
+    def annotations(plugin: str, agent: str) -> dict[str, Any]:
+        from oz0.edge.runtime.confirm import known_annotations
+
+        spec = specs.get((plugin, agent))
+        return known_annotations(spec) if spec is not None else {}
+
     if args.json:
         plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
                     "agents": [{"name": a.name, "kind": a.kind,
@@ -227,7 +233,8 @@ def _list(args: argparse.Namespace) -> int:
                                 "failures": dict(a.failures), "contract_hash": a.contract_hash,
                                 "contract_version": a.contract_version,
                                 "budget": declared(v.plugin, a.name, "budget"),
-                                "price": declared(v.plugin, a.name, "price")} for a in v.agents],
+                                "price": declared(v.plugin, a.name, "price"),
+                                "annotations": annotations(v.plugin, a.name)} for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})

@@ -72,6 +72,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "limits": limits,
         "contract_hash": spec.contract_hash,
         "contract_version": contract_version(spec, version, previous),
+        "annotations": dict(spec.listed_annotations) if spec.listed_annotations else None,
     }
 
 

@@ -133,6 +133,7 @@ class AgentSpec:
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
     budget: Budget | None = None  # `budget:` (edge.plugins.budgets)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+    listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
 
     @cached_property
     def contract_hash(self) -> str:

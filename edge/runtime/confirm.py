@@ -51,8 +51,9 @@ def _merged(listed: Mapping[str, Any] | None, spec: "AgentSpec") -> dict[str, An
 
 
 def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
-    """The agent's annotations without reaching a server: declared, over the tool's last listing."""
-    listed = None
+    """The agent's annotations without reaching a server: declared, over the tool's listing (this
+    process's latest, else the one stored at install)."""
+    listed = spec.listed_annotations
     if spec.kind == "mcp":
         from oz0.edge.mcp.kind import server_for_agent
         from oz0.edge.mcp.pool import servers
@@ -62,7 +63,7 @@ def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
             tool = (servers().listed(server_for_agent(spec)) or {}).get(str(spec.config.get("tool")))
         except McpFailure:
             tool = None
-        listed = tool.annotations if tool is not None else None
+        listed = tool.annotations if tool is not None else listed
     return _merged(listed, spec)
 
 
