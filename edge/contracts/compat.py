@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError, load_contract
+from oz0.edge.plugins.asks import PersonAsk
 from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin
 from oz0.edge.runtime.store import InstalledVersion
 
@@ -86,7 +87,9 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
 
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
-            return AgentSpec(**fields)
+            asks = tuple(PersonAsk(s["step"], contract(s.get("answer_schema") or {}, f"asks.{s['step']}"))
+                         for s in a.limits.get("person_steps") or [])
+            return AgentSpec(**fields, asks=asks)
         from oz0.edge.flows.model import FlowSpec, stored_steps
 
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))

@@ -55,7 +55,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
     limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
                               "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
-    if spec.kind == "flow":
+    if spec.kind == "flow" or spec.asks:
         from oz0.edge.contracts.openapi import person_steps
 
         limits["person_steps"] = person_steps(spec)

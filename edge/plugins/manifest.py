@@ -21,6 +21,7 @@ import orjson
 import yaml
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.plugins.asks import AskDeclarationError, PersonAsk, asks_of
 from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, Price, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load
 
@@ -134,6 +135,7 @@ class AgentSpec:
     budget: Budget | None = None  # `budget:` (edge.plugins.budgets)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
     listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
+    asks: tuple[PersonAsk, ...] = ()  # `asks:`, a python agent's person steps (edge.plugins.asks)
 
     @cached_property
     def contract_hash(self) -> str:
@@ -258,7 +260,7 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
     )
     limits = Limits(**(data.get("limits") or {}))
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example", "examples", "budget", "price"}
+             "limits", "example", "examples", "budget", "price", "asks"}
     config = MappingProxyType({k: v for k, v in data.items() if k not in known})
     example = data.get("example")
     return AgentSpec(
@@ -268,7 +270,15 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
         failures=failures, limits=limits, config=config,
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
         examples=examples_of(data), budget=budget_of(data, file), price=budget_of(data, file, key="price"),
+        asks=_asks(root, data, file),
     )
+
+
+def _asks(root: Path, data: Mapping[str, Any], file: Path) -> tuple[PersonAsk, ...]:
+    try:
+        return asks_of(root, data)
+    except AskDeclarationError as exc:
+        raise PluginError(exc.message, file=str(file), location=exc.path) from None
 
 
 def budget_of(data: Mapping[str, Any], file: Path, *, key: str = "budget") -> Any:
