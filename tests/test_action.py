@@ -216,10 +216,9 @@ def test_action_yml_runs_the_script_with_inputs_passed_as_environment():
         assert env[f"INPUT_{name.upper().replace('-', '_')}"] == f"${{{{ inputs.{name} }}}}"
 
 
-def test_the_readme_workflow_pins_the_action_to_a_commit_and_uses_only_its_inputs():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## CI for plugin authors", 1)[1]
-    workflow = yaml.safe_load(section.split("```yaml", 1)[1].split("```", 1)[0])
+def test_the_docs_workflow_pins_the_action_to_a_commit_and_uses_only_its_inputs():
+    page = (ROOT / "docs" / "how-to" / "ci.md").read_text()
+    workflow = yaml.safe_load(page.split("```yaml\n# .github/workflows/plugin.yml", 1)[1].split("```", 1)[0])
     step = next(s for s in workflow["jobs"]["oz0"]["steps"] if "oz0-edge@" in s.get("uses", ""))
     sha = step["uses"].rsplit("@", 1)[1]
     assert len(sha) == 40 and all(c in "0123456789abcdef" for c in sha)

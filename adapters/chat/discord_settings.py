@@ -1,4 +1,4 @@
-"""The Discord channel's settings, from the environment (names as in the README), and its API base."""
+"""The Discord channel's settings, from the environment (names as in docs/reference/configuration.md), and its API base."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class DiscordConfigError(ValueError):
 
 @dataclass(frozen=True)
 class DiscordSettings:
-    """The channel's settings, from the environment (names as in the README)."""
+    """The channel's settings, from the environment (names as in docs/reference/configuration.md)."""
 
     token: str = field(repr=False)
     guild_ids: tuple[int, ...] = ()

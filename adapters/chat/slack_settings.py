@@ -1,4 +1,4 @@
-"""The Slack channel's settings, from the environment (names as in the README), and its Web API client."""
+"""The Slack channel's settings, from the environment (names as in docs/reference/configuration.md), and its Web API client."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class SlackConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SlackSettings:
-    """The channel's settings, from the environment (names as in the README)."""
+    """The channel's settings, from the environment (names as in docs/reference/configuration.md)."""
 
     bot_token: str
     app_token: str | None = None
