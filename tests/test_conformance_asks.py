@@ -103,3 +103,87 @@ def test_lint_checks_the_answer_schemas_and_the_kind(tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "oz0.adapters.cli", "plugin", "lint", str(root), "--json"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and json.loads(done.stdout)["error_code"] == "lint_errors"
+
+
+# 2. a person step in `oz0 run`: asked on a terminal, parked off one, never a hang ----------------
+
+def _flow_home(tmp_path: Path) -> dict:
+    import os
+
+    from flow_kit import approval, flow_plugin
+
+    root = flow_plugin(tmp_path / "acme", flows={"ship": approval(timeout_s=600)})
+    env = {**os.environ, "OZ0_HOME": str(tmp_path / "home"), "OZ0_DATABASE_URL": ""}
+    done = subprocess.run([*OZ0, "plugin", "install", str(root)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
+PR = '{"repo": "acme/api", "pr": 42}'
+
+
+def test_off_a_terminal_the_job_waits_at_once_and_oz0_jobs_answer_resumes_it(tmp_path: Path):
+    env = _flow_home(tmp_path)
+    done = subprocess.run([*OZ0, "run", "ship", PR], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=env, timeout=60)  # a pipe: nobody can type; a hang would be this timeout
+    assert done.returncode == 3, done.stderr
+    waiting = [line for line in done.stderr.splitlines() if line.startswith("job ")][0]
+    job_id = waiting.split()[1]
+    assert waiting == f"job {job_id} is waiting for an answer to step 'approve': Merge acme/api#42? The review says approve."
+    assert f"oz0 jobs answer {job_id} --step approve '{{\"approved\": true}}'" in done.stderr
+    assert f"POST /v1/jobs/{job_id}/answer?step=approve" in done.stderr
+    shown = json.loads(subprocess.run([*OZ0, "jobs", "show", job_id, "--json"], capture_output=True, text=True,
+                                      env=env, timeout=60).stdout)
+    assert shown["job"]["status"] == "waiting"  # recovery did not take the parked job for a crashed one
+    wrong = subprocess.run([*OZ0, "jobs", "answer", job_id, '{"approved": "yes"}'], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert wrong.returncode == 2 and "not taken: the answer at $.approved breaks the rule 'type'" in wrong.stderr
+    answered = subprocess.run([*OZ0, "jobs", "answer", job_id, '{"approved": true}', "--json"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60)
+    assert answered.returncode == 0, answered.stderr
+    doc = json.loads(answered.stdout)
+    assert doc["success"] is True and doc["output"] == {"merged": True, "sha": "acme/api@42", "note": "approved"}
+    assert doc["meta"]["command"] == "jobs answer"
+
+
+def test_on_a_terminal_the_question_is_asked_there(tmp_path: Path):
+    import os
+    import pty
+    import select
+    import time
+
+    env = _flow_home(tmp_path)
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([*OZ0, "run", "ship", PR], stdin=secondary, stdout=secondary, stderr=secondary,
+                            env=env, close_fds=True)
+    os.close(secondary)
+    seen, answered = b"", 0
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(primary, 4096)
+                except OSError:  # the command ended and closed the terminal
+                    break
+                seen += chunk
+            if answered == 0 and b"[y/N]" in seen:
+                os.write(primary, b"maybe\n")  # refused by the prompt: it asks again
+                answered = 1
+            elif answered == 1 and seen.count(b"[y/N]") >= 2:
+                os.write(primary, b"y\n")
+                answered = 2
+            if proc.poll() is not None and not ready:
+                break
+        code = proc.wait(timeout=30)
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+    text = seen.decode("utf-8", "replace")
+    assert code == 0, text
+    assert "? Merge acme/api#42? The review says approve." in text
+    assert "answer y or n" in text
+    assert "acme/api@42" in text and "approve answered by cli:" in text
