@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oz0.edge.contracts.openapi import openapi_document
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.documents.openapi import openapi_document
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
@@ -52,7 +52,9 @@ def test_a_declared_ask_is_published_hashed_and_answered(tmp_path: Path):
     other = load_plugin(_plugin(tmp_path / "q", asks={"approve": {"answer_schema": "schemas/approve.json",
                                                                  "description": "Approve the release"},
                                                      "later": {"answer_schema": "schemas/approve.json"}}))
-    assert other.agent("declared").contract_hash != agent.contract_hash
+    from oz0.edge.documents.contract_hash import contract_hash
+
+    assert contract_hash(other.agent("declared")) != contract_hash(agent)
     runtime = Runtime(tmp_path / "home", backoff_s=0.01)
     try:
         install_plugin(runtime, plugin)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin

@@ -22,7 +22,7 @@ from typing import Any, Callable, Coroutine, TextIO
 
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.questions import AnswerRefused, Question
 from oz0.edge.runtime.runner import Runtime
 

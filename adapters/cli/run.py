@@ -13,7 +13,7 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
-from oz0.edge.runtime.jobs import Job, failure_code
+from oz0.edge.model.job import Job, failure_code
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -34,8 +34,8 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.runtime.jobs import UnknownAgent
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input
@@ -78,7 +78,7 @@ def _driven(runtime: Any, job_id: str, work: Any) -> Any:
     Job, or a Parked one off a terminal."""
     from oz0.adapters.cli.asking import drive, on_a_terminal
     from oz0.adapters.cli.progress_out import TerminalProgress
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.runtime.access import local_user
 
     progress = TerminalProgress()
     try:
@@ -182,7 +182,7 @@ def _answer(args: argparse.Namespace) -> int:
 
     from oz0.adapters.cli.asking import PARKED_RUNNER
     from oz0.edge.runtime.questions import AnswerRefused
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
     action = "decline" if args.decline else "cancel" if args.cancel else "accept"

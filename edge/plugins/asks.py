@@ -9,11 +9,11 @@ and an ask the file does not declare is refused when the code makes it, naming t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.contracts.schema import ContractError, load_contract
+from oz0.edge.model.agent import PersonAsk
 
 __all__ = ["AskDeclarationError", "PersonAsk", "asks_of", "declared_ask"]
 
@@ -25,16 +25,6 @@ class AskDeclarationError(ValueError):
         super().__init__(message)
         self.message = message
         self.path = path
-
-
-@dataclass(frozen=True)
-class PersonAsk:
-    """One declared ask: its step name (the key under `asks:`), answer schema and what it is for."""
-
-    step: str
-    answer_schema: Contract
-    answer_schema_file: str | None = None
-    description: str = ""
 
 
 def asks_of(root: Path, data: Mapping[str, Any]) -> tuple[PersonAsk, ...]:
