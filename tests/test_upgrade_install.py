@@ -144,7 +144,7 @@ def test_plugin_openapi_prints_a_valid_document(tmp_path, capsys):
     assert code == 0
     document = json.loads(out)
     validate(document)
-    assert sorted(document["paths"]) == ["/agents/echo/runs", "/agents/helper/runs"]
+    assert {"/agents/echo/runs", "/agents/helper/runs"} <= set(document["paths"])  # as serve publishes it
     assert document["info"] == {"title": "team", "version": "1.0.0"}
 
 
