@@ -209,7 +209,8 @@ def test_a_hidden_or_odd_meta_schema_ref_is_refused_at_load_with_its_location(sc
     {"x-hidden": {"$ref": "#/$defs/a"}, "$defs": {"a": {"type": "string"}}},  # local: harmless, kept
     {"examples": [{"$ref": EVIL}], "default": {"$ref": EVIL}, "const": {"$ref": EVIL}},  # data, not schemas
     {"$ref": "https://json-schema.org/draft/2020-12/meta/validation"},
-    {"$schema": "https://json-schema.org/draft/2019-09/schema", "$ref": "https://json-schema.org/draft/2019-09/meta/format"},
+    {"$schema": "https://json-schema.org/draft/2019-09/schema",
+     "$ref": "https://json-schema.org/draft/2019-09/meta/format"},
 ])
 def test_local_hidden_refs_data_and_real_meta_schemas_still_load(schema):
     from oz0.edge.contracts.schema import load_contract

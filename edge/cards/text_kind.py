@@ -1,9 +1,10 @@
 """Whether a result's text is markdown prose or plain line-oriented output (git status, logs, diffs).
 
 Markdown reads tool output as markup it is not (an indented line as code, `*` as emphasis), where
-every line is a fact. (Every renderer keeps a markdown text's single line breaks, as Slack and Discord do.) A text is read as plain, keeping its
-line breaks, when it looks like a unified diff, or when it has single line breaks and no markdown
-construct at all (heading, fence, quote, list item, table row, strong emphasis, link, code span).
+every line is a fact (every renderer keeps a markdown text's single line breaks, as Slack and Discord
+do). A text is read as plain, keeping its line breaks as written, when it looks like a unified diff,
+or when it has single line breaks and no markdown construct at all (heading, fence, quote, list item,
+table row, strong emphasis, link, code span).
 A line starting with "* " is no such sign: `git branch` marks its current branch so.
 Text on one line, or whose only breaks are between paragraphs, stays markdown as before.
 """
