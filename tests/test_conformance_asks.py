@@ -190,3 +190,23 @@ def test_on_a_terminal_the_question_is_asked_there(tmp_path: Path):
     assert "? Merge acme/api#42? The review says approve." in text
     assert "answer y or n" in text
     assert "acme/api@42" in text and "approve answered by cli:" in text
+
+
+def test_off_a_terminal_an_ask_a_resumed_job_could_not_find_again_is_cancelled_not_parked(tmp_path: Path):
+    import os
+
+    impl = """
+        async def elicits(text, ctx):
+            answer = await ctx.runtime_ask("Which region?", {"type": "object", "properties": {"r": {"type": "string"}}},
+                                           step="elicit-1", source="a server")
+            return answer.action
+    """
+    root = make_plugin(tmp_path / "p", name="eliciting", agents={"elicits": {
+        "kind": "python", "entry": "impl:elicits", "input": "text", "output": "text"}}, files={"impl.py": impl})
+    env = {**os.environ, "OZ0_HOME": str(tmp_path / "home"), "OZ0_DATABASE_URL": ""}
+    installed = subprocess.run([*OZ0, "plugin", "install", str(root)], env=env, capture_output=True, timeout=60)
+    assert installed.returncode == 0, installed.stderr
+    done = subprocess.run([*OZ0, "run", "elicits", "x"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "cancel", (done.stdout, done.stderr)
+    assert "asks a person (Which region?), and this command is not on a terminal: cancelled" in done.stderr

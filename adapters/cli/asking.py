@@ -29,6 +29,9 @@ from oz0.edge.runtime.runner import Runtime
 __all__ = ["PARKED_RUNNER", "Parked", "drive", "on_a_terminal", "waiting_lines"]
 
 PARKED_RUNNER = "parked:0:waiting-for-an-answer"  # not this host's `host:pid:token`: recovery leaves it 6 h
+# Steps the runtime names afresh on each run (an MCP elicitation, a budget's allowance): a resumed job
+# would ask a new one, so off a terminal they are cancelled at once rather than parked
+UNRESUMABLE_STEPS = ("elicit-", "budget-")
 MAX_TRIES = 5  # answers refused in a row before the terminal gives up (the question stays open)
 
 
@@ -60,6 +63,12 @@ def drive(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, Job]], job_id
             pause(True)
             threading.Thread(target=ask_here, args=(runtime, question, by), kwargs={"done": lambda: pause(False)},
                              daemon=True, name="oz0-terminal-question").start()
+            return
+        if question.step.startswith(UNRESUMABLE_STEPS):
+            print(f"step {question.step} of job {question.job_id} asks a person ({question.message[:200]}), and "
+                  "this command is not on a terminal: cancelled (run it on a terminal, or from the console or chat)",
+                  file=sys.stderr)
+            runtime.questions.close(question.job_id, question.step, action="cancel", by="no terminal")
             return
         outcome.setdefault("parked", question)
         settled.set()

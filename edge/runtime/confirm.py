@@ -6,7 +6,8 @@ under `annotations:` (what the file declares wins: the plugin's author knows the
 agent whose annotations say `destructiveHint: true`, and not `readOnlyHint: true`, asks the asker
 to Confirm or Cancel, naming the tool and its arguments, before the job runs (step `confirm`, once
 per job, not per attempt), unless its agent file says `confirm: false`. A job whose channel cannot
-ask (a terminal `oz0 run`) is not run: it fails `Cancelled`, saying how to run it.
+ask is not run: it fails `Cancelled`, saying how to run it (`oz0 run` asks on its terminal, or leaves
+the job waiting for `oz0 jobs answer`).
 """
 
 from __future__ import annotations
