@@ -357,7 +357,7 @@ def test_mcp_annotations_listed_at_install_are_shown_before_any_job(tmp_path: Pa
         runtime.close()
 
 
-def test_revision_0013_upgrades_a_0009_database_keeping_its_agents(tmp_path: Path):
+def test_revision_0013_upgrades_a_0011_database_keeping_its_agents(tmp_path: Path):
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import create_engine, text
@@ -369,9 +369,9 @@ def test_revision_0013_upgrades_a_0009_database_keeping_its_agents(tmp_path: Pat
     engine = create_engine(url)
     config = Config()
     config.set_main_option("script_location", str(migrate.MIGRATIONS))
-    with engine.begin() as conn:  # the database a 0009 oz0 made, with an installed agent
+    with engine.begin() as conn:  # the database a 0011 oz0 made, with an installed agent
         config.attributes["connection"] = conn
-        command.upgrade(config, "0009")
+        command.upgrade(config, "0011")
         conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('old', 1, 1.0)"))
         conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
                           "installed_at, installed_by) VALUES (1, 'old', '0.1.0', 'h', '/p', '', 1.0, 'ana')"))
@@ -380,7 +380,7 @@ def test_revision_0013_upgrades_a_0009_database_keeping_its_agents(tmp_path: Pat
     engine.dispose()
     store = Store(url)  # opening it upgrades it
     try:
-        assert store.schema == migrate.SchemaChange("0009", "0013")
+        assert store.schema == migrate.SchemaChange("0011", "0013")
         (agent,) = store.current_version("old").agents
         assert (agent.name, agent.kind, agent.annotations) == ("drop", "mcp", None)
     finally:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Coroutine, TextIO
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.events import QuestionAsked
 from oz0.edge.runtime.questions import AnswerRefused, Question
 from oz0.edge.runtime.runner import Runtime
 
@@ -56,9 +57,7 @@ def drive(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, Job]], job_id
     settled = threading.Event()
     outcome: dict[str, Any] = {}
 
-    async def listener(job: Job, question: Question) -> None:
-        if job.id != job_id and job.root_id != job_id:
-            return
+    async def listener(question: Question) -> None:
         if interactive:  # a daemon thread: a prompt nobody answers never holds the process's exit
             pause(True)
             threading.Thread(target=ask_here, args=(runtime, question, by), kwargs={"done": lambda: pause(False)},
@@ -73,15 +72,27 @@ def drive(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, Job]], job_id
         outcome.setdefault("parked", question)
         settled.set()
 
+    async def follow() -> None:  # the job's questions, as its event stream shows them
+        async for event in runtime.events(job_id):
+            if isinstance(event, QuestionAsked):
+                await listener(event.question)
+
+    async def run() -> Job:
+        follower = asyncio.create_task(follow())
+        try:
+            return await work()
+        finally:
+            follower.cancel()
+
     def target() -> None:
         try:
-            outcome["job"] = asyncio.run(work())
+            outcome["job"] = asyncio.run(run())
         except BaseException as exc:  # handed to the command, which reports it
             outcome["error"] = exc
         finally:
             settled.set()
 
-    runtime.questions.on_question("cli", listener)
+    runtime.questions.shows("cli")
     threading.Thread(target=target, daemon=True, name="oz0-cli-job").start()
     settled.wait()
     if "job" in outcome:

@@ -2,14 +2,14 @@
 tool listed at install, stored beside its schemas so they are shown before any job reaches the server.
 
 Revision ID: 0013
-Revises: 0009
+Revises: 0011
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0009"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
