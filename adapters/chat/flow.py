@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
 
 from oz0.adapters.chat.catalog import Catalog
+from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
@@ -62,6 +63,7 @@ class AskFlow:
         self._progress: dict[str, WorkingProgress] = {}
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
+        self.conversing = Conversing(self)
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -134,6 +136,14 @@ class AskFlow:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
+        if ask.follow_up:
+            followed = await self.conversing.follow_up(ask, specs)
+            if followed is None:
+                return   # a reply in a thread that is no open conversation: nobody's ask
+            ask = followed
+        elif self.conversing.is_stop(ask, names):
+            await self.conversing.stop(ask)
+            return
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
             if await self._first(ask):
@@ -149,11 +159,16 @@ class AskFlow:
                     await self.jobs.call(self.runtime.audit, "access.denied", actor=ask.requester, detail=denial)
             return
         assert ask.agent is not None
+        spec = next(s for s in specs if s.name == ask.agent)
         if ask.help:
             if await self._first(ask):
-                spec = next(s for s in specs if s.name == ask.agent)
-                card = agent_help_card(spec, self.wire.syntax)
-                await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
+                await self.wire.show_help(ask, await self.jobs.call(self.draw, agent_help_card(spec, self.wire.syntax)))
+            return
+        not_text = self.conversing.refusal(ask, spec)
+        if not_text is not None:
+            if await self._first(ask):
+                assert not_text.status is not None
+                await self.wire.refuse(ask, not_text.status.message, await self.jobs.call(self.draw, not_text))
             return
         early = self.wire.working_first(ask)
         reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
@@ -165,6 +180,7 @@ class AskFlow:
             if not early:
                 await self.wire.ignore(ask)
             return
+        await self.conversing.turn(ask, job.id, job.agent)
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent))
         if reply.to_dict() != ask.reply.to_dict():
@@ -235,6 +251,9 @@ class AskFlow:
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
+        cid = await self.jobs.call(self.runtime.conversations.of_job, job_id)
+        if cid is not None and shareable:
+            card = replace(card, actions=(*card.actions, stop_button(cid)))
         rendered = await self.jobs.call(self.draw, card)
         if rendered.uploads:
             reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private)

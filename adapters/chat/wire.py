@@ -15,6 +15,7 @@ from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequenc
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.model.job import Job
 from oz0.edge.model.progress import Progress
 from oz0.renderers.rendered import Rendered
@@ -35,6 +36,8 @@ class Ask:
 
     `delivery` is the platform's id for this delivery (Slack's event_id or trigger_id, Discord's
     interaction id): a redelivery carries the same one and is answered by nobody a second time.
+    `thread` names the thread the answer goes to (a conversation there: `conversing`); a
+    `follow_up` is a reply in it without a mention (`agent` None: the conversation's agent).
     """
 
     agent: str | None
@@ -43,7 +46,9 @@ class Ask:
     delivery: str
     reply: Any
     help: bool = False
-    source: Literal["command", "mention", "modal"] = "command"
+    source: Literal["command", "mention", "modal", "reply"] = "command"
+    thread: str | None = None
+    follow_up: bool = False
 
     @property
     def requester(self) -> str:
@@ -102,6 +107,7 @@ class ChatRuntime(Protocol):
     where a channel reads access.yaml)."""
 
     home: Path
+    conversations: Conversations
 
     def agents(self) -> list[AgentSpec]: ...
 

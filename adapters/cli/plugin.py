@@ -204,6 +204,15 @@ def _budget(budget: Any) -> str:
     return f"{budget.describe()} per {budget.per}" + (" (ask)" if budget.on_exhausted == "ask" else "")
 
 
+def _conversation(spec: Any) -> str:
+    """A thread's conversation bounds in a table cell: `20 turns, 8,000 tokens, 24h idle (+history)`."""
+    if spec is None:
+        return "-"
+    c = spec.conversation
+    return (f"{c.max_turns} turns, {c.max_tokens:,} tokens, {c.idle_hours:g}h idle"
+            + (" (+history)" if spec.history else ""))
+
+
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
@@ -228,7 +237,10 @@ def _list(args: argparse.Namespace) -> int:
                                 "failures": dict(a.failures), "contract_hash": a.contract_hash,
                                 "contract_version": a.contract_version,
                                 "budget": declared(v.plugin, a.name, "budget"),
-                                "price": declared(v.plugin, a.name, "price")} for a in v.agents],
+                                "price": declared(v.plugin, a.name, "price"),
+                                "conversation": declared(v.plugin, a.name, "conversation"),
+                                "history": bool(getattr(specs.get((v.plugin, a.name)), "history", False))}
+                               for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -237,9 +249,10 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
                   _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
+                  _conversation(specs.get((v.plugin, a.name))),
                   _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)))
                  for v in versions for a in v.agents)
-    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget")
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget")
     if all(row[-1] == "-" for row in rows):  # no budget declared: the column would be empty
         rows, columns = tuple(row[:-1] for row in rows), columns[:-1]
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)

@@ -22,6 +22,7 @@ __all__ = [
     "ANNOTATION_KEYS",
     "AgentSpec",
     "BUDGET_EXHAUSTED",
+    "ConversationLimits",
     "Example",
     "FailureKind",
     "INVALID_INPUT",
@@ -68,6 +69,19 @@ class Limits:
     count_waits: bool = False       # whether time waiting for a person counts toward tree_timeout_s
 
 
+@dataclass(frozen=True)
+class ConversationLimits:
+    """How much of a chat thread's conversation a follow-up gives the agent (`conversation:`): the
+    oldest turns past max_turns or max_tokens are dropped; a thread idle for idle_hours is over."""
+
+    max_turns: int = 20
+    max_tokens: int = 8000
+    idle_hours: float = 24.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns, "max_tokens": self.max_tokens, "idle_hours": self.idle_hours}
+
+
 TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "max_steps": 100, "max_depth": 5, "max_children": 50, "tree_timeout_s": None, "count_waits": False})
 
@@ -109,6 +123,8 @@ class AgentSpec:
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
     budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+    conversation: ConversationLimits = ConversationLimits()  # `conversation:` (edge.runtime.conversations)
+    history: bool = False         # `history:`: a command or http agent is given the earlier turns too
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.model.agent import AgentSpec, FailureKind, Limits
+from oz0.edge.model.agent import AgentSpec, ConversationLimits, FailureKind, Limits
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, budget_of, examples_of, manifest_contract, read_yaml
 from oz0.edge.plugins.flow_manifest import load_flow
 
@@ -110,7 +110,7 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
     )
     limits = Limits(**(data.get("limits") or {}))
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example", "examples", "budget", "price"}
+             "limits", "example", "examples", "budget", "price", "conversation", "history"}
     config = MappingProxyType({k: v for k, v in data.items() if k not in known})
     example = data.get("example")
     return AgentSpec(
@@ -120,4 +120,5 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
         failures=failures, limits=limits, config=config,
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
         examples=examples_of(data), budget=budget_of(data, file), price=budget_of(data, file, key="price"),
+        conversation=ConversationLimits(**(data.get("conversation") or {})), history=bool(data.get("history")),
     )

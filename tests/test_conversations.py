@@ -1,0 +1,301 @@
+"""Conversations in chat (edge.runtime.conversations, adapters.chat.conversing): a thread the bot
+answered in is a conversation with that agent; replies in it are follow-ups that carry the earlier
+turns; `@oz0 other-agent` switches; `@oz0 stop` and the Stop button end it; bounded per agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.agent import ConversationLimits
+from oz0.edge.runtime import migrate
+from oz0.edge.runtime.conversations import conversation_id
+from oz0.edge.runtime.runner import Runtime
+from oz0.edge.runtime.store import Store
+from chat_plugin import install_chat_plugin
+from slack_harness import running_channel
+from slack_standin import BOT_USER, TEAM, signed_headers
+from test_migrations import schema_drift
+
+IMPL = """\
+import json
+
+def echo(text):
+    return "echo: " + text
+
+def recall(text, ctx):
+    return json.dumps({"heard": text, "history": list(ctx.history)})
+
+def deploys(value):
+    return [{"service": value["service"], "n": 0, "status": "ok"}]
+
+def boom(text):
+    raise RuntimeError("no")
+"""
+
+EXTRA = {
+    "agents/recall.yaml": """\
+        description: Says what it heard and the earlier turns it was given
+        kind: python
+        entry: impl:recall
+        input: text
+        output: text
+        conversation: {max_turns: 2, max_tokens: 8000, idle_hours: 1}
+        """,
+    "agents/shell.yaml": """\
+        description: Prints the history a command agent is given
+        kind: command
+        command: ["sh", "-c", "printf '%s' \\"${OZ0_HISTORY:-none}\\""]
+        input: text
+        output: text
+        history: true
+        """,
+    "agents/noshell.yaml": """\
+        description: A command agent that did not ask for the history
+        kind: command
+        command: ["sh", "-c", "printf '%s' \\"${OZ0_HISTORY:-none}\\""]
+        input: text
+        output: text
+        """,
+}
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def install(home: Path, runtime: Runtime | None = None) -> None:
+    own = runtime is None
+    runtime = runtime or Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        install_chat_plugin(runtime, home.parent / "convo-plugin", name="convo", impl=IMPL,
+                            extra={k: textwrap.dedent(v) for k, v in EXTRA.items()})
+    finally:
+        if own:
+            runtime.close()
+
+
+def thread_message(text_: str, *, event_id: str, thread_ts: str, ts: str, user: str = "U0ASKER",
+                   channel: str = "C0GENERAL", **extra: Any) -> str:
+    event = {"type": "message", "user": user, "text": text_, "ts": ts, "thread_ts": thread_ts, "channel": channel,
+             "channel_type": "channel", "event_ts": ts, "team": TEAM, **extra}
+    return json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A0OZ0", "event": event, "type": "event_callback",
+                       "event_id": event_id, "event_time": int(float(ts)),
+                       "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]})
+
+
+async def reply(h: Any, text_: str, **kw: Any) -> int:
+    body = thread_message(text_, **kw)
+    status, _, _ = await h.post(body, signed_headers(body, content_type="application/json"))
+    return status
+
+
+async def card_texts(h: Any, count: int) -> list[str]:
+    """The cards that replaced the working messages (chat.update), as JSON text."""
+    updates = await h.slack.wait_for("chat.update", count)
+    return [json.dumps(u.args.get("blocks"), ensure_ascii=False) for u in updates]
+
+
+@pytest.fixture
+def home(oz0_home: Path) -> Path:
+    install(oz0_home)
+    return oz0_home
+
+
+def test_a_reply_in_the_thread_is_a_follow_up_with_the_earlier_turns(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            await h.mention("recall triage the nightly build", event_id="Ev1", ts="1700000000.000100")
+            [first] = await card_texts(h, 1)
+            assert '\\"history\\": []' in first
+            assert await reply(h, "and yesterday's?", event_id="Ev2", thread_ts="1700000000.000100",
+                               ts="1700000000.000200") == 200
+            second = (await card_texts(h, 2))[1]
+            assert "and yesterday's?" in second and "triage the nightly build" in second
+            posted = h.slack.of("chat.postMessage")
+            assert all(p.args.get("thread_ts") == "1700000000.000100" for p in posted)
+            [job2, job1] = h.runtime.jobs(limit=2)
+            cid = conversation_id("slack", "C0GENERAL", "1700000000.000100")
+            turns = h.runtime.conversations.turns(cid)
+            assert [(t["seq"], t["job_id"], t["previous_job_id"]) for t in turns] == [
+                (1, job1.id, None), (2, job2.id, job1.id)]
+            assert "oz0_stop" in second   # the Stop button under an answer in a conversation
+    run(main())
+
+
+def test_a_reply_outside_a_conversation_and_the_bots_own_messages_are_not_asks(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            await reply(h, "just chatting", event_id="Ev1", thread_ts="1700000000.000900", ts="1700000000.001000")
+            await h.mention("echo hi", event_id="Ev2", ts="1700000000.000100")
+            await card_texts(h, 1)
+            await reply(h, "a bot says", event_id="Ev3", thread_ts="1700000000.000100", ts="1700000000.000300",
+                        bot_id="B0OTHER")
+            await reply(h, "edited", event_id="Ev4", thread_ts="1700000000.000100", ts="1700000000.000400",
+                        subtype="message_changed")
+            await reply(h, f"<@{BOT_USER}> echo again", event_id="Ev5", thread_ts="1700000000.000100",
+                        ts="1700000000.000500")   # its app_mention asks
+            await asyncio.sleep(0.5)
+            assert len(h.runtime.jobs()) == 1
+    run(main())
+
+
+def test_a_mention_in_the_thread_switches_agent_and_stop_ends_the_conversation(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            thread = "1700000000.000100"
+            await h.mention("echo first", event_id="Ev1", ts=thread)
+            await card_texts(h, 1)
+            await h.mention("recall second", event_id="Ev2", ts="1700000000.000200", thread_ts=thread)
+            switched = (await card_texts(h, 2))[1]
+            assert "echo: first" in switched   # the new agent is given the thread's earlier turns
+            await reply(h, "third", event_id="Ev3", thread_ts=thread, ts="1700000000.000300")
+            third = (await card_texts(h, 3))[2]
+            assert "third" in third and "echo: first" in third
+            await h.mention("stop", event_id="Ev4", ts="1700000000.000400", thread_ts=thread)
+            [ended] = await h.slack.wait_for("chat.postEphemeral")
+            assert "conversation in this thread has ended" in json.dumps(ended.args)
+            await reply(h, "fourth", event_id="Ev5", thread_ts=thread, ts="1700000000.000500")
+            await asyncio.sleep(0.5)
+            assert len(h.runtime.jobs()) == 3
+            cid = conversation_id("slack", "C0GENERAL", thread)
+            assert h.runtime.conversations.get(cid).stopped
+    run(main())
+
+
+def test_a_follow_up_to_an_agent_that_takes_json_is_refused_naming_its_input(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            thread = "1700000000.000100"
+            await h.mention('deploys {"service": "api"}', event_id="Ev1", ts=thread)
+            await card_texts(h, 1)
+            await reply(h, "and the web one?", event_id="Ev2", thread_ts=thread, ts="1700000000.000200")
+            [refused] = await h.slack.wait_for("chat.postEphemeral")
+            said = json.dumps(refused.args)
+            assert "deploys takes JSON that matches schemas/deploys.in.json" in said
+            assert len(h.runtime.jobs()) == 1
+    run(main())
+
+
+def test_the_stop_button_ends_the_conversation(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            thread = "1700000000.000100"
+            await h.mention("echo hi", event_id="Ev1", ts=thread)
+            await card_texts(h, 1)
+            cid = conversation_id("slack", "C0GENERAL", thread)
+            from slack_standin import block_action_body
+            body = block_action_body(action_id="oz0_stop", value=cid, response_url=h.slack.response_url("stop1"))
+            status, _, _ = await h.post(body, signed_headers(body))
+            assert status == 200
+            [notice] = await h.slack.wait_for("response")
+            assert "conversation has ended" in notice.args["text"]
+            assert h.runtime.conversations.get(cid).stopped
+    run(main())
+
+
+# ---- the edge: history bounds, kinds, replicas, the revision --------------------------------------
+
+def _turns(runtime: Runtime, cid: str, agent: str, texts: list[str]) -> list[str]:
+    ids = []
+    for t in texts:
+        job, _ = runtime.submit(agent, t, requester="slack:U1", channel="slack:C1")
+        runtime.conversations.add_turn(cid, job.id, agent, by="slack:U1")
+        asyncio.run(runtime.execute(job.id))
+        ids.append(job.id)
+    return ids
+
+
+def test_past_max_turns_the_oldest_are_dropped_and_the_card_says_so(home: Path) -> None:
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        ids = _turns(runtime, "slack:C1:1.0", "recall", ["one", "two", "three", "four"])
+        last = runtime.job(ids[-1])
+        seen = json.loads(last.output)["history"]
+        assert [m["content"] for m in seen if m["role"] == "user"] == ["two", "three"]   # max_turns: 2
+        assert any("1 earlier turn of this conversation was left out" in n and "last 2 turns" in n
+                   for n in runtime.card(last).notes)
+        history = runtime.conversations.history(ids[-1], ConversationLimits(max_turns=20, max_tokens=100))
+        assert history.dropped >= 1 and sum(len(m["content"]) for m in history.messages) <= 400
+    finally:
+        runtime.close()
+
+
+def test_command_agents_get_oz0_history_only_with_history_true(home: Path) -> None:
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        _turns(runtime, "slack:C1:2.0", "echo", ["hello"])
+        [shell] = _turns(runtime, "slack:C1:2.0", "shell", ["again"])
+        assert json.loads(runtime.job(shell).output) == [{"role": "user", "content": "hello"},
+                                                          {"role": "assistant", "content": "echo: hello"}]
+        [plain] = _turns(runtime, "slack:C1:2.0", "noshell", ["once more"])
+        assert runtime.job(plain).output == "none"
+    finally:
+        runtime.close()
+
+
+def test_plugin_list_shows_each_agents_conversation_bounds(home: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "oz0.adapters.cli", "plugin", "list", "--json"], capture_output=True,
+                          text=True, env={**os.environ, "OZ0_HOME": str(home)}, timeout=60)
+    agents = {a["name"]: a for p in json.loads(done.stdout)["plugins"] for a in p["agents"]}
+    assert agents["recall"]["conversation"] == {"max_turns": 2, "max_tokens": 8000, "idle_hours": 1}
+    assert agents["echo"]["conversation"] == {"max_turns": 20, "max_tokens": 8000, "idle_hours": 24.0}
+    assert agents["shell"]["history"] is True and agents["echo"]["history"] is False
+
+
+def test_two_runtimes_over_one_postgres_share_a_conversation(postgres_url: str, tmp_path: Path) -> None:
+    from test_migrations import fresh_database
+
+    url = fresh_database(postgres_url)
+    a = Runtime(tmp_path / "a", database_url=url, flow_engine=FLOW_ENGINE)
+    b = Runtime(tmp_path / "b", database_url=url, flow_engine=FLOW_ENGINE)
+    try:
+        install(tmp_path / "a", a)
+        cid = "slack:C1:9.0"
+        [first] = _turns(a, cid, "echo", ["on a"])
+        job, _ = b.submit("recall", "on b", requester="slack:U2", channel="slack:C1")
+        assert b.conversations.add_turn(cid, job.id, "recall", by="slack:U2") == 2
+        done = asyncio.run(b.execute(job.id))
+        assert json.loads(done.output)["history"][1]["content"] == "echo: on a"
+        assert a.conversations.get(cid).agent == "recall" and a.conversations.get(cid).last_job_id == job.id
+        assert a.conversations.turns(cid)[1]["previous_job_id"] == first
+    finally:
+        a.close()
+        b.close()
+
+
+def test_revision_0015_adds_conversation_turns_to_a_database_made_by_0009(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(migrate.MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0009")
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'echo', 'ana', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+    assert not inspect(engine).has_table("conversation_turns")
+    engine.dispose()
+    store = Store(url)
+    from oz0.edge.runtime.conversations import Conversations
+
+    book = Conversations(store)
+    assert book.add_turn("slack:C:1", "j1", "echo", by="ana") == 1
+    assert book.get("slack:C:1").last_job_id == "j1" and store.job("j1")["status"] == "succeeded"
+    store.close()
+    assert schema_drift(url) == []
