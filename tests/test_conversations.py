@@ -299,3 +299,34 @@ def test_revision_0015_adds_conversation_turns_to_a_database_made_by_0009(tmp_pa
     assert book.get("slack:C:1").last_job_id == "j1" and store.job("j1")["status"] == "succeeded"
     store.close()
     assert schema_drift(url) == []
+
+
+def test_the_api_continues_a_conversation_and_the_job_page_shows_it(home: Path) -> None:
+    import httpx
+
+    from console_plugin import ConsoleThread
+
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        with ConsoleThread(runtime) as console, httpx.Client(base_url=console.url, timeout=20) as http:
+            first = http.post("/v1/agents/recall/runs", content="the nightly build",
+                              headers={"content-type": "text/plain"}).json()["job"]["id"]
+            r = http.post(f"/v1/jobs/{first}/follow-ups", json="and yesterday's?")
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert json.loads(body["output"])["history"][0] == {"role": "user", "content": "the nightly build"}
+            second = body["job"]["id"]
+            turns = body["job"]["conversation"]["turns"]
+            assert [(t["job_id"], t["previous_job_id"]) for t in turns] == [(first, None), (second, first)]
+            page = http.get(f"/jobs/{second}").text
+            assert 'id="conversation"' in page and f'href="/jobs/{first}"' in page and "the nightly build" in page
+            deploys = http.post("/v1/agents/deploys/runs", json={"service": "api"}).json()["job"]["id"]
+            refused = http.post(f"/v1/jobs/{deploys}/follow-ups", json="and web?")
+            assert refused.status_code == 422 and refused.json()["error_code"] == "follow_up_not_text"
+            assert "schemas/deploys.in.json" in refused.json()["message"]
+            runtime.conversations.stop(f"api:{first}", by="test")
+            ended = http.post(f"/v1/jobs/{second}/follow-ups", json="more")
+            assert ended.status_code == 409 and ended.json()["error_code"] == "conversation_ended"
+            assert http.post("/v1/jobs/nope/follow-ups", json="x").status_code == 404
+    finally:
+        runtime.close()

@@ -281,7 +281,10 @@ class _Pages:
             card_html, payloads, download = drawn_card(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
+        cid = self.runtime.conversations.of_job(job.id)
+        conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
+                         conversation=conversation,
                          card_error=card_error, payloads=payloads, raw_output=raw, download=download,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
