@@ -330,3 +330,18 @@ def test_the_api_continues_a_conversation_and_the_job_page_shows_it(home: Path) 
             assert http.post("/v1/jobs/nope/follow-ups", json="x").status_code == 404
     finally:
         runtime.close()
+
+
+def test_a_mention_in_the_thread_that_names_no_agent_is_a_follow_up(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            thread = "1700000000.000100"
+            await h.mention("recall the nightly build", event_id="Ev1", ts=thread)
+            await card_texts(h, 1)
+            await h.mention("and yesterday's?", event_id="Ev2", ts="1700000000.000200", thread_ts=thread)
+            second = (await card_texts(h, 2))[1]
+            assert "and yesterday's?" in second and "the nightly build" in second
+            await h.mention("nosuchagent hi", event_id="Ev3", ts="1700000000.000300")   # no conversation there
+            [refused] = await h.slack.wait_for("chat.postEphemeral")
+            assert "There is no agent 'nosuchagent'" in json.dumps(refused.args)
+    run(main())

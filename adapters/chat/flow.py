@@ -144,6 +144,11 @@ class AskFlow:
         elif self.conversing.is_stop(ask, names):
             await self.conversing.stop(ask)
             return
+        elif ask.thread is not None and ask.agent is not None and ask.agent not in names and not ask.help:
+            # "@oz0 and yesterday's?" in a conversation's thread: a follow-up (where the platform
+            # shows the bot only the messages that mention it, the only way to follow up)
+            words = replace(ask, agent=None, text=f"{ask.agent} {ask.text}".strip(), follow_up=True)
+            ask = await self.conversing.follow_up(words, specs) or ask
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
             if await self._first(ask):
