@@ -345,3 +345,95 @@ def test_a_mention_in_the_thread_that_names_no_agent_is_a_follow_up(home: Path) 
             [refused] = await h.slack.wait_for("chat.postEphemeral")
             assert "There is no agent 'nosuchagent'" in json.dumps(refused.args)
     run(main())
+
+
+# ---- Discord: a conversation in a thread ----------------------------------------------------------
+
+def _discord(home: Path, standin_kw: dict[str, Any] | None = None) -> tuple[Any, str, str]:
+    from discord_harness import CHANNEL, GUILD
+    from discord_standin import DiscordStandIn, snowflake
+
+    thread = snowflake()
+    standin = DiscordStandIn(guilds=[DiscordStandIn.guild(GUILD, channel_ids=(CHANNEL,), thread_ids=(thread,))],
+                             **(standin_kw or {}))
+    return standin, GUILD, thread
+
+
+async def _posted(h: Any, thread: str, count: int) -> list[Any]:
+    return await h.standin.wait_for(lambda r: r.method == "POST" and r.path == f"/channels/{thread}/messages",
+                                    count=count)
+
+
+def test_discord_replies_in_the_thread_are_follow_ups_with_the_message_content_intent(home: Path) -> None:
+    from discord_harness import running_channel as discord_channel
+
+    standin, guild, thread = _discord(home)
+
+    async def main() -> None:
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
+        try:
+            async with discord_channel(home, env={"DISCORD_MESSAGE_CONTENT": "true"}, standin=standin,
+                                       runtime=runtime) as h:
+                assert h.standin.identifies[0]["intents"] & (1 << 15)
+                ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "the nightly build"},
+                                                   guild_id=guild, channel_id=thread, channel_type=11))
+                await h.edit(ask)
+                said = await h.standin.post_message("and yesterday's?", guild_id=guild, channel_id=thread)
+                [answer] = await _posted(h, thread, 1)
+                body = json.dumps(answer.body, ensure_ascii=False)
+                assert "and yesterday's?" in body and "the nightly build" in body
+                assert answer.body["message_reference"]["message_id"] == said["id"]
+                assert not answer.body.get("flags", 0) & 64
+                assert h.standin.calls("POST", f"/channels/{thread}/typing")
+                assert "oz0_stop:" in body   # its Stop button
+                cid = conversation_id("discord", thread, thread)
+                assert [t["kind"] for t in runtime.conversations.turns(cid)] == ["turn", "turn"]
+        finally:
+            runtime.close()
+    run(main())
+
+
+def test_discord_without_the_intent_reads_only_mentions_in_the_thread(home: Path) -> None:
+    from discord_harness import running_channel as discord_channel
+
+    standin, guild, thread = _discord(home, {"message_content_allowed": False})
+
+    async def main() -> None:
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
+        try:
+            async with discord_channel(home, standin=standin, runtime=runtime) as h:
+                assert not h.standin.identifies[0]["intents"] & (1 << 15)
+                ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "first"},
+                                                   guild_id=guild, channel_id=thread, channel_type=11))
+                await h.edit(ask)
+                await h.standin.post_message("not read", guild_id=guild, channel_id=thread)   # content arrives empty
+                await asyncio.sleep(0.5)
+                assert len(runtime.jobs()) == 1
+                await h.standin.post_message("and then?", guild_id=guild, channel_id=thread, mentions_bot=True)
+                [answer] = await _posted(h, thread, 1)
+                body = json.dumps(answer.body, ensure_ascii=False)
+                assert "and then?" in body and "first" in body
+                await h.standin.post_message("stop", guild_id=guild, channel_id=thread, mentions_bot=True)
+                ended = await _posted(h, thread, 2)
+                assert "conversation in this thread has ended" in json.dumps(ended[1].body)
+        finally:
+            runtime.close()
+    run(main())
+
+
+def test_discord_says_which_switch_to_turn_on_when_the_intent_is_refused(home: Path) -> None:
+    from discord_harness import running_channel as discord_channel
+    from oz0.adapters.chat.discord_settings import DiscordConfigError
+
+    standin, _, _ = _discord(home, {"message_content_allowed": False})
+
+    async def main() -> None:
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
+        try:
+            with pytest.raises(DiscordConfigError, match="Privileged Gateway Intents"):
+                async with discord_channel(home, env={"DISCORD_MESSAGE_CONTENT": "1"}, standin=standin,
+                                           runtime=runtime):
+                    pass
+        finally:
+            runtime.close()
+    run(main())

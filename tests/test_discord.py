@@ -75,7 +75,7 @@ def test_ask_defers_at_once_then_edits_the_original_response_into_the_card(home)
             assert [o["name"] for o in names["ask"]["options"]] == ["agent", "input"]
             assert names["ask"]["options"][0]["autocomplete"] is True
             assert names[discord_client.ASK_MESSAGE_COMMAND]["type"] == 3
-            assert h.standin.identifies[0]["intents"] == 1  # guilds only: nothing privileged
+            assert h.standin.identifies[0]["intents"] == 1 | 1 << 9  # guilds, guild messages: nothing privileged
 
             started = time.monotonic()
             ask = await h.send(h.standin.slash("ask", {"agent": "deploys", "input": '{"service": "api", "rows": 2}'},
