@@ -62,6 +62,9 @@ class DiscordStandIn:
         self.token = token               # when set, bot-authenticated routes refuse any other token
         # the Developer Portal's "Message Content Intent" switch: off, an IDENTIFY asking for it is closed 4014
         self.message_content_allowed = message_content_allowed
+        # GET /guilds/{guild}/members/{user}: user id -> {"username", "global_name", "nick"}; others 404 Unknown Member
+        self.people: dict[str, dict[str, str | None]] = {"2000": {"username": "ana", "global_name": "Ana",
+                                                                   "nick": "Ana Lima"}}
         self.app_id = snowflake()
         self.bot_id = self.app_id
         self.guilds = guilds or []
@@ -192,6 +195,14 @@ class DiscordStandIn:
             return _json(self.message_from(body, channel_id="0"))
         if method == "POST" and parts[0] == "channels" and parts[-1] == "messages":
             return _json(self.message_from(body, channel_id=parts[1]))
+        if method == "GET" and parts[0] == "guilds" and len(parts) == 4 and parts[2] == "members":
+            person = self.people.get(parts[3])
+            if person is None:
+                return _json({"message": "Unknown Member", "code": 10007}, status=404)
+            return _json({"user": self.user(parts[3], person.get("username", f"user{parts[3]}"),
+                                            global_name=person.get("global_name")),
+                          "nick": person.get("nick"), "roles": [], "joined_at": "2024-01-01T00:00:00+00:00",
+                          "deaf": False, "mute": False, "flags": 0})
         if method == "POST" and parts[0] == "channels" and parts[-1] == "typing":
             return web.Response(status=204)
         return _json({"message": f"stand-in has no {method} {path}", "code": 0}, status=404)
@@ -268,8 +279,9 @@ class DiscordStandIn:
                 "flags": 0}
 
     @staticmethod
-    def user(user_id: str, name: str) -> dict[str, Any]:
-        return {"id": user_id, "username": name, "discriminator": "0", "global_name": name,
+    def user(user_id: str, name: str, *, global_name: str | None = "") -> dict[str, Any]:
+        return {"id": user_id, "username": name, "discriminator": "0",
+                "global_name": name if global_name == "" else global_name,
                 "avatar": None, "public_flags": 0}
 
     @staticmethod

@@ -61,9 +61,12 @@ class Call:
 class SlackStandIn:
     """Run with `async with SlackStandIn() as slack:`; `slack.api_url` is the SLACK_API_URL to use."""
 
-    def __init__(self, *, usergroups: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, *, usergroups: dict[str, list[str]] | None = None,
+                 people: dict[str, dict[str, str]] | None = None) -> None:
         self.calls: list[Call] = []
         self.usergroups = dict(usergroups or {})
+        # users.info: user id -> {"name", "real_name", "display_name"}; any other id is user_not_found
+        self.people = dict(people or {"U0ASKER": {"name": "ana", "real_name": "Ana Lima", "display_name": "Ana Lima"}})
         self.rate_limit_once: dict[str, int] = {}   # method -> Retry-After seconds, for the next call only
         self.fail_once: dict[str, str] = {}          # method -> Slack error code, for the next call only
         self.socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -234,6 +237,16 @@ class SlackStandIn:
         if problem:
             return _error(problem)
         return _ok(message_ts=self._next_ts())
+
+    async def _m_users_info(self, args: dict[str, Any]) -> web.Response:
+        """users.info as Slack answers it: the profile's display_name may be "" (then people see real_name)."""
+        person = self.people.get(str(args.get("user", "")))
+        if person is None:
+            return _error("user_not_found")
+        return _ok(user={"id": args["user"], "team_id": TEAM, "name": person.get("name", ""), "deleted": False,
+                         "real_name": person.get("real_name", ""), "is_bot": False,
+                         "profile": {"display_name": person.get("display_name", ""),
+                                     "real_name": person.get("real_name", "")}})
 
     async def _m_conversations_open(self, args: dict[str, Any]) -> web.Response:
         users = str(args.get("users", ""))

@@ -85,7 +85,7 @@ def test_share_in_channel_posts_the_card_for_everyone_and_removes_the_private_vi
             assert post.args["channel"] == "C0GENERAL" and "thread_ts" not in post.args
             assert_valid_blocks(post.args["blocks"])
             assert "echo: ship it" in texts(post.args["blocks"])
-            assert "Asked by U0ASKER" in texts(post.args["blocks"])
+            assert "Asked by Ana Lima" in texts(post.args["blocks"])
             assert share_values(post.args["blocks"]) == []
             responses = await h.slack.wait_for("response", 2)
             assert responses[1].path == "/response/share-1" and responses[1].args == {"delete_original": True}

@@ -80,6 +80,19 @@ class DiscordWire:
     async def with_groups(self, asker: Asker) -> Asker:
         return asker   # the roles come with the interaction
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """The guild member's nick, else their global name, else their username."""
+        route = (Route("GET", "/guilds/{guild_id}/members/{user_id}", guild_id=workspace, user_id=user) if workspace
+                 else Route("GET", "/users/{user_id}", user_id=user))
+        try:
+            found = await self.client.http.request(route)
+        except discord.HTTPException as exc:
+            log.warning("cannot read Discord user %s: %s", user, exc.status)
+            return None
+        person = (found.get("user") or found) if isinstance(found, dict) else {}
+        nick = found.get("nick") if isinstance(found, dict) else None
+        return nick or person.get("global_name") or person.get("username") or None
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         return {"platform": "discord", "agent": ask.agent, "guild": asker.workspace, "channel": asker.channel,
                 "user": asker.user, "roles": list(asker.groups)}

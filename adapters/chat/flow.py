@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
@@ -64,6 +65,7 @@ class AskFlow:
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
+        self.names = Names(wire.platform, wire.display_name)
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -292,7 +294,8 @@ class AskFlow:
             await self.wire.notice(click.reply, problem or "This result is no longer available; ask again.")
             return
         card = await self.jobs.call(self.runtime.card, job)
-        note = self.wire.share_note(str(asker.user), job.agent)
+        name = await self.names.of(f"{self.wire.platform}:{asker.user}", workspace=asker.workspace)
+        note = self.wire.share_note(name, job.agent)
         public_card = replace(card, notes=card.notes + (note,)) if note else card
         public = await self.jobs.call(self.draw, public_card)
         reply = click.reply

@@ -79,7 +79,9 @@ class Questions:
         if shown.get("step") != question.step and via is None:
             self.log.info("question %s of job %s was not shown here; nothing to update", question.step, job.id)
             return
-        rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform))
+        name = await flow.names.of(answer.by, workspace=reply_to.get("team") or reply_to.get("guild"))
+        rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform,
+                                                                 by_name=name))
         await wire.update_question(wire.reply_from(reply_to), shown, rendered, via=via)
 
     # -- a click, or a modal's submit --

@@ -129,6 +129,18 @@ class SlackWire:
                 mine.append(group)
         return replace(asker, groups=tuple(mine))
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """users.info: the profile's display name, else the real name, else the handle."""
+        try:
+            resp = await self.client.users_info(user=user)
+        except SlackApiError as exc:
+            log.warning("users.info of %s: %s", user, exc.response.get("error"))
+            return None
+        person = resp.get("user") or {}
+        profile = person.get("profile") or {}
+        return (profile.get("display_name") or profile.get("real_name") or person.get("real_name")
+                or person.get("name") or None)
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         return {"platform": "slack", "agent": ask.agent, "workspace": asker.workspace, "channel": asker.channel,
                 "user": asker.user, "groups": list(asker.groups), "source": ask.source}

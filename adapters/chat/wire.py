@@ -151,6 +151,10 @@ class ChatWire(Protocol):
         """The asker with the groups (user groups, roles) access rules may name."""
         ...
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """How the platform names this user for people (None: it will not say); `names.Names` caches it."""
+        ...
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         """What the audit log records of a denied ask, in the platform's words."""
         ...
