@@ -437,35 +437,3 @@ def test_discord_says_which_switch_to_turn_on_when_the_intent_is_refused(home: P
         finally:
             runtime.close()
     run(main())
-
-
-# ---- people by name ---------------------------------------------------------------------------------
-
-def test_slack_names_people_by_display_name_once_an_hour_and_never_as_a_live_mention() -> None:
-    from slack_sdk.web.async_client import AsyncWebClient
-
-    from oz0.adapters.chat.names import Names
-    from oz0.adapters.chat.slack_wire import SlackWire
-    from oz0.edge.cards.model import Card
-    from oz0.edge.runtime.access import AccessPolicy
-    from oz0.renderers import render
-    from slack_standin import BOT_TOKEN, SlackStandIn
-
-    async def main() -> None:
-        people = {"U0EVIL": {"name": "eve", "real_name": "Eve", "display_name": "<!channel> Eve"},
-                  "U0PLAIN": {"name": "bo", "real_name": "Bo Chen", "display_name": ""}}
-        async with SlackStandIn(people=people) as slack:
-            wire = SlackWire(AsyncWebClient(token=BOT_TOKEN, base_url=slack.api_url), AccessPolicy.load(Path("/nonexistent")))
-            names = Names("slack", wire.display_name)
-            assert await names.of("slack:U0EVIL") == "<!channel> Eve"
-            assert await names.of("slack:U0EVIL") == "<!channel> Eve"
-            assert await names.of("slack:U0PLAIN") == "Bo Chen"      # no display name: the real name
-            assert await names.of("slack:U0GONE") == "@U0GONE"       # users.info says user_not_found
-            assert await names.of("console:ana") == "ana" and await names.of("cli") == "cli"
-            assert [c.args["user"] for c in slack.of("users.info")] == ["U0EVIL", "U0PLAIN", "U0GONE"]
-            drawn = render(Card(form="text", text="x", text_format="plain", notes=("Asked by <!channel> Eve",)),
-                           "slack").payload
-            [note] = [e for b in drawn["blocks"] if b["type"] == "context" for e in b["elements"]]
-            assert note == {"type": "plain_text", "text": "Asked by <!channel> Eve", "emoji": False}  # Slack expands no mention there
-            assert "<!channel>" not in drawn["text"]
-    run(main())

@@ -37,6 +37,7 @@ from discord.http import Route
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
 from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow, Restarts
@@ -71,6 +72,7 @@ STOP_GRACE_S = 5.0               # how long running jobs may finish when the cha
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
 STOP_PREFIX = f"{STOP_ACTION}:"     # the Stop button under an answer in a conversation
+FEEDBACK_PREFIX = f"{FEEDBACK_ACTION}:"   # 👍 / 👎 under an answer
 THREAD_TYPES = (10, 11, 12)         # announcement, public and private threads
 AGENT_FIELD = discord_modal.ASK_AGENT_ID
 INPUT_FIELD = discord_modal.ASK_INPUT_ID
@@ -363,6 +365,10 @@ class DiscordChannel:
                 await self.flow.answer(to_answer_click(self._wire(interaction), interaction=interaction))
             elif interaction.type is discord.InteractionType.component and share_job(custom_id) is not None:
                 await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))
+            elif interaction.type is discord.InteractionType.component and custom_id.startswith(FEEDBACK_PREFIX):
+                data = self._wire(interaction)
+                asker = asker_of(data)
+                await self.flow.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, _reply(data, asker, interaction))
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(STOP_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)

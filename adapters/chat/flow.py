@@ -40,6 +40,7 @@ from oz0.edge.cards.model import Card
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
@@ -261,6 +262,8 @@ class AskFlow:
         cid = await self.jobs.call(self.runtime.conversations.of_job, job_id)
         if cid is not None and shareable:
             card = replace(card, actions=(*card.actions, stop_button(cid)))
+        if shareable:
+            card = replace(card, feedback=job_id)
         rendered = await self.jobs.call(self.draw, card)
         if rendered.uploads:
             reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private)
@@ -274,6 +277,16 @@ class AskFlow:
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- feedback --
+
+    async def feedback(self, value: str, asker: Asker, reply: Any) -> None:
+        """A click on 👍 / 👎 under an answer (`value`: "good:JOB" or "bad:JOB"): audited once per person."""
+        verdict, _, job_id = value.partition(":")
+        by = f"{self.wire.platform}:{asker.user}"
+        problem = await self.jobs.call(lambda: give_feedback(self.runtime, job_id, verdict, by=by,
+                                                             platform=self.wire.platform))
+        await self.wire.notice(reply, problem or f"Thanks: your {'👍' if verdict == 'good' else '👎'} was recorded.")
 
     # -- share --
 

@@ -33,6 +33,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
@@ -206,6 +207,7 @@ class SlackChannel:
             ("event", "app_mention", self._on_mention),
             ("event", "message", self._on_message),
             ("action", STOP_ACTION, self._on_stop),
+            ("action", FEEDBACK_ACTION, self._on_feedback),
             ("action", SHARE_ACTION, self._on_share),
             ("action", re.compile(f"^{ANSWER_ACTION}_"), self._on_answer),
             ("view", ANSWER_FORM, self._on_answer_form),
@@ -275,6 +277,12 @@ class SlackChannel:
         reply = ReplyTarget(channel=channel, user=user, team=(body.get("team") or {}).get("id"),
                             response_url=body.get("response_url"))
         await self.flow.conversing.stop_click(str(action.get("value", "")), f"slack:{user}", reply)
+
+    async def _on_feedback(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        click = to_share_click(body)   # who clicked and where: the same fields as a share's
+        action = next((a for a in body.get("actions") or () if a.get("action_id") == FEEDBACK_ACTION), {})
+        await self.flow.feedback(str(action.get("value", "")), click.asker, click.reply)
 
     async def _on_share(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -42,6 +42,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, drawn_card, example_values, job_view
+from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
 from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
@@ -231,7 +232,10 @@ class _Pages:
             values = example_values(spec, fields, spec.examples[int(chosen)].input_text)
         else:
             values = example_values(spec, fields, spec.example) if spec.example else {}
-        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
+        counts = feedback_counts(self.runtime.store, agent=spec.name)
+        feedback = {v: counts.get((spec.name, v), 0) for v in FEEDBACK_VALUES}
+        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None,
+                         feedback=feedback)
 
     async def run(self, request: Request) -> Response:
         spec = self._spec(request.path_params["name"])
