@@ -437,3 +437,28 @@ def test_discord_says_which_switch_to_turn_on_when_the_intent_is_refused(home: P
         finally:
             runtime.close()
     run(main())
+
+
+def test_a_slack_direct_message_is_an_ask_without_a_mention_and_help_lists_agents(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            dm = json.loads(thread_message("recall what broke", event_id="Ev1", thread_ts="", ts="1700000000.000100",
+                                           channel="D0ASKER", channel_type="im"))
+            del dm["event"]["thread_ts"]
+            body = json.dumps(dm)
+            assert (await h.post(body, signed_headers(body, content_type="application/json")))[0] == 200
+            [card] = await card_texts(h, 1)
+            assert "what broke" in card
+            [posted] = h.slack.of("chat.postMessage")
+            assert posted.args["channel"] == "D0ASKER" and posted.args["thread_ts"] == "1700000000.000100"
+            await reply(h, "and now?", event_id="Ev2", thread_ts="1700000000.000100", ts="1700000000.000200",
+                        channel="D0ASKER", channel_type="im")
+            second = (await card_texts(h, 2))[1]
+            assert "and now?" in second and "what broke" in second
+            dm["event"].update(text="help", ts="1700000000.000300")
+            dm["event_id"] = "Ev3"
+            body = json.dumps(dm)
+            await h.post(body, signed_headers(body, content_type="application/json"))
+            [helped] = await h.slack.wait_for("chat.postEphemeral")
+            assert "recall" in json.dumps(helped.args) and helped.args["channel"] == "D0ASKER"
+    run(main())

@@ -116,8 +116,26 @@ def to_ask(body: Mapping[str, Any], *, ack: Callable[..., Any] | None = None) ->
         return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
                    thread=str(thread) if thread else None)
     if body.get("type") == "event_callback" and event.get("type") == "message":
+        if event.get("channel_type") == "im" and not event.get("thread_ts"):
+            return _direct_message(body, event)
         return _thread_reply(body, event)
     raise ValueError(f"not an ask: {body.get('type') or 'unknown'} payload")
+
+
+def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
+    """A message to the bot in its direct messages (the App Home's Messages tab): an ask with no
+    mention (`AGENT INPUT`, `help`), answered in its thread, which is then a conversation."""
+    user, channel, ts = str(event.get("user", "")), str(event.get("channel", "")), event.get("ts")
+    if event.get("subtype") or event.get("bot_id") or user in _bot_users(body):
+        raise ValueError("a direct message that is no person's ask (an edit, the bot's own message)")
+    if not user or not channel or not ts or not body.get("event_id"):
+        raise ValueError("a direct message without user, channel, ts or event_id")
+    wants_help, agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
+    team = body.get("team_id") or event.get("team")
+    asker = Asker("slack", workspace=team, channel=channel, user=user)
+    reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=str(ts))
+    return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
+               thread=str(ts))
 
 
 def _thread_reply(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
