@@ -25,6 +25,7 @@ _counter = itertools.count()
 
 
 MESSAGE_CONTENT = 1 << 15    # the privileged gateway intent
+DIRECT_MESSAGES = 1 << 12
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -250,20 +251,25 @@ class DiscordStandIn:
     async def dispatch(self, event: str, data: dict[str, Any], *, shard_id: int = 0) -> None:
         await self._send(self.sockets[shard_id], event, data)
 
-    async def post_message(self, content: str, *, guild_id: str, channel_id: str, user_id: str = "2000",
+    async def post_message(self, content: str, *, guild_id: str | None, channel_id: str, user_id: str = "2000",
                            mentions_bot: bool = False, shard_id: int = 0) -> dict[str, Any]:
         """A person's message (MESSAGE_CREATE) as Discord delivers it: without the message-content intent
-        a guild message that does not mention the bot arrives with its content empty."""
+        a guild message that does not mention the bot arrives with its content empty (a DM keeps its
+        content). A DM (`guild_id` None) reaches a bot only with the direct-messages intent."""
+        if guild_id is None and not int((self.identifies[-1] if self.identifies else {}).get("intents") or 0) & DIRECT_MESSAGES:
+            return {}
         intents = int((self.identifies[-1] if self.identifies else {}).get("intents") or 0)
         text = f"<@{self.bot_id}> {content}" if mentions_bot else content
-        msg = {"id": snowflake(), "channel_id": channel_id, "guild_id": guild_id, "type": 0,
-               "content": text if intents & MESSAGE_CONTENT or mentions_bot else "",
+        msg = {"id": snowflake(), "channel_id": channel_id, **({"guild_id": guild_id} if guild_id else {}), "type": 0,
+               "content": text if intents & MESSAGE_CONTENT or mentions_bot or guild_id is None else "",
                "embeds": [], "attachments": [], "components": [], "timestamp": "2024-01-01T00:00:00+00:00",
                "edited_timestamp": None, "pinned": False, "mention_everyone": False, "tts": False,
                "mentions": [self.bot_user()] if mentions_bot else [], "mention_roles": [], "flags": 0,
                "author": self.user(user_id, f"user{user_id}"),
                "member": {"roles": [], "joined_at": "2024-01-01T00:00:00+00:00", "deaf": False, "mute": False,
                           "flags": 0}}
+        if guild_id is None:
+            del msg["member"]
         self.messages[msg["id"]] = msg
         await self.dispatch("MESSAGE_CREATE", msg, shard_id=shard_id)
         return msg

@@ -462,3 +462,33 @@ def test_a_slack_direct_message_is_an_ask_without_a_mention_and_help_lists_agent
             [helped] = await h.slack.wait_for("chat.postEphemeral")
             assert "recall" in json.dumps(helped.args) and helped.args["channel"] == "D0ASKER"
     run(main())
+
+
+def test_discord_direct_messages_are_asks_only_with_dms_true(home: Path) -> None:
+    from discord_harness import running_channel as discord_channel
+    from discord_standin import snowflake
+
+    async def main(dms: bool) -> None:
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
+        dm = snowflake()
+        try:
+            access = f"dms: {'true' if dms else 'false'}\n"
+            async with discord_channel(home, runtime=runtime, access=access) as h:
+                subscribed = bool(h.standin.identifies[0]["intents"] & (1 << 12))
+                assert subscribed is dms
+                before = len(runtime.jobs())
+                await h.standin.post_message("recall hello there", guild_id=None, channel_id=dm)
+                if not dms:
+                    await asyncio.sleep(0.5)
+                    assert len(runtime.jobs()) == before
+                    return
+                [answer] = await _posted(h, dm, 1)
+                assert "hello there" in json.dumps(answer.body, ensure_ascii=False)
+                await h.standin.post_message("and more?", guild_id=None, channel_id=dm)
+                second = (await _posted(h, dm, 2))[1]
+                body = json.dumps(second.body, ensure_ascii=False)
+                assert "and more?" in body and "hello there" in body
+        finally:
+            runtime.close()
+    run(main(False))
+    run(main(True))

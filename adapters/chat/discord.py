@@ -129,6 +129,23 @@ def to_ask(data: Mapping[str, Any], *, interaction: Any = None) -> Ask:
                source="modal" if kind == 5 else "command", thread=asker.channel if in_thread else None)
 
 
+def to_direct_message(data: Mapping[str, Any]) -> Ask:
+    """A direct message to the bot (access.yaml `dms: true`): `AGENT INPUT` or `help`, no mention
+    needed; the DM is one conversation, so words that name no agent follow it up."""
+    author = data.get("author") or {}
+    content = str(data.get("content") or "").strip()
+    if author.get("bot") or not author.get("id") or not data.get("id") or not content:
+        raise ValueError("a bot's direct message, or one without author, id or text")
+    channel = str(data["channel_id"])
+    asker = Asker("discord", workspace=None, channel=channel, user=str(author["id"]))
+    reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
+                        message_id=str(data["id"]))
+    words = content.split(None, 1)
+    wants_help = words[0].lower() in ("help", "?", "/agents")
+    return Ask(None if wants_help else words[0], "" if wants_help or len(words) < 2 else words[1].strip(), asker,
+               f"discord:message:{data['id']}", reply, help=wants_help, source="mention", thread=channel)
+
+
 def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
     """A person's message in a thread (MESSAGE_CREATE): a mention of the bot asks like `/ask` (`@oz0
     AGENT INPUT`, or words that follow up the thread's conversation); without one it is a follow-up,
@@ -226,6 +243,7 @@ class DiscordChannel:
         intents.guilds = True      # roles of the guilds, for access rules on roles; not privileged
         intents.guild_messages = True    # messages in a conversation's thread (their content: the next one)
         intents.message_content = settings.message_content   # privileged: without it, only mentions are read
+        intents.dm_messages = policy.dms   # direct messages, when access.yaml says `dms: true`
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # oz0 has no voice
         options: dict[str, Any] = {"intents": intents, "allowed_mentions": discord.AllowedMentions.none()}
         if settings.sharded:
@@ -348,7 +366,12 @@ class DiscordChannel:
                 "mentions": [{"id": str(m.id)} for m in message.mentions],
                 "member": {"roles": [str(r.id) for r in getattr(message.author, "roles", ()) if not r.is_default()]}}
         try:
-            ask = to_thread_message(data, bot_id=str(me.id))
+            if message.guild is None:
+                if not self.flow.policy.dms:
+                    return   # not subscribed to DMs then; one that arrives anyway is nobody's ask
+                ask = to_direct_message(data)
+            else:
+                ask = to_thread_message(data, bot_id=str(me.id))
         except ValueError:
             return   # most messages are nobody's ask
         self.flow.tasks.spawn(self.flow.ask(ask), name=f"discord-message-{message.id}")
