@@ -5,11 +5,12 @@ turns; `@oz0 other-agent` switches; `@oz0 stop` and the Stop button end it; boun
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
@@ -349,6 +350,19 @@ def test_a_mention_in_the_thread_that_names_no_agent_is_a_follow_up(home: Path) 
 
 # ---- Discord: a conversation in a thread ----------------------------------------------------------
 
+@contextlib.asynccontextmanager
+async def discord_running(home: Path, **kw: Any) -> AsyncIterator[Any]:
+    """The Discord channel on a runtime of `home` (the conversations plugin, not the harness's own)."""
+    from discord_harness import running_channel as discord_channel
+
+    runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
+    try:
+        async with discord_channel(home, runtime=runtime, **kw) as h:
+            yield h
+    finally:
+        runtime.close()
+
+
 def _discord(home: Path, standin_kw: dict[str, Any] | None = None) -> tuple[Any, str, str]:
     from discord_harness import CHANNEL, GUILD
     from discord_standin import DiscordStandIn, snowflake
@@ -365,77 +379,58 @@ async def _posted(h: Any, thread: str, count: int) -> list[Any]:
 
 
 def test_discord_replies_in_the_thread_are_follow_ups_with_the_message_content_intent(home: Path) -> None:
-    from discord_harness import running_channel as discord_channel
-
     standin, guild, thread = _discord(home)
 
     async def main() -> None:
-        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
-        try:
-            async with discord_channel(home, env={"DISCORD_MESSAGE_CONTENT": "true"}, standin=standin,
-                                       runtime=runtime) as h:
-                assert h.standin.identifies[0]["intents"] & (1 << 15)
-                ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "the nightly build"},
-                                                   guild_id=guild, channel_id=thread, channel_type=11))
-                await h.edit(ask)
-                said = await h.standin.post_message("and yesterday's?", guild_id=guild, channel_id=thread)
-                [answer] = await _posted(h, thread, 1)
-                body = json.dumps(answer.body, ensure_ascii=False)
-                assert "and yesterday's?" in body and "the nightly build" in body
-                assert answer.body["message_reference"]["message_id"] == said["id"]
-                assert not answer.body.get("flags", 0) & 64
-                assert h.standin.calls("POST", f"/channels/{thread}/typing")
-                assert "oz0_stop:" in body   # its Stop button
-                cid = conversation_id("discord", thread, thread)
-                assert [t["kind"] for t in runtime.conversations.turns(cid)] == ["turn", "turn"]
-        finally:
-            runtime.close()
+        async with discord_running(home, env={"DISCORD_MESSAGE_CONTENT": "true"}, standin=standin) as h:
+            assert h.standin.identifies[0]["intents"] & (1 << 15)
+            ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "the nightly build"},
+                                               guild_id=guild, channel_id=thread, channel_type=11))
+            await h.edit(ask)
+            said = await h.standin.post_message("and yesterday's?", guild_id=guild, channel_id=thread)
+            [answer] = await _posted(h, thread, 1)
+            body = json.dumps(answer.body, ensure_ascii=False)
+            assert "and yesterday's?" in body and "the nightly build" in body
+            assert answer.body["message_reference"]["message_id"] == said["id"]
+            assert not answer.body.get("flags", 0) & 64
+            assert h.standin.calls("POST", f"/channels/{thread}/typing")
+            assert "oz0_stop:" in body   # its Stop button
+            cid = conversation_id("discord", thread, thread)
+            assert [t["kind"] for t in h.runtime.conversations.turns(cid)] == ["turn", "turn"]
     run(main())
 
 
 def test_discord_without_the_intent_reads_only_mentions_in_the_thread(home: Path) -> None:
-    from discord_harness import running_channel as discord_channel
-
     standin, guild, thread = _discord(home, {"message_content_allowed": False})
 
     async def main() -> None:
-        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
-        try:
-            async with discord_channel(home, standin=standin, runtime=runtime) as h:
-                assert not h.standin.identifies[0]["intents"] & (1 << 15)
-                ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "first"},
-                                                   guild_id=guild, channel_id=thread, channel_type=11))
-                await h.edit(ask)
-                await h.standin.post_message("not read", guild_id=guild, channel_id=thread)   # content arrives empty
-                await asyncio.sleep(0.5)
-                assert len(runtime.jobs()) == 1
-                await h.standin.post_message("and then?", guild_id=guild, channel_id=thread, mentions_bot=True)
-                [answer] = await _posted(h, thread, 1)
-                body = json.dumps(answer.body, ensure_ascii=False)
-                assert "and then?" in body and "first" in body
-                await h.standin.post_message("stop", guild_id=guild, channel_id=thread, mentions_bot=True)
-                ended = await _posted(h, thread, 2)
-                assert "conversation in this thread has ended" in json.dumps(ended[1].body)
-        finally:
-            runtime.close()
+        async with discord_running(home, standin=standin) as h:
+            assert not h.standin.identifies[0]["intents"] & (1 << 15)
+            ask = await h.send(h.standin.slash("ask", {"agent": "recall", "input": "first"},
+                                               guild_id=guild, channel_id=thread, channel_type=11))
+            await h.edit(ask)
+            await h.standin.post_message("not read", guild_id=guild, channel_id=thread)   # content arrives empty
+            await asyncio.sleep(0.5)
+            assert len(h.runtime.jobs()) == 1
+            await h.standin.post_message("and then?", guild_id=guild, channel_id=thread, mentions_bot=True)
+            [answer] = await _posted(h, thread, 1)
+            body = json.dumps(answer.body, ensure_ascii=False)
+            assert "and then?" in body and "first" in body
+            await h.standin.post_message("stop", guild_id=guild, channel_id=thread, mentions_bot=True)
+            ended = await _posted(h, thread, 2)
+            assert "conversation in this thread has ended" in json.dumps(ended[1].body)
     run(main())
 
 
 def test_discord_says_which_switch_to_turn_on_when_the_intent_is_refused(home: Path) -> None:
-    from discord_harness import running_channel as discord_channel
     from oz0.adapters.chat.discord_settings import DiscordConfigError
 
     standin, _, _ = _discord(home, {"message_content_allowed": False})
 
     async def main() -> None:
-        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
-        try:
-            with pytest.raises(DiscordConfigError, match="Privileged Gateway Intents"):
-                async with discord_channel(home, env={"DISCORD_MESSAGE_CONTENT": "1"}, standin=standin,
-                                           runtime=runtime):
-                    pass
-        finally:
-            runtime.close()
+        with pytest.raises(DiscordConfigError, match="Privileged Gateway Intents"):
+            async with discord_running(home, env={"DISCORD_MESSAGE_CONTENT": "1"}, standin=standin):
+                pass
     run(main())
 
 
@@ -465,30 +460,23 @@ def test_a_slack_direct_message_is_an_ask_without_a_mention_and_help_lists_agent
 
 
 def test_discord_direct_messages_are_asks_only_with_dms_true(home: Path) -> None:
-    from discord_harness import running_channel as discord_channel
     from discord_standin import snowflake
 
     async def main(dms: bool) -> None:
-        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
         dm = snowflake()
-        try:
-            access = f"dms: {'true' if dms else 'false'}\n"
-            async with discord_channel(home, runtime=runtime, access=access) as h:
-                subscribed = bool(h.standin.identifies[0]["intents"] & (1 << 12))
-                assert subscribed is dms
-                before = len(runtime.jobs())
-                await h.standin.post_message("recall hello there", guild_id=None, channel_id=dm)
-                if not dms:
-                    await asyncio.sleep(0.5)
-                    assert len(runtime.jobs()) == before
-                    return
-                [answer] = await _posted(h, dm, 1)
-                assert "hello there" in json.dumps(answer.body, ensure_ascii=False)
-                await h.standin.post_message("and more?", guild_id=None, channel_id=dm)
-                second = (await _posted(h, dm, 2))[1]
-                body = json.dumps(second.body, ensure_ascii=False)
-                assert "and more?" in body and "hello there" in body
-        finally:
-            runtime.close()
+        async with discord_running(home, access=f"dms: {'true' if dms else 'false'}\n") as h:
+            assert bool(h.standin.identifies[0]["intents"] & (1 << 12)) is dms
+            before = len(h.runtime.jobs())
+            await h.standin.post_message("recall hello there", guild_id=None, channel_id=dm)
+            if not dms:
+                await asyncio.sleep(0.5)
+                assert len(h.runtime.jobs()) == before
+                return
+            [answer] = await _posted(h, dm, 1)
+            assert "hello there" in json.dumps(answer.body, ensure_ascii=False)
+            await h.standin.post_message("and more?", guild_id=None, channel_id=dm)
+            second = (await _posted(h, dm, 2))[1]
+            body = json.dumps(second.body, ensure_ascii=False)
+            assert "and more?" in body and "hello there" in body
     run(main(False))
     run(main(True))

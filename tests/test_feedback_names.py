@@ -3,7 +3,6 @@ Slack's users.info and feedback buttons, Discord's member names and 👍 / 👎,
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import running_channel
 from slack_standin import signed_headers
-from test_conversations import home, run  # noqa: F401  (the fixture: the conversations plugin installed)
+from test_conversations import discord_running, home, run  # noqa: F401  (the fixture: the conversations plugin installed)
 
 
 # ---- people by name ---------------------------------------------------------------------------------
@@ -85,22 +84,17 @@ def test_feedback_under_a_slack_answer_is_audited_once_counted_in_metrics_and_on
 
 
 def test_discord_thumbs_down_is_audited(home: Path) -> None:
-    from discord_harness import running_channel as discord_channel
     from test_discord import buttons, component
 
     async def main() -> None:
-        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
-        try:
-            async with discord_channel(home, runtime=runtime) as h:
-                ask = await h.send(h.standin.slash("ask", {"agent": "echo", "input": "hi"}, **h.where()))
-                private = (await h.edit(ask)).body
-                [bad] = [b for b in buttons(private["components"], feedback=True) if b["label"] == "👎"]
-                message = h.standin.message_from(private, channel_id=h.where()["channel_id"])
-                click = await h.send(component(h, bad["custom_id"], message))
-                said = (await h.callback(click)).body
-                assert "your 👎 was recorded" in said["data"]["content"]
-                [record] = [r for r in runtime.audit_log() if r.action == "job.feedback"]
-                assert record.detail["value"] == "bad" and record.actor == "discord:2000"
-        finally:
-            runtime.close()
+        async with discord_running(home) as h:
+            ask = await h.send(h.standin.slash("ask", {"agent": "echo", "input": "hi"}, **h.where()))
+            private = (await h.edit(ask)).body
+            [bad] = [b for b in buttons(private["components"], feedback=True) if b["label"] == "👎"]
+            message = h.standin.message_from(private, channel_id=h.where()["channel_id"])
+            click = await h.send(component(h, bad["custom_id"], message))
+            said = (await h.callback(click)).body
+            assert "your 👎 was recorded" in said["data"]["content"]
+            [record] = [r for r in h.runtime.audit_log() if r.action == "job.feedback"]
+            assert record.detail["value"] == "bad" and record.actor == "discord:2000"
     run(main())
