@@ -480,3 +480,28 @@ def test_discord_direct_messages_are_asks_only_with_dms_true(home: Path) -> None
             assert "and more?" in body and "hello there" in body
     run(main(False))
     run(main(True))
+
+
+def test_the_assistant_pane_suggests_prompts_shows_thinking_and_titles_the_thread(home: Path) -> None:
+    async def main() -> None:
+        async with running_channel(home) as h:
+            h.slack.assistant_threads.add(("D0ASKER", "1700000000.000500"))
+            started = json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A0OZ0", "type": "event_callback",
+                                  "event_id": "EvA", "event_time": 1700000000,
+                                  "event": {"type": "assistant_thread_started", "event_ts": "1700000000.000600",
+                                            "assistant_thread": {"user_id": "U0ASKER", "channel_id": "D0ASKER",
+                                                                 "thread_ts": "1700000000.000500", "context": {}}}})
+            assert (await h.post(started, signed_headers(started, content_type="application/json")))[0] == 200
+            [suggested] = await h.slack.wait_for("assistant.threads.setSuggestedPrompts")
+            prompts = suggested.args["prompts"]
+            prompts = json.loads(prompts) if isinstance(prompts, str) else prompts
+            assert {"title": "Says back what it was given", "message": "echo hello there"} in prompts
+            assert 1 <= len(prompts) <= 4
+            await reply(h, "echo hello there", event_id="Ev1", thread_ts="1700000000.000500", ts="1700000000.000700",
+                        channel="D0ASKER", channel_type="im")
+            await card_texts(h, 1)
+            [status] = h.slack.of("assistant.threads.setStatus")
+            assert status.args["status"] == "is thinking..." and status.args["thread_ts"] == "1700000000.000500"
+            [title] = h.slack.of("assistant.threads.setTitle")
+            assert title.args["title"] == "echo hello there"
+    run(main())

@@ -468,12 +468,13 @@ def test_the_app_manifest_asks_for_what_the_channel_uses():
     assert command["command"] == slack_app.COMMAND and command["url"].endswith(slack_app.EVENTS_PATH)
     settings = manifest["settings"]
     assert settings["event_subscriptions"]["bot_events"] == ["app_mention", "message.channels", "message.groups",
-                                                             "message.im"]
+                                                             "message.im", "assistant_thread_started"]
+    assert "assistant_description" in manifest["features"]["assistant_view"]
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith(slack_app.EVENTS_PATH)
     needed = {"commands", "app_mentions:read", "chat:write", "files:write", "im:write", "usergroups:read",
-              "channels:history", "groups:history", "im:history"}
+              "channels:history", "groups:history", "im:history", "assistant:write", "users:read"}
     assert set(manifest["oauth_config"]["scopes"]["bot"]) == needed
 
 

@@ -26,10 +26,25 @@ from oz0.edge.runtime.conversations import conversation_id
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["STOP_ACTION", "STOP_WORDS", "Conversing", "stop_button"]
+__all__ = ["MAX_PROMPTS", "STOP_ACTION", "STOP_WORDS", "Conversing", "stop_button", "suggested_prompts"]
 
 STOP_ACTION = "oz0_stop"
 STOP_WORDS = ("stop", "end", "bye")
+MAX_PROMPTS = 4        # Slack's assistant pane shows at most four suggested prompts
+
+
+def suggested_prompts(specs: "list[AgentSpec]") -> list[tuple[str, str]]:
+    """(title, message) of the prompts a new assistant thread suggests: the first agents the person
+    may run that declare an example, each as the ask it would type."""
+    out = []
+    for spec in specs:
+        example = spec.example or (spec.examples[0].input_text if spec.examples else None)
+        if example:
+            title = (spec.description or spec.name)[:75]
+            out.append((title, f"{spec.name} {example}"))
+        if len(out) == MAX_PROMPTS:
+            break
+    return out
 
 
 def stop_button(cid: str) -> Action:

@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
-from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.adapters.chat.conversing import STOP_ACTION, suggested_prompts
 from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
@@ -116,16 +116,18 @@ def to_ask(body: Mapping[str, Any], *, ack: Callable[..., Any] | None = None) ->
         return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
                    thread=str(thread) if thread else None)
     if body.get("type") == "event_callback" and event.get("type") == "message":
-        if event.get("channel_type") == "im" and not event.get("thread_ts"):
+        if event.get("channel_type") == "im":
             return _direct_message(body, event)
         return _thread_reply(body, event)
     raise ValueError(f"not an ask: {body.get('type') or 'unknown'} payload")
 
 
 def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
-    """A message to the bot in its direct messages (the App Home's Messages tab): an ask with no
-    mention (`AGENT INPUT`, `help`), answered in its thread, which is then a conversation."""
-    user, channel, ts = str(event.get("user", "")), str(event.get("channel", "")), event.get("ts")
+    """A message to the bot in its direct messages (the App Home's Messages tab, the assistant pane):
+    an ask with no mention (`AGENT INPUT`, `help`), answered in its thread, which is then a
+    conversation (where words that name no agent follow it up)."""
+    user, channel = str(event.get("user", "")), str(event.get("channel", ""))
+    ts = event.get("thread_ts") or event.get("ts")
     if event.get("subtype") or event.get("bot_id") or user in _bot_users(body):
         raise ValueError("a direct message that is no person's ask (an edit, the bot's own message)")
     if not user or not channel or not ts or not body.get("event_id"):
@@ -133,7 +135,7 @@ def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
     wants_help, agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
     team = body.get("team_id") or event.get("team")
     asker = Asker("slack", workspace=team, channel=channel, user=user)
-    reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=str(ts))
+    reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=str(ts), in_thread=bool(event.get("thread_ts")))
     return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
                thread=str(ts))
 
@@ -224,6 +226,7 @@ class SlackChannel:
             ("command", command, self._on_command),
             ("event", "app_mention", self._on_mention),
             ("event", "message", self._on_message),
+            ("event", "assistant_thread_started", self._on_assistant_thread),
             ("action", STOP_ACTION, self._on_stop),
             ("action", FEEDBACK_ACTION, self._on_feedback),
             ("action", SHARE_ACTION, self._on_share),
@@ -286,6 +289,17 @@ class SlackChannel:
         except ValueError:
             return   # most messages are nobody's ask: not worth a log line each
         self.flow.tasks.spawn(self.flow.ask(ask), name=f"slack-event-{body.get('event_id')}")
+
+    async def _on_assistant_thread(self, ack: Any, body: dict[str, Any]) -> None:
+        """The assistant pane opened a thread: suggest prompts from the agents this person may run."""
+        thread = (body.get("event") or {}).get("assistant_thread") or {}
+        user, channel, ts = thread.get("user_id"), thread.get("channel_id"), thread.get("thread_ts")
+        if not (user and channel and ts):
+            log.warning("ignored an assistant_thread_started without user, channel or thread")
+            return
+        asker = Asker("slack", workspace=body.get("team_id"), channel=str(channel), user=str(user))
+        prompts = suggested_prompts(await self.flow.allowed(asker))
+        self.flow.tasks.spawn(self.wire.suggest(str(channel), str(ts), prompts), name=f"slack-prompts-{ts}")
 
     async def _on_stop(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
+from oz0.edge.model.agent import ConversationLimits
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 
@@ -205,12 +206,11 @@ def _budget(budget: Any) -> str:
 
 
 def _conversation(spec: Any) -> str:
-    """A thread's conversation bounds in a table cell: `20 turns, 8,000 tokens, 24h idle (+history)`."""
-    if spec is None:
+    """A thread's conversation bounds in a table cell (`10 turns/4000 tok/8h +history`); "-" for the defaults."""
+    if spec is None or (spec.conversation == ConversationLimits() and not spec.history):
         return "-"
     c = spec.conversation
-    return (f"{c.max_turns} turns, {c.max_tokens:,} tokens, {c.idle_hours:g}h idle"
-            + (" (+history)" if spec.history else ""))
+    return f"{c.max_turns} turns/{c.max_tokens} tok/{c.idle_hours:g}h" + (" +history" if spec.history else "")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -253,9 +253,14 @@ def _list(args: argparse.Namespace) -> int:
                   _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)))
                  for v in versions for a in v.agents)
     columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget")
-    if all(row[-1] == "-" for row in rows):  # no budget declared: the column would be empty
-        rows, columns = tuple(row[:-1] for row in rows), columns[:-1]
+    # no budget, no conversation bound of its own anywhere: that column would be empty
+    keep = [i for i, name in enumerate(columns)
+            if name not in ("conversation", "budget") or any(row[i] != "-" for row in rows)]
+    rows, columns = tuple(tuple(row[i] for i in keep) for row in rows), tuple(columns[i] for i in keep)
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
+    d = ConversationLimits()
+    print(f"Conversations in chat threads keep {d.max_turns} turns, {d.max_tokens:,} tokens, {d.idle_hours:g}h idle "
+          "unless an agent says otherwise (conversation:).")
     cli_upgrade.print_latest_changes(versions, latest)
     return 0
