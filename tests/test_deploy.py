@@ -52,8 +52,8 @@ class _NoRuntime:
     """Just enough runtime for create_app to list its routes."""
     store = None
 
-    def can_ask(self, platform: str) -> bool:  # the console registers for its questions only when no one has
-        return True
+    def shows_questions(self, platform: str) -> None:  # the console says it draws its jobs' questions
+        return None
 
 
 def test_the_console_serves_the_probe_paths_the_deploy_files_use():

@@ -15,7 +15,7 @@ with that agent (edge.runtime.conversations).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from oz0.adapters.chat.cards import failure_card
 from oz0.adapters.chat.wire import Ask
@@ -93,10 +93,11 @@ class Conversing:
                             f"not a reply in words; mention the bot with {spec.name} and the JSON to ask it again."
                             f"{example}", code="follow_up_not_text")
 
-    async def stop(self, ask: Ask) -> None:
-        """End the thread's conversation; the asker is told (privately) either way."""
+    async def stop(self, ask: Ask, recorded: Callable[[], Awaitable[Any]]) -> None:
+        """End the thread's conversation; the asker is told (privately) either way. `recorded`: the
+        flow's once-only ack of the delivery (awaited once it is journaled)."""
         cid = self.cid(ask)
-        if not await self.flow._first(ask):
+        if not await self.flow._first(ask, recorded):  # type: ignore[arg-type]
             return
         stopped = cid is not None and await self.flow.jobs.call(
             lambda: self.flow.runtime.conversations.stop(cid, by=ask.requester))

@@ -7,8 +7,9 @@
   once the step is answered (the first answer wins, across replicas: the store decides).
 - The job page shows a form generated from the answer schema by the run-form generator (forms.py),
   posted to `POST /jobs/{id}/answer`.
-- A run started from the console or the API waits for its job to end *or to ask*, so the asker is
-  sent to the page (or the 202) that shows the question instead of a request that hangs.
+- A run started from the console or the API waits for its job to end *or to ask* (reading the job's
+  event stream, not polling), so the asker is sent to the page (or the 202) that shows the question
+  instead of a request that hangs.
 
 The console and the API are one operator: the holder of the console token, or the local user. So a
 job asked from the console may be answered through the API by the same holder, and the other way.
@@ -27,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from oz0.adapters.console.forms import Field, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.events import JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import AnswerRefused, Question
 
 __all__ = [
@@ -45,7 +47,6 @@ log = logging.getLogger("oz0.console.answers")
 
 ANSWER_HTTP = 202
 CONSOLE_PLATFORMS = ("console", "api")  # job_platform() of jobs asked here
-SETTLE_POLL_S = 0.05
 _ERROR_CODES = {403: "forbidden", 409: "already_answered", 422: "invalid_answer"}
 
 
@@ -53,13 +54,7 @@ def register(runtime: Any) -> None:
     """Say that this console draws the questions of console and API jobs (the job page and GET
     /v1/jobs show them), so `runtime.can_ask` is true for them (MCP elicitation checks it)."""
     for platform in CONSOLE_PLATFORMS:
-        if not runtime.can_ask(platform):
-            runtime.on_question(platform, _shown_on_the_job_page)
-
-
-async def _shown_on_the_job_page(job: Any, question: Question) -> None:
-    log.info("job %s waits for an answer to %s; its page and GET /v1/jobs/%s show the question",
-             job.id, question.step, job.id)
+        runtime.shows_questions(platform)
 
 
 def operator(request: Request, *, prefix: str) -> str:
@@ -153,12 +148,17 @@ class JobStarter:
         task = asyncio.create_task(self.runtime.execute(job.id), name=f"oz0-job-{job.id}")
         self.background.add(task)
         task.add_done_callback(self._finished)
-        while not task.done():
-            current = self.runtime.job(job.id)
-            if current is not None and current.status == "waiting":
-                return current
-            await asyncio.wait({task}, timeout=SETTLE_POLL_S)
-        return task.result()
+        with self.runtime.stream.reader(job.id) as reader:
+            while not task.done():
+                event = asyncio.ensure_future(reader.next())  # safe to cancel: the reader keeps what came
+                await asyncio.wait({task, event}, return_when=asyncio.FIRST_COMPLETED)
+                if not event.done():
+                    event.cancel()
+                elif isinstance(event.result(), (QuestionAsked, JobEnded)) or event.result() is None:
+                    break
+        settled = self.runtime.job(job.id)
+        assert settled is not None
+        return settled
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self.background.discard(task)

@@ -22,10 +22,13 @@ from starlette.routing import Route
 from oz0.adapters.console import answers
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
+from oz0.edge.runtime.input_check import Checked
+from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, JobFailure, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
@@ -74,29 +77,23 @@ def failure_kinds(spec: Any) -> list[FailureKind]:
     return [INVALID_INPUT, *spec.failures]
 
 
-def check_input(runtime: Any, spec: Any, text: str, *, asker_user: str) -> Refusal | None:
-    """None when `text` may run on this agent from the console; otherwise why not (access, then contract)."""
+def check_input(spec: Any, text: str, *, home: Any, asker_user: str) -> Refusal | Checked:
+    """Whether `text` may run on this agent from the console or the API: access, then the input's one
+    check (edge.runtime.input_check), whose result `Runtime.submit` takes so the run does not check again."""
     asker = Asker(platform="console", user=asker_user)
     try:
-        policy = AccessPolicy.load(runtime.home)
+        policy = AccessPolicy.load(home)
     except AccessError as exc:
         log.error("access.yaml cannot be read: %s", exc)
         return Refusal(500, "Access rules are broken", str(exc), "access_rules_broken")
     if not policy.allows(spec.name, asker):
         return Refusal(403, "Not allowed", policy.explain_denial(spec.name, asker), "forbidden")
-    try:
-        runtime.parse_input(spec, text)
-    except JobFailure as exc:
-        violations: tuple[Violation, ...] = ()
-        if spec.input is not None:
-            try:
-                violations = spec.input.validate(json.loads(text))
-            except json.JSONDecodeError as bad:
-                violations = (Violation("$", "", "json", f"not JSON: {bad.msg} at line {bad.lineno} "
-                                                          f"column {bad.colno}"),)
-        return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", exc.reason,
-                       snake_case(exc.kind), kind=exc.kind, violations=violations)
-    return None
+    checked = edge_check_input(spec, text)
+    if checked.failure is not None:
+        failure = checked.failure
+        return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", failure.reason,
+                       snake_case(failure.kind), kind=failure.kind, violations=checked.violations)
+    return checked
 
 
 def failure(message: str, error_code: str, *, status_code: int, command: str, error: str | None = None,
@@ -178,8 +175,8 @@ class _Api:
             wanted = "application/json" if spec.input is not None else "application/json (a string) or text/plain"
             return failure(f"{spec.name} takes {wanted}, not {media or 'a body without Content-Type'}",
                            "unsupported_media_type", status_code=415, command=command)
-        refusal = check_input(self.runtime, spec, text, asker_user=_requester(request))
-        if refusal is not None:
+        refusal = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
+        if isinstance(refusal, Refusal):
             details: dict[str, Any] = {"agent": spec.name}
             if refusal.kind:
                 details.update(kind=refusal.kind, reason=refusal.message)
@@ -188,9 +185,14 @@ class _Api:
                 details["violations"] = [v.to_dict() for v in refusal.violations]
             return failure(refusal.message, refusal.error_code, status_code=refusal.status, command=command,
                            details=details)
+        busy = self.runtime.backlog.busy(spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            return failure(busy.message, "busy", status_code=429, command=command,
+                           details={"agent": spec.name, "ahead": busy.ahead, "limit": busy.limit},
+                           headers={"Retry-After": str(BUSY_RETRY_S)})
         requester = _requester(request)
         if request.query_params.get("wait", "true").lower() in ("false", "0", "no"):
-            job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api")
+            job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api", checked=refusal)
             if created:
                 task = asyncio.create_task(self.runtime.execute(job.id), name=f"oz0-job-{job.id}")
                 self.background.add(task)
@@ -199,7 +201,7 @@ class _Api:
                                         data={"job": _job_json(job)})
             return JSONResponse(body_json, status_code=ASYNC_HTTP,
                                 headers={"location": f"{API_PREFIX}/jobs/{job.id}"})
-        job = await self.starter.run(spec.name, text, requester=requester, channel="api")
+        job = await self.starter.run(spec.name, text, requester=requester, channel="api", checked=refusal)
         if job.status == "waiting":  # it asks a person: answer at POST /v1/jobs/{id}/answer
             return JSONResponse(result_envelope(command, True, f"job {job.id} is waiting for an answer",
                                                 data={"job": self._job_data(job)}), status_code=ASYNC_HTTP,
@@ -253,13 +255,13 @@ class _Api:
         if spec.input is not None:
             return failure(f"{agent} takes JSON that matches {spec.input_schema_file}, not a follow-up in words",
                            "follow_up_not_text", status_code=422, command=command)
-        refusal = check_input(self.runtime, spec, text, asker_user=_requester(request))
-        if refusal is not None:
-            return failure(refusal.message, refusal.error_code, status_code=refusal.status, command=command)
+        checked = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
+        if isinstance(checked, Refusal):
+            return failure(checked.message, checked.error_code, status_code=checked.status, command=command)
         requester = _requester(request)
         if current is None:   # the API's own conversation starts with the job it follows up
             book.add_turn(cid, job.id, job.agent, by=job.requester)
-        turn, _ = self.runtime.submit(agent, text, requester=requester, channel="api")
+        turn, _ = self.runtime.submit(agent, text, requester=requester, channel="api", checked=checked)
         book.add_turn(cid, turn.id, agent, by=requester)
         return self._job_response(await self.runtime.execute(turn.id), command)
 

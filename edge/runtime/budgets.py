@@ -264,12 +264,11 @@ class Budgets:
 
 
 def asker_of(job: Job) -> Asker:
-    """Where a job was asked, as access.yaml's conditions see it (its reply_to, else its channel)."""
-    reply = job.reply_to or {}
+    """Where a job was asked, as access.yaml's conditions see it (its workspace and channel columns,
+    else its channel name `platform:channel`)."""
     platform, _, channel = job.channel.partition(":")
-    return Asker(platform=str(reply.get("platform") or platform),
-                 workspace=str(w) if (w := reply.get("team") or reply.get("guild")) else None,
-                 channel=str(reply.get("channel") or channel) or None)
+    return Asker(platform=job.reply_to.platform if job.reply_to is not None else platform,
+                 workspace=job.workspace, channel=job.channel_id or channel or None)
 
 
 def _amounts(amounts: Amounts) -> str:
