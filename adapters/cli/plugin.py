@@ -57,6 +57,9 @@ def register(p: argparse.ArgumentParser) -> None:
     install.add_argument("--example", action="store_true", help="install the bundled example plugin")
     install.add_argument("--allow-breaking", action="store_true",
                          help="install even when the new version breaks the installed one's contracts")
+    install.add_argument("--force", action="store_true",
+                         help="replace a version installed before with other content (audited as "
+                              "plugin.version.replaced); without it, a changed plugin needs a new version")
     install.add_argument("--quiet-if-current", action="store_true",
                          help="print nothing when this exact version is already installed")
     install.set_defaults(func=_install)
@@ -156,7 +159,7 @@ def _install(args: argparse.Namespace) -> int:
         raise CommandError(f"not installed: {exc}", code=1) from None
     runtime = open_runtime()
     try:
-        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking)
+        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking, force=args.force)
     except UpgradeRefused as exc:
         print(cli_upgrade.refusal_line(exc), file=sys.stderr)
         return 1
@@ -171,7 +174,7 @@ def _install(args: argparse.Namespace) -> int:
         return 0
     was = ""
     if result.previous is not None:
-        was = (f" (content changed, same version {v.version})" if result.previous.version == v.version
+        was = (f" (content replaced, same version {v.version}, --force)" if result.previous.version == v.version
                else f" (was {result.previous.version})")
     names = ", ".join(a.name for a in v.agents) or "no agents"
     print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "
@@ -213,6 +216,19 @@ def _conversation(spec: Any) -> str:
     return f"{c.max_turns} turns/{c.max_tokens} tok/{c.idle_hours:g}h" + (" +history" if spec.history else "")
 
 
+def _loop(spec: Any) -> str:
+    """A model agent's tools and its loop's max_steps (default 10): `3 tools, ≤10 steps`."""
+    tools = getattr(spec, "tools", ())
+    if not tools:
+        return "-"
+    return f"{len(tools)} tool{'s' * (len(tools) != 1)}, ≤{spec.limits.max_steps} steps"
+
+
+def _loop_json(spec: Any) -> dict[str, Any]:
+    tools = getattr(spec, "tools", ())
+    return {"tools": [t.as_json() for t in tools], "max_steps": spec.limits.max_steps} if tools else {}
+
+
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
@@ -239,7 +255,8 @@ def _list(args: argparse.Namespace) -> int:
                                 "budget": declared(v.plugin, a.name, "budget"),
                                 "price": declared(v.plugin, a.name, "price"),
                                 "conversation": declared(v.plugin, a.name, "conversation"),
-                                "history": bool(getattr(specs.get((v.plugin, a.name)), "history", False))}
+                                "history": bool(getattr(specs.get((v.plugin, a.name)), "history", False)),
+                                **_loop_json(specs.get((v.plugin, a.name)))}
                                for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
@@ -250,12 +267,13 @@ def _list(args: argparse.Namespace) -> int:
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
                   _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
                   _conversation(specs.get((v.plugin, a.name))),
-                  _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)))
+                  _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)),
+                  _loop(specs.get((v.plugin, a.name))))
                  for v in versions for a in v.agents)
-    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget")
-    # no budget, no conversation bound of its own anywhere: that column would be empty
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget", "tools")
+    # no conversation bound of its own, no budget, no tool loop anywhere: that column would be empty
     keep = [i for i, name in enumerate(columns)
-            if name not in ("conversation", "budget") or any(row[i] != "-" for row in rows)]
+            if name not in ("conversation", "budget", "tools") or any(row[i] != "-" for row in rows)]
     rows, columns = tuple(tuple(row[i] for i in keep) for row in rows), tuple(columns[i] for i in keep)
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))

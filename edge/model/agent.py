@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from oz0.edge.model.budget import Budget, Price
+from oz0.edge.model.tools import ToolDecl
 
 if TYPE_CHECKING:
     from oz0.edge.contracts.schema import Contract
@@ -127,6 +128,14 @@ class AgentSpec:
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
     conversation: ConversationLimits = ConversationLimits()  # `conversation:` (edge.runtime.conversations)
     history: bool = False         # `history:`: a command or http agent is given the earlier turns too
+    tools: tuple[ToolDecl, ...] = ()  # a model agent's `tools:` (edge.model.tools)
+    servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # plugin.yaml's
+
+    @property
+    def loops(self) -> bool:
+        """Whether a job of this agent is a tool loop (edge.runtime.tool_loop): a model agent with
+        tools, or one of a provider only the loop speaks."""
+        return self.kind == "model" and (bool(self.tools) or self.config.get("provider") == "anthropic")
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:

@@ -2,14 +2,14 @@
 one row per turn (a job, linked to the previous turn's job) or stop.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0012
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
