@@ -5,27 +5,33 @@ The settings are the server's (`OZ0_RETENTION_JOBS_DAYS`, default 90; `OZ0_RETEN
 default 365, never shorter than the jobs'). A prune deletes in batches of BATCH jobs (or audit
 records), one short transaction each, so a request waiting on a row waits for one batch at most;
 a job still queued, running or waiting is never pruned however old. `oz0 db prune --dry-run` counts
-what a prune would remove; `oz0 serve` prunes daily (edge.runtime.retention_schedule).
+what a prune would remove; `oz0 serve` prunes daily (PRUNE_CRON, a DBOS schedule in edge.runtime.durable: one run a tick
+across replicas).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from sqlalchemy import Table, delete, func, select
+from sqlalchemy import Select, String, Subquery, Table, delete, func, literal, select
 from sqlalchemy.engine import Connection, Engine
 
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budgets
 from oz0.edge.runtime.store import ACTIVE_STATUSES, audit, jobs, questions
 
-__all__ = ["BATCH", "Retention", "RetentionError", "prune"]
+__all__ = ["BATCH", "PRUNE_CRON", "Retention", "RetentionError", "count", "prune", "prune_by_settings"]
+
+log = logging.getLogger("oz0.retention")
 
 BATCH = 1_000
 DAY_S = 86_400.0
 DEFAULT_JOBS_DAYS = 90
 DEFAULT_AUDIT_DAYS = 365
+PRUNE_CRON = "0 17 3 * * *"  # every day at 03:17:00 UTC (DBOS's cron: seconds first)
 TABLES = ("jobs", "questions", "budget_holds", "budget_grants", "budgets", "audit")
 
 
@@ -61,13 +67,13 @@ def _days(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _old_jobs(cutoff: float, limit: int | None = None):  # type: ignore[no-untyped-def]
+def _old_jobs(cutoff: float, limit: int | None = None) -> Select[tuple[str]]:
     query = select(jobs.c.id).where(jobs.c.created < cutoff, jobs.c.status.notin_(ACTIVE_STATUSES))
     return query.limit(limit) if limit is not None else query
 
 
-def _job_budgets(ids):  # type: ignore[no-untyped-def]
-    return select(budgets.c.id).where(budgets.c.period.in_(select(func.concat("job:", ids.c.id))))
+def _job_budgets(ids: Subquery) -> Select[tuple[int]]:
+    return select(budgets.c.id).where(budgets.c.period.in_(select(literal("job:", String) + ids.c.id)))
 
 
 def count(engine: Engine, policy: Retention, *, now: float | None = None) -> dict[str, int]:
@@ -124,3 +130,12 @@ def _prune_jobs(conn: Connection, ids: list[str], removed: dict[str, int]) -> No
     gone(budget_grants, budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job))
     gone(budgets, budgets.c.id.in_(per_job))
     gone(jobs, jobs.c.id.in_(ids))
+
+
+def prune_by_settings(engine: Engine) -> dict[str, int]:
+    """The scheduled prune: the server's settings read now (so a changed setting applies at the next tick)."""
+    policy = Retention.from_env(os.environ)
+    removed = prune(engine, policy)
+    log.info("retention (jobs %g days, audit %g days) removed %s", policy.jobs_days, policy.audit_days,
+             ", ".join(f"{n} {table}" for table, n in removed.items()))
+    return removed
