@@ -43,7 +43,9 @@ def schema_drift(url: str) -> list:
 
 
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id",
-                        "ix_jobs_root_id")  # revisions 0002, 0005, 0007
+                        "ix_jobs_root_id",  # revisions 0002, 0005, 0007
+                        "ix_jobs_created_id", "ix_jobs_agent_created_id", "ix_jobs_status_created_id",
+                        "ix_jobs_requester_created_id")  # revision 0016
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets")  # revision 0008
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
