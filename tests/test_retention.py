@@ -98,3 +98,27 @@ def test_oz0_db_prune_dry_run_then_prune(oz0_home, capsys, monkeypatch):
     monkeypatch.setenv("OZ0_RETENTION_AUDIT_DAYS", "2")
     assert main(["db", "prune"]) == 2
     assert "OZ0_RETENTION_AUDIT_DAYS=2 is shorter" in capsys.readouterr().err
+
+
+def test_the_engine_schedules_a_daily_prune_that_prunes(oz0_home, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from oz0.edge.runtime.retention import PRUNE_CRON
+
+    s = Store(f"sqlite:///{oz0_home}/oz0.db")
+    with s.engine.begin() as conn:
+        conn.execute(insert(jobs), [dict(_job(1, 0), created=time.time() - 100 * DAY_S),
+                                    dict(_job(2, 0), created=time.time())])
+    s.close()
+    tests = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": str(tests)}
+    done = subprocess.run([sys.executable, str(tests / "retention_engine.py")], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["schedules"] == [["oz0.retention.prune", PRUNE_CRON]]
+    assert said["removed"]["jobs"] == 1
