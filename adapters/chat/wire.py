@@ -18,6 +18,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.model.job import Job
 from oz0.edge.model.progress import Progress
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.events import JobEvent
 from oz0.renderers.rendered import Rendered
 
@@ -105,6 +106,8 @@ class ChatRuntime(Protocol):
     where a channel reads access.yaml)."""
 
     home: Path
+    backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
+    stopping: bool     # a stop began: asks are turned away (Runtime.drain)
 
     def agents(self) -> list[AgentSpec]: ...
 

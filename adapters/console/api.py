@@ -22,6 +22,7 @@ from starlette.routing import Route
 from oz0.adapters.console import answers
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
@@ -185,6 +186,11 @@ class _Api:
                 details["violations"] = [v.to_dict() for v in refusal.violations]
             return failure(refusal.message, refusal.error_code, status_code=refusal.status, command=command,
                            details=details)
+        busy = self.runtime.backlog.busy(spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            return failure(busy.message, "busy", status_code=429, command=command,
+                           details={"agent": spec.name, "ahead": busy.ahead, "limit": busy.limit},
+                           headers={"Retry-After": str(BUSY_RETRY_S)})
         requester = _requester(request)
         if request.query_params.get("wait", "true").lower() in ("false", "0", "no"):
             job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api", checked=refusal)

@@ -92,7 +92,11 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
         for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
                            ("404", "No installed agent has this name."),
                            ("415", "The body is not of a media type this agent takes."),
-                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
+                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes."),
+                           ("429", "Busy: too many jobs wait their turn (limits.max_queued, OZ0_MAX_QUEUED); "
+                                   "nothing was queued. Try again after Retry-After seconds."),
+                           ("503", "`unavailable`: the bot's database cannot be written right now (it is down, "
+                                   "its disk is full); nothing was run. Try again after Retry-After seconds.")):
             responses[code] = {"description": text, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}
     doc["paths"]["/agents"] = {"get": {

@@ -231,6 +231,7 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     url = expand_env(str(spec.config["url"]), what="url")
     headers = {k: expand_env(v, what=f"header {k}") for k, v in raw_headers.items()}
     headers.setdefault("X-Oz0-Job", ctx.job_id)
+    headers.setdefault("Idempotency-Key", ctx.job_id)  # a job can run again after a crash: the same key each time
     what = f"the agent's URL {spec.config['url']}"
     try:
         async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the URL
