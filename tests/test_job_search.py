@@ -16,14 +16,6 @@ from oz0.edge.runtime.store import Store, jobs
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    url = f"sqlite:///{tmp_path}/oz0.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = Store(url)
-    yield s
-    s.close()
-
-
 def _row(i: int, *, created: float, agent: str = "echo", status: str = "succeeded", asker: str = "ana") -> dict:
     return dict(id=f"job{i:08d}", agent=agent, requester=asker, channel="cli", input="x", status=status,
                 created=created, attempts=0)

@@ -218,19 +218,21 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
     engine.dispose()
 
 
-def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
-    from alembic import command
-    from sqlalchemy import inspect, text
-
+def alembic_config(conn):
+    """Alembic's configuration over an open connection, to run the revisions one at a time."""
     from alembic.config import Config
 
     from oz0.edge.runtime.migrate import MIGRATIONS
 
-    def alembic_config(conn):
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.attributes["connection"] = conn
-        return config
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
 
     url = f"sqlite:///{tmp_path / 'oz0.db'}"
     engine = create_engine(url)
@@ -251,16 +253,7 @@ def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_i
 
 def test_revision_0016_indexes_job_search_on_a_database_made_by_0011_and_keeps_its_jobs(tmp_path):
     from alembic import command
-    from alembic.config import Config
     from sqlalchemy import inspect, text
-
-    from oz0.edge.runtime.migrate import MIGRATIONS
-
-    def alembic_config(conn):
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.attributes["connection"] = conn
-        return config
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:

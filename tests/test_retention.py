@@ -16,14 +16,6 @@ from oz0.edge.runtime.store import Store, audit, jobs, questions
 NOW = 1_800_000_000.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    url = f"sqlite:///{tmp_path}/oz0.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = Store(url)
-    yield s
-    s.close()
-
-
 def _job(i: int, age_days: float, status: str = "succeeded") -> dict:
     return dict(id=f"job{i:08d}", agent="echo", requester="ana", channel="cli", input="x", status=status,
                 created=NOW - age_days * DAY_S, attempts=0)
