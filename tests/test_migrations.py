@@ -47,7 +47,8 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
                         "ix_jobs_created_id", "ix_jobs_agent_created_id", "ix_jobs_status_created_id",
                         "ix_jobs_requester_created_id")  # revision 0016
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
-                         "budget_holds", "budget_grants", "budget_spend", "budgets")  # revision 0008
+                         "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
+                         "job_trace")  # revision 0012
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
@@ -251,14 +252,36 @@ def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_i
         engine.dispose()
 
 
-def test_revision_0016_indexes_job_search_on_a_database_made_by_0011_and_keeps_its_jobs(tmp_path):
+def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
+    from alembic import command
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0009")
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'triage', 'ana', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+    assert not inspect(engine).has_table("job_trace")
+    engine.dispose()
+    store = Store(url)  # opening it upgrades it to the head
+    from oz0.edge.runtime.loop_trace import add_trace, read_trace
+
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 3, "output": 4}}, 12)
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 9, "output": 9}}, 99)  # a rerun: kept once
+    assert [(t["seq"], t["detail"]["tokens"]["input"]) for t in read_trace(store, "j1")] == [(1, 3)]
+    assert store.job("j1")["status"] == "succeeded"
+    store.close()
+    assert schema_drift(url) == []
+
+
+def test_revision_0016_indexes_job_search_on_a_database_made_by_0012_and_keeps_its_jobs(tmp_path):
     from alembic import command
     from sqlalchemy import inspect, text
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
         with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0011")
+            command.upgrade(alembic_config(conn), "0012")
             conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
                               "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
         with engine.begin() as conn:

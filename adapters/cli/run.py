@@ -155,6 +155,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.budget_view import budget_json, budget_lines
+    from oz0.edge.runtime.loop_trace import read_trace, trace_lines
     from oz0.edge.runtime.tree import MAX_DEPTH
 
     runtime = open_runtime()
@@ -167,10 +168,13 @@ def _show(args: argparse.Namespace) -> int:
         card = runtime.card(job)
         tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)
+        trace = read_trace(runtime.store, job.id)  # a tool loop's calls (edge.runtime.tool_loop)
     finally:
         runtime.close()
     if args.json:
         data: dict[str, Any] = {"job": job.to_dict()}
+        if trace:
+            data["trace"] = trace
         if budgets:
             data["budgets"] = [budget_json(b) for b in budgets]
         if len(tree) > 1:
@@ -190,6 +194,9 @@ def _show(args: argparse.Namespace) -> int:
     if budgets:
         print("\nBudgets")
         print("\n".join(f"  {line}" for b in budgets for line in budget_lines(b)))
+    if trace:
+        print("\nTrace")
+        print("\n".join(f"  {line}" for line in trace_lines(trace)))
     if len(tree) > 1:
         print()
         for depth, node in tree:

@@ -124,6 +124,8 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             operation["x-price"] = agent.price.as_json()
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)
+        if getattr(agent, "tools", ()):
+            operation["x-oz0-tools"] = [t.as_json() for t in agent.tools]
         paths[flow_path(agent.name) if flow else agent_path(agent.name)] = {"post": operation}
     plugins = sorted({agent.plugin for agent in agents if agent.plugin})
     document: dict[str, Any] = {

@@ -69,8 +69,8 @@ class AgentAttempts:
             raise JobFailure("Misconfigured", f"agent kind {spec.kind!r} is not available in this bot; "
                                               f"available kinds: {', '.join(AGENT_KINDS)}")
         timeout = spec.limits.timeout_s
-        try:
-            async with asyncio.timeout(timeout):
+        try:  # a tool loop's timeout_s bounds each of its calls; tree_timeout_s bounds the loop
+            async with asyncio.timeout(None if spec.loops else timeout):
                 output = await kind(spec, value, ctx)
         except TimeoutError:
             raise JobFailure("Timeout", f"the agent did not answer within {timeout:g} s "
