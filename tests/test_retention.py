@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from oz0.edge.runtime.budget_tables import budget_holds, budgets
+from oz0.edge.runtime.loop_trace import job_trace
 from oz0.edge.runtime.retention import DAY_S, Retention, RetentionError, count, prune
 from oz0.edge.runtime.store import Store, audit, jobs, questions
 
@@ -34,6 +35,8 @@ def _fill(store: Store, old: int = 25) -> None:
         conn.execute(insert(questions), [dict(job_id=r["id"], step="ok", message="?", answer_schema={},
                                               answerers=[], asked_at=r["created"]) for r in rows])
         conn.execute(insert(budgets), [_budget(r["id"]) for r in rows])
+        conn.execute(insert(job_trace), [dict(job_id=r["id"], seq=1, kind="model", name="m", detail=None, ms=1,
+                                              at=r["created"]) for r in rows])
         ids = dict(conn.execute(select(budgets.c.period, budgets.c.id)).all())
         conn.execute(insert(budget_holds), [dict(hold="h", budget_id=ids[f"job:{r['id']}"], job_id=r["id"],
                                                  tokens=1, cost=0, calls=0, at=NOW) for r in rows])
@@ -44,16 +47,16 @@ def _fill(store: Store, old: int = 25) -> None:
 def _left(store: Store) -> dict[str, int]:
     with store.engine.connect() as conn:
         return {t.name: conn.execute(select(func.count()).select_from(t)).scalar()
-                for t in (jobs, questions, budgets, budget_holds, audit)}
+                for t in (jobs, questions, job_trace, budgets, budget_holds, audit)}
 
 
 def test_the_dry_run_counts_and_the_real_run_removes_only_what_retention_no_longer_keeps(store):
     _fill(store)
-    expected = {"jobs": 25, "questions": 25, "budget_holds": 25, "budget_grants": 0, "budgets": 25, "audit": 1}
+    expected = {"jobs": 25, "questions": 25, "job_trace": 25, "budget_holds": 25, "budget_grants": 0, "budgets": 25, "audit": 1}
     assert count(store.engine, Retention(), now=NOW) == expected
-    assert _left(store) == {"jobs": 27, "questions": 27, "budgets": 27, "budget_holds": 27, "audit": 3}
+    assert _left(store) == {"jobs": 27, "questions": 27, "job_trace": 27, "budgets": 27, "budget_holds": 27, "audit": 3}
     assert prune(store.engine, Retention(), now=NOW, batch=10) == expected  # three batches of jobs
-    assert _left(store) == {"jobs": 2, "questions": 2, "budgets": 2, "budget_holds": 2, "audit": 2}
+    assert _left(store) == {"jobs": 2, "questions": 2, "job_trace": 2, "budgets": 2, "budget_holds": 2, "audit": 2}
     with store.engine.connect() as conn:
         assert sorted(conn.execute(select(jobs.c.id)).scalars()) == ["job00000100", "job00000101"]  # new, running
         assert sorted(round((NOW - a) / DAY_S) for a in conn.execute(select(audit.c.at)).scalars()) == [1, 100]

@@ -1,4 +1,5 @@
-"""Retention: finished jobs older than `jobs_days` go, with their questions and per-job budget rows; audit
+"""Retention: finished jobs older than `jobs_days` go, with their questions, model/tool trace (job_trace) and
+per-job budget rows; audit
 records older than `audit_days` go. Nothing else deletes from the journal (a plugin has no way to).
 
 The settings are the server's (`OZ0_RETENTION_JOBS_DAYS`, default 90; `OZ0_RETENTION_AUDIT_DAYS`,
@@ -21,6 +22,7 @@ from sqlalchemy import Select, String, Subquery, Table, delete, func, literal, s
 from sqlalchemy.engine import Connection, Engine
 
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budgets
+from oz0.edge.runtime.loop_trace import job_trace
 from oz0.edge.runtime.store import ACTIVE_STATUSES, audit, jobs, questions
 
 __all__ = ["BATCH", "PRUNE_CRON", "Retention", "RetentionError", "count", "prune", "prune_by_settings"]
@@ -32,7 +34,7 @@ DAY_S = 86_400.0
 DEFAULT_JOBS_DAYS = 90
 DEFAULT_AUDIT_DAYS = 365
 PRUNE_CRON = "0 17 3 * * *"  # every day at 03:17:00 UTC (DBOS's cron: seconds first)
-TABLES = ("jobs", "questions", "budget_holds", "budget_grants", "budgets", "audit")
+TABLES = ("jobs", "questions", "job_trace", "budget_holds", "budget_grants", "budgets", "audit")
 
 
 class RetentionError(ValueError):
@@ -84,6 +86,7 @@ def count(engine: Engine, policy: Retention, *, now: float | None = None) -> dic
     queries: dict[str, object] = {
         "jobs": select(func.count()).select_from(old),
         "questions": select(func.count()).where(questions.c.job_id.in_(select(old.c.id))),
+        "job_trace": select(func.count()).where(job_trace.c.job_id.in_(select(old.c.id))),
         "budget_holds": select(func.count()).where(
             budget_holds.c.job_id.in_(select(old.c.id)) | budget_holds.c.budget_id.in_(select(per_job.c.id))),
         "budget_grants": select(func.count()).where(
@@ -126,6 +129,7 @@ def _prune_jobs(conn: Connection, ids: list[str], removed: dict[str, int]) -> No
         removed[table.name] += conn.execute(delete(table).where(*conditions)).rowcount  # type: ignore[arg-type]
 
     gone(questions, questions.c.job_id.in_(ids))
+    gone(job_trace, job_trace.c.job_id.in_(ids))
     gone(budget_holds, budget_holds.c.job_id.in_(ids) | budget_holds.c.budget_id.in_(per_job))
     gone(budget_grants, budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job))
     gone(budgets, budgets.c.id.in_(per_job))
