@@ -53,7 +53,8 @@ COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011
+                          ("jobs", "question_shown"), ("jobs", "restarts"),
+                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0013
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -274,14 +275,14 @@ def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
     assert schema_drift(url) == []
 
 
-def test_revision_0016_indexes_job_search_on_a_database_made_by_0012_and_keeps_its_jobs(tmp_path):
+def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
     from alembic import command
     from sqlalchemy import inspect, text
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
         with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0012")
+            command.upgrade(alembic_config(conn), "0013")
             conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
                               "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
         with engine.begin() as conn:

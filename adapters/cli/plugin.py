@@ -119,8 +119,8 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     """The agents and flows installed under OZ0_HOME, for the references of the plugin's flows; None
-    for a plugin without flows or with no store here to ask (lint then warns about agents it cannot
-    see, rather than refusing them)."""
+    for a plugin without flows (nothing to ask for). With no store here yet nothing is installed, so a
+    flow step naming an agent the plugin lacks is an error, in lint as in install."""
     import os
 
     if not (Path(folder) / "flows").is_dir():
@@ -128,10 +128,10 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     from oz0.edge.runtime.runner import default_home
 
     if not os.environ.get("OZ0_DATABASE_URL") and not (default_home() / "oz0.db").is_file():
-        return None
+        return {}
     runtime = open_runtime()
     try:
-        return {a.name: a for p in runtime.plugins() for a in (*p.agents, *p.flows)}
+        return {a.name: a for a in (*runtime.agents(), *runtime.flows())}
     finally:
         runtime.close()
 
@@ -236,6 +236,12 @@ def _list(args: argparse.Namespace) -> int:
         value = getattr(specs.get((plugin, agent)), key, None)
         return value.as_json() if value is not None else None
 
+    def annotations(plugin: str, agent: str) -> dict[str, Any]:
+        from oz0.edge.runtime.confirm import known_annotations
+
+        spec = specs.get((plugin, agent))
+        return known_annotations(spec) if spec is not None else {}
+
     if args.json:
         plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
                     "agents": [{"name": a.name, "kind": a.kind,
@@ -245,6 +251,7 @@ def _list(args: argparse.Namespace) -> int:
                                 "contract_version": a.contract_version,
                                 "budget": declared(v.plugin, a.name, "budget"),
                                 "price": declared(v.plugin, a.name, "price"),
+                                "annotations": annotations(v.plugin, a.name),
                                 **_loop_json(specs.get((v.plugin, a.name)))} for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",

@@ -30,7 +30,7 @@ from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
@@ -277,7 +277,7 @@ class _Api:
         if spec_kind is not None:
             details.update(retryable=spec_kind.retryable, partial=spec_kind.partial, person=spec_kind.person)
         status = 200 if read_only else (INVALID_INPUT_HTTP if kind == INVALID_INPUT.name else FAILED_JOB_HTTP)
-        return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
+        return failure(f"{job.agent} failed: {kind}", failure_code(job), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
 

@@ -390,7 +390,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
-            output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
+            what = "could not be kept" if exc.too_deep else "is not JSON data"
+            output, reason = None, f"{reason or 'the job failed'} (its partial answer {what}: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)

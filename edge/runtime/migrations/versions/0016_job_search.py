@@ -4,13 +4,13 @@ millions of jobs (bench/jobs_search.py), and the retention prune (edge.runtime.r
 jobs by `created` and their questions and budget rows by job.
 
 Revision ID: 0016
-Revises: 0012
+Revises: 0013
 """
 
 from alembic import op
 
 revision = "0016"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
