@@ -55,6 +55,7 @@ MAX_BODY_BYTES = 1_048_576
 INVALID_INPUT_HTTP = 422
 FAILED_JOB_HTTP = 502
 ASYNC_HTTP = 202
+SEARCH_PARAMS = ("agent", "status", "asker", "since", "until", "limit", "cursor")
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def routes(runtime: Any) -> list[Route]:
         Route(f"{API_PREFIX}/agents", api.agents, methods=["GET"]),
         Route(f"{API_PREFIX}/agents/{{name}}/runs", api.run, methods=["POST"]),
         Route(f"{API_PREFIX}/flows/{{name}}/runs", api.run_flow, methods=["POST"]),
+        Route(f"{API_PREFIX}/jobs", api.search, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/follow-ups", api.follow_up, methods=["POST"]),
@@ -214,6 +216,20 @@ class _Api:
         self.background.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("background job task %s raised", task.get_name(), exc_info=task.exception())
+
+    async def search(self, request: Request) -> Response:
+        """GET /v1/jobs?agent=&status=&asker=&since=&until=&limit=&cursor=: a page of jobs, newest first."""
+        from oz0.edge.runtime.job_search import SearchError, parse_query
+
+        params = request.query_params
+        try:
+            query = parse_query(**{name: params.get(name) for name in SEARCH_PARAMS})
+        except SearchError as exc:
+            return failure(str(exc), "invalid_parameter", status_code=400, command="jobs.list",
+                           details={"parameter": exc.param})
+        jobs, cursor = await asyncio.to_thread(self.runtime.search_jobs, query)
+        return JSONResponse(result_envelope("jobs.list", True, f"{len(jobs)} job(s)",
+                                            data={"jobs": [_job_json(j) for j in jobs], "next_cursor": cursor}))
 
     async def job(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]

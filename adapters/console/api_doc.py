@@ -105,6 +105,20 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                        "and examples.",
         "responses": {"200": {"description": "The agents", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
+    doc["paths"]["/jobs"] = {"get": {
+        "operationId": "jobs.list", "summary": "Search the journal's jobs, newest first, a page at a time",
+        "tags": ["jobs"],
+        "description": "Filters: agent, status, asker; since and until take a duration back from now (90s, 30m, "
+                       "2h, 7d, 1w) or an ISO 8601 time (UTC unless it says). Pass next_cursor as cursor for the "
+                       "next page; a page never repeats or skips a job while new ones arrive.",
+        "parameters": [{"name": name, "in": "query", "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500} if name == "limit"
+                        else {"type": "string"}}
+                       for name in ("agent", "status", "asker", "since", "until", "limit", "cursor")],
+        "responses": {
+            "200": {"description": "A page of jobs and next_cursor (null on the last page)"},
+            "400": {"description": "A parameter cannot be read (details.parameter names it)",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
     doc["paths"]["/jobs/{job_id}"] = {"get": {
         "operationId": "jobs.get", "summary": "One job from the journal, with its card and output", "tags": ["jobs"],
         "description": "The job's facts, its card and output once it ended, and its question while it waits.",

@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
@@ -284,8 +284,21 @@ class _Pages:
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
-        jobs = [job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
-        return self.page(request, "jobs.html", nav="jobs", jobs=jobs)
+        """The Jobs page: a GET form of the search filters (edge.runtime.job_search), a page at a time."""
+        from oz0.edge.runtime.job_search import SearchError, parse_query
+
+        filters = {name: request.query_params.get(name, "") for name in console_api.SEARCH_PARAMS
+                   if name not in ("limit", "cursor")}
+        try:
+            query = parse_query(**filters, limit=JOBS_SHOWN, cursor=request.query_params.get("cursor"))
+        except SearchError as exc:
+            return self.page(request, "jobs.html", nav="jobs", jobs=[], filters=filters, status_code=400,
+                             error={"title": f"The filter {exc.param} cannot be read", "message": str(exc)})
+        found, cursor = self.runtime.search_jobs(query)
+        more = None if cursor is None else "/jobs?" + urlencode({**{k: v for k, v in filters.items() if v},
+                                                                 "cursor": cursor})
+        return self.page(request, "jobs.html", nav="jobs", jobs=[job_view(j) for j in found], filters=filters,
+                         filtered=any(filters.values()), more=more)
 
     async def job(self, request: Request, *, answer_error: dict[str, Any] | None = None,
                   status_code: int = 200) -> Response:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
@@ -140,6 +141,12 @@ async def _job_workflow(job_id: str) -> str:
     return status
 
 
+@DBOS.workflow(name="oz0.retention.prune")
+def _prune_workflow(scheduled_at: Any, context: Any) -> dict[str, int]:
+    """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas."""
+    return DBOS.run_step({"name": "oz0.retention.prune"}, lambda: prune_by_settings(_current().runtime.store.engine))
+
+
 def current_runtime() -> "Runtime":
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
@@ -197,6 +204,8 @@ class Engine(Leases):
             DBOS.launch()
             for spec in self.runtime.agents():
                 self._register_queue(spec.name, spec.limits.concurrency)
+            DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune", "workflow_fn": _prune_workflow,
+                                   "schedule": PRUNE_CRON}])  # replaces itself: replicas agree
             self._carried = {w.workflow_id for w in DBOS.list_workflows(
                 status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}
         except BaseException:

@@ -39,6 +39,7 @@ from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.job_search import JobQuery, search_jobs
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
@@ -269,6 +270,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
 
     def jobs(self, *, limit: int = 50) -> list[Job]:
         return [_job(r) for r in self.store.jobs(limit=limit)]
+
+    def search_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
+        """One page of a job search (edge.runtime.job_search) and the next page's cursor."""
+        page = search_jobs(self.store.engine, query)
+        return [_job(r) for r in page.rows], page.next_cursor
 
     def children(self, job_id: str) -> list[Job]:
         """The jobs of a flow's steps, in the order they ran."""

@@ -125,6 +125,10 @@ jobs = Table(
     Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
+    Index("ix_jobs_created_id", "created", "id"),  # revision 0016: job search (edge.runtime.job_search)
+    Index("ix_jobs_agent_created_id", "agent", "created", "id"),  # revision 0016
+    Index("ix_jobs_status_created_id", "status", "created", "id"),  # revision 0016
+    Index("ix_jobs_requester_created_id", "requester", "created", "id"),  # revision 0016
 )
 
 audit = Table(
