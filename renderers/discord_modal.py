@@ -41,7 +41,8 @@ ASK_INPUT_ID = "oz0:ask:input"
 
 
 def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
     required = set(schema.get("required") or ())
     return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
 

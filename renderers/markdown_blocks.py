@@ -313,10 +313,10 @@ def _inline(token: Token) -> tuple[Span, ...]:
             cls, url, children = stack.pop()
             _close(stack[-1][2], cls, url, children, depth=len(stack))
         elif kind == "image":
-            url = safe_url(str(child.attrs.get("src", "")))
+            src = safe_url(str(child.attrs.get("src", "")))
             alt = clean(child.content) or "image"
-            if url:
-                _close(top, Link, url, [Text(f"image: {alt}")], depth=len(stack))
+            if src:
+                _close(top, Link, src, [Text(f"image: {alt}")], depth=len(stack))
             else:
                 _append_text(top, f"image: {alt}")
     while len(stack) > 1:

@@ -87,7 +87,7 @@ def table_columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[An
     if not rows:
         return [()] * width
     if min(map(len, rows)) >= width:
-        return list(zip(*rows))[:width]
+        return list(zip(*rows, strict=False))[:width]  # type: ignore[return-value]  # tuples are Sequences; list is invariant
     return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
 
 

@@ -23,7 +23,8 @@ CORE_FIELDS = ("success", "message", "error", "error_code", "details", "warnings
 
 def qzx_status(value: Mapping[str, Any]) -> Status:
     """The header of a QZX-shaped result: its own fields, or a failure naming the first broken rule."""
-    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
+    meta = value.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
     warnings = value.get("warnings")
     duration = meta.get("duration_ms")
     status = Status(

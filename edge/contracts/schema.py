@@ -116,7 +116,7 @@ class Contract:
     _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
+        return bool(self._validator.is_valid(instance))
 
     def validate(self, instance: Any, *, limit: int = 20) -> tuple[Violation, ...]:
         """Every way `instance` breaks the contract (at most `limit`), empty when it conforms."""

@@ -97,7 +97,7 @@ class SchemaComparison:
     def body(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         old_types, new_types = set(old or {}), set(new or {})
         verb = "takes" if self.is_input else "returns"
-        if old_types == new_types:
+        if old is not None and new is not None and old_types == new_types:
             for media in sorted(old_types & {"application/json"}):
                 self.schema(old[media].get("schema", True), new[media].get("schema", True), ())
             return

@@ -101,9 +101,9 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "x-oz0-kind": agent.kind,
             "x-contract-hash": contract_hash(agent),
         }
-        if getattr(agent, "budget", None) is not None:
+        if agent.budget is not None:
             operation["x-budget"] = agent.budget.as_json()
-        if getattr(agent, "price", None) is not None:
+        if agent.price is not None:
             operation["x-price"] = agent.price.as_json()
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)

@@ -169,7 +169,8 @@ def _tree_time_up(runtime: Any, job_id: str, step: str) -> str:
     left = runtime._time_left(chain)
     reason = runtime._time_reason(job, chain[-1], left[2] if left else 0.0,
                                   where=f"person step {step} of job {job.id}")
-    return runtime._refuse(job, reason).reason
+    refused: str = runtime._refuse(job, reason).reason
+    return refused
 
 
 def _ask(runtime: Any, job: Job, step: FlowStep, message: str) -> None:

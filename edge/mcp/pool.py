@@ -152,7 +152,8 @@ class McpServers:
             return tools
         if server.is_stdio:
             raise McpFailure("Unavailable", f"the session of `{server.label()}` has ended")
-        return await self._http_call(server, None, None, DEFAULT_CALL_TIMEOUT_S)
+        listed: dict[str, ToolInfo] = await self._http_call(server, None, None, DEFAULT_CALL_TIMEOUT_S)
+        return listed
 
     async def _stdio_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                           timeout_s: float, *, entry: StdioServer | None = None,
@@ -193,7 +194,7 @@ class McpServers:
             try:
                 http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(
                     HTTP_CONNECT_TIMEOUT_S, read=timeout_s + 5.0))
-                options = {"elicitation_callback": elicit, **ELICIT_OPTIONS} if elicit is not None else {}
+                options: dict[str, Any] = {"elicitation_callback": elicit, **ELICIT_OPTIONS} if elicit is not None else {}
                 if tool is not None:  # a listing is the re-listing itself: a change it hears is not chased
                     options["message_handler"] = self.changes.handler(server, lambda: None)
                 async with http, Client(streamable_http_client(server.url or "", http_client=http),

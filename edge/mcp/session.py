@@ -102,7 +102,8 @@ async def call_tool(client: Any, name: str, arguments: Mapping[str, Any], *,
     result = await client.session.call_tool(name, dict(arguments),
                                             progress_callback=forward if on_progress is not None else None,
                                             allow_input_required=True)
-    return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
 
 
 async def timed(awaitable: Awaitable[_T], timeout_s: float, doing: str) -> _T:

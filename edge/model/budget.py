@@ -56,7 +56,8 @@ class Budget:
     on_exhausted: str = "fail"
 
     def limit(self, dimension: str) -> int | None:
-        return getattr(self, dimension)
+        value: int | None = getattr(self, dimension)
+        return value
 
     def describe(self) -> str:
         """`$1.00, 10,000 tokens, 5 calls`: what the budget allows, for messages."""
@@ -182,12 +183,16 @@ def parse_price(data: Any, path: str) -> Price | None:
 Add = Callable[[str, str, str], None]  # (JSON path, message, fix)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def budget_findings(data: Mapping[str, Any], *, kind: str | None, add: Add) -> None:
     """What lint says about a file's budget, price and max_tokens beyond their schema (which checks
     their shapes): a number with more than 6 decimal places, keys the kind does not take, a budget a
     model agent could not reserve."""
-    budget = data.get("budget") if isinstance(data.get("budget"), Mapping) else {}
-    price = data.get("price") if isinstance(data.get("price"), Mapping) else {}
+    budget = _mapping(data.get("budget"))
+    price = _mapping(data.get("price"))
     amounts = [("$.budget.cost", budget.get("cost"))] + [(f"$.price.{k}", v) for k, v in price.items()]
     for path, value in amounts:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:

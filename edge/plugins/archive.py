@@ -15,7 +15,7 @@ import stat
 import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator
+from typing import IO, Iterator
 
 __all__ = ["MAX_FILES", "MAX_NAME_CHARS", "MAX_UNPACKED_BYTES", "ArchiveError", "archive_kind", "unpack_plugin"]
 
@@ -71,7 +71,7 @@ class _Writer:
     def folder(self, rel: PurePosixPath, name: str) -> None:
         self.claim(rel, name).mkdir(parents=True, exist_ok=True)
 
-    def file(self, rel: PurePosixPath, name: str, stream: BinaryIO, *, executable: bool) -> None:
+    def file(self, rel: PurePosixPath, name: str, stream: IO[bytes], *, executable: bool) -> None:
         target = self.claim(rel, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() and not target.is_file():

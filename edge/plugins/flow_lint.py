@@ -306,9 +306,9 @@ class _Flow:
             self.add("warning", where, f"{what}; lint cannot tell whether it matches (a contract is not known)",
                      "declare the contracts of both sides")
             return
-        if consumer == TEXT:
-            return  # JSON reaches a text agent as its JSON text
-        if produced == TEXT:
+        if isinstance(consumer, str):
+            return  # TEXT: JSON reaches a text agent as its JSON text
+        if isinstance(produced, str):
             self.add(severity, where, f"{what}, and that is text where {consumer.source} asks for JSON",
                      "map the input with `input:`, or give it an agent that answers JSON")
             return
@@ -371,7 +371,7 @@ def _root(side: Any) -> Any:
     return side.root
 
 
-def _named(side: Any, source: str | None) -> Any:
+def _named(side: Side, source: str | None) -> Side:
     """A contract as lint compares it: its schema, the file it is named by (a loaded Contract's own
     source may be another copy of the same schema), and its root for `$ref`s; TEXT and None as they are."""
     if isinstance(side, Contract):

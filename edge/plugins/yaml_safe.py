@@ -46,8 +46,10 @@ class _BoundedLoader(yaml.SafeLoader):
             self._aliases += 1
             if self._aliases > MAX_YAML_ALIASES:
                 raise YamlLimitError(f"more than {MAX_YAML_ALIASES} alias uses (*name); the limit is "
-                                     f"{MAX_YAML_ALIASES}: write the values out", mark=self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+                                     f"{MAX_YAML_ALIASES}: write the values out", mark=self.peek_event().start_mark)  # type: ignore[no-untyped-call]  # PyYAML's stubs leave peek_event untyped
+        node: Node | None = super().compose_node(parent, index)
+        assert node is not None  # called only where the parser has a node to compose
+        return node
 
     def construct_document(self, node: Node) -> Any:
         _check_expanded(node)

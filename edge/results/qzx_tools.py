@@ -46,7 +46,8 @@ class OutputSchemaVerdict:
 
 def canonical_schema() -> dict[str, Any]:
     """The project's own schema of the envelope, shipped as package data (a fresh copy each call)."""
-    return json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
+    schema: dict[str, Any] = json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
+    return schema
 
 
 def _normal(value: Any) -> Any:

@@ -46,7 +46,7 @@ class ToolResult:
 
     @property
     def complete(self) -> bool:
-        return self.result_type == "complete"
+        return bool(self.result_type == "complete")
 
     def text_value(self) -> Any:
         """The text as the value it spells: parsed when it is JSON, else the text itself."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Budget
@@ -43,7 +44,7 @@ class Amounts:
         return not (self.tokens or self.cost or self.calls)
 
     @classmethod
-    def of(cls, row: Mapping[str, Any], prefix: str = "") -> "Amounts":
+    def of(cls, row: RowMapping, prefix: str = "") -> "Amounts":
         return cls(*(int(row[f"{prefix}{d}"] or 0) for d in BUDGET_DIMENSIONS))
 
 
@@ -233,7 +234,7 @@ class BudgetBook:
     def states(self, refs: list[BudgetRef], *, root_id: str) -> list[BudgetState]:
         """Each budget as it stands, with what was granted to this tree (a budget never used: zeros)."""
         ids = self._ids(refs)
-        found: dict[int, Mapping[str, Any]] = {}
+        found: dict[int, RowMapping] = {}
         grants: dict[int, list[Mapping[str, Any]]] = {}
         if ids:
             with self.store.engine.connect() as conn:

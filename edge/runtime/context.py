@@ -16,7 +16,8 @@ from oz0.edge.runtime.questions import Question
 if TYPE_CHECKING:
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.delegation import Delegation
-    from oz0.edge.runtime.questions import Answer, Questions
+    from oz0.edge.runtime.question_book import Questions
+    from oz0.edge.runtime.questions import Answer
 
 __all__ = ["RunContext"]
 

@@ -65,10 +65,10 @@ NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process th
 _ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
 
 
-def replica_id(env: dict[str, str] | None = None) -> str:
+def replica_id(env: Mapping[str, str] | None = None) -> str:
     """This replica's stable executor id: OZ0_REPLICA_ID, else the host name (a StatefulSet pod's name)."""
-    env = os.environ if env is None else env
-    return (env.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
+    found: Mapping[str, str] = os.environ if env is None else env
+    return (found.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
 
 
 def app_version() -> str:
@@ -289,7 +289,7 @@ class Engine(Leases):
         with self._lock:
             waiters = list(self._waiters.get(job_id, []))
         for loop, done in waiters:
-            loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
+            loop.call_soon_threadsafe(_settle, done)
 
     def _workflow_for(self, agent: str) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
@@ -333,3 +333,8 @@ def _beside_journal(url: str, home: Any) -> str:
 
 def _queue_name(agent: str) -> str:
     return f"oz0-agent-{agent}" if agent else "oz0-jobs"
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)

@@ -155,7 +155,7 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     parse_error = ""
     if text.strip():
         try:
-            parsed = loads_exact(out)
+            parsed = loads_exact(bytes(out))
         except orjson.JSONDecodeError as exc:
             parse_error = str(exc)
     is_qzx = isinstance(parsed, dict) and isinstance(parsed.get("success"), bool)

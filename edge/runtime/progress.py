@@ -11,7 +11,7 @@ import logging
 import math
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from oz0.edge.model.progress import Progress, ProgressSink
 

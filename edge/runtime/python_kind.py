@@ -65,8 +65,9 @@ def load_entry(spec: AgentSpec, plugin_path: Path) -> Callable[..., Any]:
         if not callable(func):
             raise JobFailure("Misconfigured", f"entry {entry!r}: module {module_name!r} has no function "
                                               f"{func_name!r}")
-        _entries[key] = func
-        return func
+        entry_fn: Callable[..., Any] = func
+        _entries[key] = entry_fn
+        return entry_fn
 
 
 def _wants_context(func: Callable[..., Any]) -> bool:

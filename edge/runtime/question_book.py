@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlalchemy import and_, insert, select, update
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.schema import load_contract, violation_sentence
@@ -24,13 +25,13 @@ if TYPE_CHECKING:
 __all__ = ["Questions"]
 
 
-def _question(row: Mapping[str, Any]) -> Question:
+def _question(row: RowMapping) -> Question:
     return Question(job_id=row["job_id"], step=row["step"], message=row["message"],
                     answer_schema=dict(row["answer_schema"]), answerers=dict(row["answerers"] or {}),
                     expires_at=row["expires_at"], source=row["source"])
 
 
-def _answer(row: Mapping[str, Any]) -> Answer | None:
+def _answer(row: RowMapping) -> Answer | None:
     if row["action"] is None:
         return None
     return Answer(action=row["action"], content=row["content"], by=row["answered_by"] or "",

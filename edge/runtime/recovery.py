@@ -67,7 +67,7 @@ class Recovery:
             if pid == os.getpid():
                 return token != _PROCESS_TOKEN
             return not _alive(pid)
-        since = row["started"] or row["created"]
+        since: float = row["started"] or row["created"]
         return now - since > 6 * 3600
 
 

@@ -273,7 +273,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         someone else (or finished) is returned as it stands. With the engine launched, the job runs as
         its durable workflow (on any replica) and this waits for its end."""
         if self.engine is not None:
-            return await self.engine.execute(job_id, on_progress=on_progress)
+            ran: Job = await self.engine.execute(job_id, on_progress=on_progress)
+            return ran
         return await self.execute_here(job_id, on_progress=on_progress)
 
     async def execute_here(self, job_id: str, *, on_progress: ProgressSink | None = None,
@@ -333,13 +334,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         except JobFailure as failure:
             if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
                 reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
-                kind = "AgentError"
+                ended = "AgentError"
             else:
-                reason, kind = failure.reason, failure.kind
+                reason, ended = failure.reason, failure.kind
             partial = failure.partial_output
-            if kind == LIMIT_EXCEEDED and partial is None:
+            if ended == LIMIT_EXCEEDED and partial is None:
                 partial = self.tree_partial(job_id)
-            return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason, output=partial)
+            return self._end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree_reason(job)
             if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)

@@ -128,7 +128,8 @@ class JobTree:
 
     def _spec_or_none(self, agent: str) -> AgentSpec | None:
         try:
-            return self.agent(agent)  # type: ignore[attr-defined]
+            spec: AgentSpec = self.agent(agent)  # type: ignore[attr-defined]  # a mixin of Runtime
+            return spec
         except ValueError:  # UnknownAgent: uninstalled since; its limits are the defaults
             return None
 
@@ -218,7 +219,7 @@ class JobTree:
                  .where((jobs.c.root_id == root_id) | (jobs.c.id == root_id)))
         with self.store.engine.connect() as conn:
             rows = conn.execute(query).all()
-        return sum(max(0.0, (answered or now) - max(asked, since)) for asked, answered in rows)
+        return float(sum(max(0.0, (answered or now) - max(asked, since)) for asked, answered in rows))
 
     def _time_left(self, chain: list[TreeNode]) -> tuple[float, TreeNode, float] | None:
         """The least time left of any tree_timeout_s in the chain: (seconds, whose, seconds used)."""
@@ -343,12 +344,12 @@ class JobTree:
         elif self.engine is not None and (dedupe_key or "").startswith("flow:"):  # type: ignore[attr-defined]
             from dbos import DBOS
 
-            await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key)
+            await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key or "")
 
     def _stop(self, job_id: str, reason: str | None = None) -> None:
         """End a job of a tree a limit ended, if it has not ended itself: its questions closed, failed
         with the tree's reason, keeping what its finished children gave."""
-        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined,arg-type]
+        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined]
         for step in self.questions.open_steps(job_id):  # type: ignore[attr-defined]
             self.questions.close(job_id, step, action="cancel", by="limit")  # type: ignore[attr-defined]
         self.store.update_job(job_id, only_if_status=ACTIVE_STATUSES, status="failed", failure_kind=LIMIT_EXCEEDED,
