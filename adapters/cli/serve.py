@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.adapters.readiness import channel_states
+from oz0.edge.runtime.api import ServeRuntime
 
 __all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
 
@@ -75,7 +76,7 @@ def run_serve(args: argparse.Namespace) -> int:
         runtime.close()
 
 
-def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
+def _launch_engine(runtime: ServeRuntime, env: Mapping[str, str]) -> None:
     """Jobs run as durable workflows (edge.runtime.durable), launched before the event loop so that
     they run on the engine's own loop thread."""
     from oz0.adapters.cli.errors import CommandError
@@ -87,7 +88,7 @@ def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
         raise CommandError(str(exc), code=2) from None
 
 
-async def serve_channels(runtime: Any, *, env: Mapping[str, str],
+async def serve_channels(runtime: ServeRuntime, *, env: Mapping[str, str],
                          channels: Mapping[str, str] = CHANNELS) -> int:
     """Run every configured channel until a stop signal, then wait for them to wind down."""
     stop = asyncio.Event()

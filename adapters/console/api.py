@@ -30,6 +30,7 @@ from oz0.edge.contracts.schema import Violation
 from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.api import ConsoleRuntime
 
 __all__ = [
     "API_PREFIX",
@@ -66,7 +67,7 @@ class Refusal:
     violations: tuple[Violation, ...] = field(default=())
 
 
-def plugin_versions(runtime: Any) -> dict[str, str]:
+def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
     """The installed (current) version of each plugin, by name."""
     return {v.plugin: v.version for v in runtime.installed()}
 
@@ -104,7 +105,7 @@ def failure(message: str, error_code: str, *, status_code: int, command: str, er
     return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: ConsoleRuntime) -> list[Route]:
     """The API's routes over `runtime`."""
     api = _Api(runtime)
     return [
@@ -117,7 +118,7 @@ def routes(runtime: Any) -> list[Route]:
 
 
 class _Api:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
         self.background: set[asyncio.Task[Any]] = set()
         self.starter = answers.JobStarter(runtime)
@@ -290,7 +291,7 @@ def _job_json(job: Any) -> dict[str, Any]:
     return out
 
 
-def _kind(runtime: Any, agent: str, kind: str) -> FailureKind | None:
+def _kind(runtime: ConsoleRuntime, agent: str, kind: str) -> FailureKind | None:
     try:
         found = runtime.agent(agent).failure(kind)
     except ValueError:

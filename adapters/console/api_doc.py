@@ -19,11 +19,12 @@ from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
 from oz0.edge.runtime.confirm import known_annotations
+from oz0.edge.runtime.api import RuntimeFace
 
 __all__ = ["api_document", "routes"]
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: RuntimeFace) -> list[Route]:
     """`GET /openapi.json`: the document of the agents and flows installed now."""
 
     async def openapi(request: Request) -> Response:

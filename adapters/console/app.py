@@ -43,6 +43,7 @@ from oz0.adapters.console.security import (
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
 from oz0.edge.runtime.questions import AnswerRefused
+from oz0.edge.runtime.api import ConsoleRuntime
 
 __all__ = [
     "DEFAULT_HOST",
@@ -82,7 +83,7 @@ class ConsoleSettings:
         return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
-def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
+def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
     guard = guard or Guard(settings.host, settings.token, settings.admin_token)
@@ -168,7 +169,7 @@ def _same_origin(request: Request) -> bool:
 
 
 class _Pages:
-    def __init__(self, runtime: Any, guard: Guard) -> None:
+    def __init__(self, runtime: ConsoleRuntime, guard: Guard) -> None:
         self.runtime = runtime
         self.guard = guard
         self.env = Environment(loader=PackageLoader("oz0.adapters.console", "templates"),

@@ -33,6 +33,7 @@ from starlette.routing import Route
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.api import ConsoleRuntime
 
 __all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
            "routes"]
@@ -45,7 +46,7 @@ ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gz
                  "application/x-zip-compressed", "application/octet-stream")
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: ConsoleRuntime) -> list[Route]:
     """The management API's routes over `runtime` (the diff's before the `{name}` one)."""
     api = _PluginsApi(runtime)
     return [
@@ -56,7 +57,7 @@ def routes(runtime: Any) -> list[Route]:
     ]
 
 
-def _latest(runtime: Any) -> dict[str, dict[str, Any]]:
+def _latest(runtime: ConsoleRuntime) -> dict[str, dict[str, Any]]:
     return latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
 
 
@@ -72,14 +73,14 @@ def plugin_summary(version: Any, latest: Mapping[str, Any] | None = None) -> dic
             "latest_changes": latest_json(latest)}
 
 
-def plugin_audit(runtime: Any, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
+def plugin_audit(runtime: ConsoleRuntime, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
     """The audit records about plugin `name`, newest first (of the newest MAX_AUDIT_SCAN records)."""
     found = [r for r in runtime.audit_log(limit=MAX_AUDIT_SCAN) if r.detail.get("plugin") == name]
     return [{"id": r.id, "at": r.at, "action": r.action, "actor": r.actor, "detail": dict(r.detail)}
             for r in found[:limit]]
 
 
-def plugin_detail(runtime: Any, name: str) -> dict[str, Any] | None:
+def plugin_detail(runtime: ConsoleRuntime, name: str) -> dict[str, Any] | None:
     """Plugin `name`: its versions (current marked), the current one's agents, its latest contract
     changes and its audit records; None when no plugin has this name."""
     versions = runtime.store.versions(name)
@@ -107,7 +108,7 @@ class _Upload:
 
 
 class _PluginsApi:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
 
     async def list(self, request: Request) -> Response:

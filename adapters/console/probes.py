@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
 from oz0.edge.runtime.metrics import metrics_registry
+from oz0.edge.runtime.api import RuntimeFace
 
 __all__ = ["OPEN_PATHS", "READY_DB_TIMEOUT_S", "routes"]
 
@@ -36,7 +37,7 @@ OPEN_PATHS = ("/healthz", "/readyz")
 READY_DB_TIMEOUT_S = 2.0
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: RuntimeFace) -> list[Route]:
     """The three probe routes over `runtime`."""
     registry = metrics_registry(runtime)
 
@@ -61,7 +62,7 @@ def routes(runtime: Any) -> list[Route]:
             Route("/metrics", metrics, methods=["GET"])]
 
 
-async def _database(runtime: Any) -> dict[str, Any]:
+async def _database(runtime: RuntimeFace) -> dict[str, Any]:
     def ping() -> None:
         with runtime.store.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
@@ -77,12 +78,12 @@ async def _database(runtime: Any) -> dict[str, Any]:
     return {"ok": True}
 
 
-def _channels(runtime: Any) -> dict[str, Any]:
+def _channels(runtime: RuntimeFace) -> dict[str, Any]:
     states = channel_states(runtime)
     problems = states.problems()
     return {"ok": not problems, "states": states.snapshot()}
 
 
-def _engine(runtime: Any) -> dict[str, Any]:
+def _engine(runtime: RuntimeFace) -> dict[str, Any]:
     launched = bool(getattr(runtime, "engine_launched", True))
     return {"ok": launched} if launched else {"ok": False, "error": "the job engine is not launched"}

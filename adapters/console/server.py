@@ -12,6 +12,7 @@ import uvicorn
 
 from oz0.adapters.console.app import ConsoleSettings, create_app
 from oz0.adapters.console.security import ConsoleConfigError
+from oz0.edge.runtime.api import ServeRuntime
 
 __all__ = ["ConsoleServer", "configured", "serve"]
 
@@ -23,7 +24,7 @@ def configured(env: Mapping[str, str]) -> bool:
     return True
 
 
-async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
+async def serve(runtime: ServeRuntime, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
     """Run the console until `stop` is set; logs the address it listens on."""
     server = ConsoleServer(runtime, ConsoleSettings.from_env(env))
     for url in await server.start():
@@ -38,7 +39,7 @@ async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) ->
 class ConsoleServer:
     """The console app under uvicorn on the settings' address: `start` returns the URLs it listens on."""
 
-    def __init__(self, runtime: Any, settings: ConsoleSettings) -> None:
+    def __init__(self, runtime: ServeRuntime, settings: ConsoleSettings) -> None:
         self.settings = settings
         self.app = create_app(runtime, settings=settings)
         config = uvicorn.Config(self.app, host=settings.host, port=settings.port, lifespan="off",

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
 from oz0.edge.model.budget import MICRO
+from oz0.edge.runtime.api import RuntimeFace
 
 __all__ = [
     "CHANNEL_ERRORS",
@@ -140,7 +141,7 @@ class SpendCollector(Collector):
     """What calls spent (edge.runtime.budgets), by agent and channel, read from the store when scraped:
     journal-wide like the job counts (aggregate replicas with `max`). Cost is in currency units."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: RuntimeFace) -> None:
         self.runtime = runtime  # its budget book is read at each scrape
 
     def collect(self) -> Iterator[Metric]:
@@ -161,7 +162,7 @@ def _bound(bound: float) -> str:
     return repr(float(bound))
 
 
-def metrics_registry(runtime: Any) -> CollectorRegistry:
+def metrics_registry(runtime: RuntimeFace) -> CollectorRegistry:
     """A registry for one console: the journal of `runtime`, its spend, and this process's channel errors."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(JournalCollector(runtime.store))
