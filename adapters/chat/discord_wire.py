@@ -20,6 +20,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
+from oz0.edge.runtime.questions import RefusedWhy
 
 __all__ = ["ASK_MESSAGE_COMMAND", "DiscordWire", "INTERACTION_TOKEN_S", "ReplyTarget"]
 
@@ -201,7 +202,7 @@ class DiscordWire:
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return discord_modal.submitted(answer_schema, click.form or {})
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
         reply: ReplyTarget = click.reply
         followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}", webhook_id=reply.application_id,
                          webhook_token=reply.token)

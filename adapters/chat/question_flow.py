@@ -97,7 +97,7 @@ class Questions:
                                           content=dict(content), by=f"{wire.platform}:{asker.user}",
                                           groups=asker.groups, via=wire.platform)
         except AnswerRefused as exc:
-            await wire.answer_refused(click, exc.message, status=exc.status, question=question)
+            await wire.answer_refused(click, exc.message, why=exc.why, question=question)
             return
         await wire.answer_taken(click)
         job = await flow.jobs.call(flow.runtime.job, pick.job_id)
@@ -107,4 +107,4 @@ class Questions:
     async def _refuse(self, click: AnswerClick, message: str, *, opening: bool) -> None:
         if opening:
             await self.flow.wire.hold(click)   # it was not held: a modal would have been its answer
-        await self.flow.wire.answer_refused(click, message, status=409, question=None)
+        await self.flow.wire.answer_refused(click, message, why="not_waiting", question=None)

@@ -18,6 +18,7 @@ from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
+from oz0.edge.runtime.questions import RefusedWhy
 
 __all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire"]
 
@@ -319,10 +320,10 @@ class SlackWire:
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return slack_modal.submitted(answer_schema, click.form or {})
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
         reply: ClickReply = click.reply
         if reply.ack is not None:
-            if question is not None and status in (403, 422):
+            if question is not None and why in ("not_answerer", "invalid"):
                 await reply.ack(**slack_modal.errors_for(question.answer_schema, message))
                 return
             await reply.ack()

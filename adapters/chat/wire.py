@@ -15,6 +15,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.api import ChatRuntime
 from oz0.renderers.rendered import Rendered
+from oz0.edge.runtime.questions import RefusedWhy
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
            "WireRefused"]
@@ -192,9 +193,9 @@ class ChatWire(Protocol):
         """A modal's submission as field -> what was entered (`asking.content_from` reads it)."""
         ...
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
-        """Tell the clicker alone why their answer was not taken (`status` 403, 409 or 422; for a
-        modal's answer the schema refused, keep the modal open with the path and rule where the
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
+        """Tell the clicker alone why their answer was not taken (`why`: not_answerer, not_waiting
+        or invalid, see edge.runtime.questions.AnswerRefused; for a modal's answer the schema refused, keep the modal open with the path and rule where the
         platform can). `question` is the open question, None when there is none."""
         ...
 

@@ -29,7 +29,7 @@ from oz0.adapters.console.forms import Field, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.events import JobEnded, QuestionAsked
-from oz0.edge.runtime.questions import AnswerRefused, Question
+from oz0.edge.runtime.questions import AnswerRefused, Question, RefusedWhy
 from oz0.edge.runtime.api import ConsoleRuntime
 
 __all__ = [
@@ -48,7 +48,12 @@ log = logging.getLogger("oz0.console.answers")
 
 ANSWER_HTTP = 202
 CONSOLE_PLATFORMS = ("console", "api")  # job_platform() of jobs asked here
-_ERROR_CODES = {403: "forbidden", 409: "already_answered", 422: "invalid_answer"}
+# The API's answer to each way an answer is refused: the HTTP status and error code (edge errors carry none).
+REFUSED_STATUS: dict[RefusedWhy, tuple[int, str]] = {
+    "not_answerer": (403, "forbidden"),
+    "not_waiting": (409, "already_answered"),
+    "invalid": (422, "invalid_answer"),
+}
 
 
 def register(runtime: ConsoleRuntime) -> None:
@@ -120,8 +125,8 @@ async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes 
         if refused.violations:
             details["path"] = refused.violations[0].json_path
             details["violations"] = [v.to_dict() for v in refused.violations]
-        return _failure(refused.message, _ERROR_CODES.get(refused.status, "refused"), refused.status, command,
-                        details=details)
+        status, code = REFUSED_STATUS[refused.why]
+        return _failure(refused.message, code, status, command, details=details)
     job = runtime.job(job.id)
     body_json = result_envelope(command, True, f"{step} of job {job.id} answered ({answer.action})",
                                 data={"job": job_json(job), "answer": answer.to_dict()})

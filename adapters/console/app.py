@@ -310,7 +310,7 @@ class _Pages:
             return await self.job(request, status_code=422, answer_error={
                 "title": "This answer cannot be read", "message": str(exc)})
         except AnswerRefused as refused:
-            return await self.job(request, status_code=refused.status, answer_error={
+            return await self.job(request, status_code=answers.REFUSED_STATUS[refused.why][0], answer_error={
                 "title": "The answer was not taken", "message": refused.message, "violations": refused.violations})
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 

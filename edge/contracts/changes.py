@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.view import DocumentRefs, SchemaView
 
 __all__ = [
@@ -18,7 +19,7 @@ __all__ = [
 ]
 
 
-class CompatError(ValueError):
+class CompatError(Oz0Error, ValueError):
     """Two contracts the check refuses to compare (a `$ref` that leaves the document)."""
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
@@ -56,7 +57,7 @@ _cache: dict[str, "Contract"] = {}
 _compiles = 0
 
 
-class ContractError(ValueError):
+class ContractError(Oz0Error, ValueError):
     """A schema that cannot serve as a contract: names the source, where in the schema, and what is wrong."""
 
     def __init__(self, message: str, *, source: str = "<schema>", location: str = "") -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol
 from urllib.parse import urldefrag, urljoin
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.pointer import PointerError, fragment_pointer, resolve_pointer
 
 __all__ = [
@@ -76,7 +77,7 @@ class DocumentRefs:
             raise LookupError(f"$ref {ref!r} points at nothing in the document") from None
 
 
-class SchemaDepthError(ValueError):
+class SchemaDepthError(Oz0Error, ValueError):
     """A schema nested deeper than the walk allows; `path` is where the walk stopped."""
 
     def __init__(self, path: tuple[Any, ...], limit: int) -> None:

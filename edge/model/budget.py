@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = [
     "BUDGET_DIMENSIONS",
     "Budget",
@@ -35,7 +37,7 @@ PERIODS = ("job", "day")
 ON_EXHAUSTED = ("fail", "ask")
 
 
-class BudgetDeclarationError(ValueError):
+class BudgetDeclarationError(Oz0Error, ValueError):
     """A budget or price that cannot be used: names the JSON path and what is wrong."""
 
     def __init__(self, path: str, message: str) -> None:

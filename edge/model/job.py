@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
 from oz0.edge.model.reply_ref import ReplyRef
 
@@ -48,7 +49,7 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
 )}
 
 
-class JobFailure(Exception):
+class JobFailure(Oz0Error):
     """How an agent ends a job without an answer: a failure kind (declared, or built in) and a reason
     a person can act on. Raise it from any agent kind; the runtime decides about retries."""
 
@@ -128,7 +129,7 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-class UnknownAgent(ValueError):
+class UnknownAgent(Oz0Error, ValueError):
     """No installed agent has this name; the message lists the ones there are."""
 
     def __init__(self, name: str, known: list[str]) -> None:

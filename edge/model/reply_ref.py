@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = ["MAX_PLATFORM_CHARS", "ReplyRef", "ReplyRefError"]
 
 MAX_PLATFORM_CHARS = 32
 
 
-class ReplyRefError(ValueError):
+class ReplyRefError(Oz0Error, ValueError):
     """A journaled reply reference that cannot be read: names the field and what is wrong."""
 
 

@@ -17,6 +17,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import IO, Iterator
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = ["MAX_FILES", "MAX_NAME_CHARS", "MAX_UNPACKED_BYTES", "ArchiveError", "archive_kind", "unpack_plugin"]
 
 MAX_FILES = 1_000
@@ -25,7 +27,7 @@ MAX_NAME_CHARS = 400
 _CHUNK = 64 * 1024
 
 
-class ArchiveError(ValueError):
+class ArchiveError(Oz0Error, ValueError):
     """An upload that is not a plugin archive we unpack: says which entry and why."""
 
 

@@ -9,6 +9,8 @@ from typing import Any, Iterator, Mapping
 import jmespath
 from jmespath.exceptions import JMESPathError
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = [
     "ExpressionError",
     "MAX_HOLE_CHARS",
@@ -25,7 +27,7 @@ _HOLE = re.compile(r"\{([^{}]+)\}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class ExpressionError(ValueError):
+class ExpressionError(Oz0Error, ValueError):
     """An expression that does not parse or evaluate: the expression and why."""
 
 

@@ -16,6 +16,7 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 
 __all__ = ["MAX_YAML_ALIASES", "MAX_YAML_BYTES", "MAX_YAML_NODES", "YamlLimitError", "safe_load"]
@@ -27,7 +28,7 @@ MAX_YAML_NODES = 100_000
 _REFUSED_TAGS = ("binary", "timestamp", "set", "omap", "pairs")
 
 
-class YamlLimitError(yaml.YAMLError):
+class YamlLimitError(Oz0Error, yaml.YAMLError):
     """A YAML document refused for its size or for a value JSON cannot hold; `problem` says which."""
 
     def __init__(self, problem: str, *, mark: Any = None) -> None:

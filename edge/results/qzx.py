@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = [
     "MAX_INPUT_BYTES",
     "Finding",
@@ -54,7 +56,7 @@ class Finding:
         return f"{self.path}: {self.message}"
 
 
-class InputError(ValueError):
+class InputError(Oz0Error, ValueError):
     """Input that is not a JSON document at all (unreadable bytes, bad syntax, too large)."""
 
 

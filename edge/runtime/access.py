@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.budget import Budget, BudgetDeclarationError, parse_budget
 
 __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker", "local_user"]
@@ -36,7 +37,7 @@ __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker",
 _CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
 
 
-class AccessError(ValueError):
+class AccessError(Oz0Error, ValueError):
     """access.yaml cannot be read: names the file and the rule."""
 
 

@@ -124,37 +124,37 @@ class Questions:
         job = self.runtime.job(job_id)
         found = self.asked(job.id, step) if job is not None else None
         if job is None or found is None:
-            raise AnswerRefused(409, f"job {job_id} has no question {step!r} waiting for an answer")
+            raise AnswerRefused("not_waiting", f"job {job_id} has no question {step!r} waiting for an answer")
         question, given = found
         if action not in ACTIONS or action == "timeout":
-            raise AnswerRefused(422, f"action must be accept, decline or cancel, not {action!r}")
+            raise AnswerRefused("invalid", f"action must be accept, decline or cancel, not {action!r}")
         if not _may_answer(question.answerers, job.requester, by=by, groups=tuple(groups), roles=tuple(roles)):
             self.runtime.audit("access.denied", actor=by, detail={
                 "job": job.id, "step": step, "reason": "not among the question's answerers"})
-            raise AnswerRefused(403, f"you are not among those who may answer {step!r} of job {job.id}")
+            raise AnswerRefused("not_answerer", f"you are not among those who may answer {step!r} of job {job.id}")
         if given is not None:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({given.action}) by "
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} was already answered ({given.action}) by "
                                      f"{given.by}; the first answer stands")
         if job.finished:
-            raise AnswerRefused(409, f"job {job.id} has ended ({job.status}); its question can no longer be answered")
+            raise AnswerRefused("not_waiting", f"job {job.id} has ended ({job.status}); its question can no longer be answered")
         if question.expires_at is not None and time.time() > question.expires_at:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} expired; the question can no longer be answered")
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} expired; the question can no longer be answered")
         if action == "accept":
             content = self._checked(question, content)
         elif content is not None:
-            raise AnswerRefused(422, f"a {action} answer carries no content")
+            raise AnswerRefused("invalid", f"a {action} answer carries no content")
         answer, won = self._record(job, question, Answer(action, content, by, time.time()), via)  # type: ignore[arg-type]
         if not won:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({answer.action}) by "
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} was already answered ({answer.action}) by "
                                      f"{answer.by}; the first answer stands")
         return answer
 
     def _checked(self, question: Question, content: Any) -> dict[str, Any]:
         if not isinstance(content, dict):
-            raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
+            raise AnswerRefused("invalid", "an accepted answer is a JSON object of the answer schema's fields")
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
-            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
+            raise AnswerRefused("invalid", violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
     def _record(self, job: "Job", question: Question, answer: Answer,

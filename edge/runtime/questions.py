@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from oz0.edge.errors import Oz0Error
+
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
@@ -30,6 +32,7 @@ __all__ = [
     "ACTIONS",
     "Answer",
     "AnswerRefused",
+    "RefusedWhy",
     "POLL_S",
     "Question",
     "PersonSteps",
@@ -74,12 +77,17 @@ class Answer:
         return {"action": self.action, "content": self.content, "by": self.by, "at": self.at}
 
 
-class AnswerRefused(Exception):
-    """An answer not taken: 403 not an answerer, 409 already answered or not waiting, 422 invalid."""
+RefusedWhy = Literal["not_answerer", "not_waiting", "invalid"]
 
-    def __init__(self, status: int, message: str, *, violations: tuple[Any, ...] = ()) -> None:
+
+class AnswerRefused(Oz0Error):
+    """An answer not taken, and `why`: the asker may not answer (not_answerer), the question is not
+    waiting (already answered, expired, the job ended: not_waiting), or the answer is wrong (invalid).
+    Each adapter chooses what that means on its wire (the console's API: 403, 409, 422)."""
+
+    def __init__(self, why: RefusedWhy, message: str, *, violations: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
-        self.status = status
+        self.why: RefusedWhy = why
         self.message = message
         self.violations = violations  # for 422: the contract's Violations (json_path, keyword, message)
 
