@@ -23,8 +23,9 @@ parser and the card rules until something asks for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oz0.edge.lazy import lazy_face
 
 if TYPE_CHECKING:
     from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_qzx_result
@@ -32,18 +33,35 @@ if TYPE_CHECKING:
     from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
     from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
                                            load_json_file)
+    from oz0.edge.errors import Oz0Error
+    from oz0.edge.model.agent import AgentSpec
+    from oz0.edge.model.job import Job, JobFailure, UnknownAgent
+    from oz0.edge.plugins.declared import PluginError
+    from oz0.edge.runtime.api import ChatRuntime, ConsoleRuntime, RuntimeFace, ServeRuntime
+    from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
     "FORMS",
     "MAX_CARD_BYTES",
+    "AgentSpec",
+    "AnswerRefused",
     "Attachment",
     "Card",
+    "ChatRuntime",
+    "ConsoleRuntime",
     "Contract",
     "ContractError",
     "DiffBody",
     "DiffLine",
+    "Job",
+    "JobFailure",
     "KeyChange",
+    "Oz0Error",
+    "PluginError",
+    "RuntimeFace",
+    "ServeRuntime",
     "Status",
+    "UnknownAgent",
     "Violation",
     "cell_text",
     "choose_card",
@@ -62,17 +80,13 @@ _HOMES: dict[str, str] = {
                     "oz0.edge.cards.model"),
     **dict.fromkeys(("Contract", "ContractError", "Violation", "compile_count", "load_contract", "load_json_file"),
                     "oz0.edge.contracts.schema"),
+    "Oz0Error": "oz0.edge.errors",
+    "AgentSpec": "oz0.edge.model.agent",
+    **dict.fromkeys(("Job", "JobFailure", "UnknownAgent"), "oz0.edge.model.job"),
+    "PluginError": "oz0.edge.plugins.declared",
+    **dict.fromkeys(("ChatRuntime", "ConsoleRuntime", "RuntimeFace", "ServeRuntime"), "oz0.edge.runtime.api"),
+    "AnswerRefused": "oz0.edge.runtime.questions",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, globals(), _HOMES, __all__)
