@@ -9,7 +9,7 @@ it reports a disconnection, a running channel counts as ready.
 
 from __future__ import annotations
 
-from oz0.edge.runtime.api import RuntimeFace
+from oz0.edge import RuntimeFace
 import threading
 import weakref
 from typing import Any

@@ -37,10 +37,10 @@ from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge.cards.model import Card
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge import Card
+from oz0.edge import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.model.job import Job
+from oz0.edge import Job
 from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.model.progress import Progress

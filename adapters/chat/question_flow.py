@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
-from oz0.edge.model.job import Job
-from oz0.edge.runtime.questions import AnswerRefused
+from oz0.edge import Job
+from oz0.edge import AnswerRefused
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow

@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol
 
 from oz0.edge.runtime.access import Asker
 from oz0.edge.model.reply_ref import ReplyRef
-from oz0.edge.runtime.api import ChatRuntime
+from oz0.edge import ChatRuntime
 from oz0.renderers.rendered import Rendered
 from oz0.edge.runtime.questions import RefusedWhy
 

@@ -138,7 +138,7 @@ def _install(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.lint import lint_plugin
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.plugins.declared import PluginError
+    from oz0.edge import PluginError
 
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")
@@ -205,7 +205,7 @@ def _budget(budget: Any) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from oz0.edge.cards.model import Card
+    from oz0.edge import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 
     runtime = open_runtime()

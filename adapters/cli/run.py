@@ -13,7 +13,7 @@ from oz0.adapters.cli.draw import TARGETS, render_payload
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
-from oz0.edge.cards.model import Card
+from oz0.edge import Card
 from oz0.edge.model.job import Job, snake_case
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
@@ -33,7 +33,7 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge import UnknownAgent
     from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()

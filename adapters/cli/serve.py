@@ -25,7 +25,7 @@ from typing import Any, Mapping
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.adapters.readiness import channel_states
-from oz0.edge.runtime.api import ServeRuntime
+from oz0.edge import ServeRuntime
 
 __all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
 

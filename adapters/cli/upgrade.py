@@ -36,7 +36,7 @@ __all__ = [
 
 def _load(folder: str) -> Plugin:
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.plugins.declared import PluginError
+    from oz0.edge import PluginError
 
     try:
         return load_plugin(folder)
@@ -82,7 +82,7 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from oz0.edge.cards.model import Card
+    from oz0.edge import Card
     from oz0.edge.contracts.changes import CompatError, breaking_changes
     from oz0.edge.documents.compat import is_major_bump, required_version_bump
     from oz0.edge.documents.diff import compare_agents

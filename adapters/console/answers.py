@@ -26,11 +26,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
-from oz0.edge.contracts.schema import load_contract
+from oz0.edge import load_contract
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.events import JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import AnswerRefused, Question, RefusedWhy
-from oz0.edge.runtime.api import ConsoleRuntime
+from oz0.edge import ConsoleRuntime
 
 __all__ = [
     "ANSWER_HTTP",

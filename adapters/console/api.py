@@ -26,11 +26,11 @@ from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
-from oz0.edge.contracts.schema import Violation
+from oz0.edge import Violation
 from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
-from oz0.edge.runtime.api import ConsoleRuntime
+from oz0.edge import ConsoleRuntime
 
 __all__ = [
     "API_PREFIX",

@@ -19,7 +19,7 @@ from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
 from oz0.edge.runtime.confirm import known_annotations
-from oz0.edge.runtime.api import RuntimeFace
+from oz0.edge import RuntimeFace
 
 __all__ = ["api_document", "routes"]
 

@@ -42,8 +42,8 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
-from oz0.edge.runtime.questions import AnswerRefused
-from oz0.edge.runtime.api import ConsoleRuntime
+from oz0.edge import AnswerRefused
+from oz0.edge import ConsoleRuntime
 
 __all__ = [
     "DEFAULT_HOST",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from oz0.edge.contracts.schema import Contract
+from oz0.edge import Contract
 from oz0.edge.contracts.view import SchemaView
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from oz0.adapters.console.plugins_api import plugin_detail, plugin_summary
-from oz0.edge.runtime.api import ConsoleRuntime
+from oz0.edge import ConsoleRuntime
 
 __all__ = ["AUDIT_SHOWN", "routes"]
 

@@ -33,7 +33,7 @@ from starlette.routing import Route
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.results.qzx import result_envelope
-from oz0.edge.runtime.api import ConsoleRuntime
+from oz0.edge import ConsoleRuntime
 
 __all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
            "routes"]
@@ -159,7 +159,7 @@ class _PluginsApi:
     async def install(self, request: Request) -> Response:
         from oz0.edge.documents.compat import UpgradeRefused
         from oz0.edge.runtime.install import install_plugin
-        from oz0.edge.plugins.declared import PluginError
+        from oz0.edge import PluginError
 
         command = "plugins.install"
         guard = request.state.guard
@@ -206,7 +206,7 @@ class _PluginsApi:
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
         from oz0.edge.plugins.manifest import load_plugin
-        from oz0.edge.plugins.declared import PluginError
+        from oz0.edge import PluginError
 
         data = await _archive_bytes(request, command)
         if isinstance(data, Response):

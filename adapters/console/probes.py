@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
 from oz0.edge.runtime.metrics import metrics_registry
-from oz0.edge.runtime.api import RuntimeFace
+from oz0.edge import RuntimeFace
 
 __all__ = ["OPEN_PATHS", "READY_DB_TIMEOUT_S", "routes"]
 

@@ -12,7 +12,7 @@ import uvicorn
 
 from oz0.adapters.console.app import ConsoleSettings, create_app
 from oz0.adapters.console.security import ConsoleConfigError
-from oz0.edge.runtime.api import ServeRuntime
+from oz0.edge import ServeRuntime
 
 __all__ = ["ConsoleServer", "configured", "serve"]
 

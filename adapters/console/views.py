@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
-from oz0.edge.cards.model import Card
+from oz0.edge import Card
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.model.progress import Progress
