@@ -7,7 +7,6 @@ capability, and fails instead of waiting."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import sys
 import time
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from console_plugin import ConsoleThread
+from mcp_harness import mcp_plugin
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.install import install_plugin
@@ -26,22 +26,17 @@ from oz0.edge.runtime.runner import Runtime
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"
 
 
-def mcp_plugin(root: Path, agents: dict[str, str]) -> Path:
-    (root / "agents").mkdir(parents=True)
+def elicit_plugin(root: Path, agents: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
     shutil.copy(SERVER, root / "elicit_server.py")
-    (root / "plugin.yaml").write_text("name: mcp-elicit\nversion: 1.0.0\n")
-    for name, extra in agents.items():
-        (root / "agents" / f"{name}.yaml").write_text(
-            f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [elicit_server.py]\n{extra}\n"
-            "limits:\n  timeout_s: 30\n")
-    return root
+    return mcp_plugin(root, "mcp-elicit", [sys.executable, "elicit_server.py"], agents)
 
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
     root = tmp_path_factory.mktemp("elicit")
     runtime = Runtime(root / "home", flow_engine=FLOW_ENGINE)
-    install_plugin(runtime, load_plugin(mcp_plugin(root / "plugin", {"deploy": "tool: deploy"})), actor="test")
+    install_plugin(runtime, load_plugin(elicit_plugin(root / "plugin", {"deploy": "tool: deploy"})), actor="test")
     with ConsoleThread(runtime) as server:
         yield server
     servers().close()
@@ -103,4 +98,6 @@ def test_a_job_whose_channel_cannot_ask_declares_no_elicitation_and_fails(consol
     job = asyncio.run(runtime.run("deploy", '{"service": "db"}', requester="cli:me", channel="cli"))
     assert job.status == "failed", job
     assert runtime.questions.count(job.id) == 0
-    assert job.failure_kind == "Rejected" and "elicitation/create" in job.failure_reason
+    assert job.failure_kind == "Rejected"
+    assert "asked a person for answers (MCP elicitation) and this channel cannot ask" in job.failure_reason
+    assert "-32600" not in job.failure_reason

@@ -245,7 +245,6 @@ def test_a_restart_ends_a_waiting_job_interrupted_and_closes_its_question(runtim
 @pytest.mark.parametrize("schema, says", [
     ({"type": "array"}, "an answer schema is an object"),
     ({"type": "object", "properties": {}}, "at least one field"),
-    ({"type": "object", "properties": {"x": {"type": "object"}}}, "answer field 'x' must have a type"),
     ({"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(21)}}, "the limit is 20"),
 ])
 def test_an_answer_schema_is_an_object_of_primitive_fields(schema: dict, says: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from oz0.edge.cards.model import Action, Card
+from oz0.edge.contracts.answer_fields import labels_of
 
 __all__ = [
     "ANSWER_ACTION",
@@ -85,7 +86,7 @@ def _choices(schema: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]
         return [("yes", "Yes", {name: True}), ("no", "No", {name: False})]
     values = prop.get("enum")
     if isinstance(values, list) and 0 < len(values) <= MAX_BUTTONS:
-        return [(str(i), v if isinstance(v, str) else json.dumps(v), {name: v}) for i, v in enumerate(values)]
+        return [(str(i), label, {name: v}) for i, (v, label) in enumerate(zip(values, labels_of(prop)))]
     return None
 
 

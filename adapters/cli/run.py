@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from oz0.adapters.cli.draw import TARGETS, render_payload
+from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
+    write_files(card, args.to)
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
     if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
         print(card.notes[-1], file=sys.stderr)

@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
+from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document
+from oz0.edge.model.budget import ON_EXHAUSTED, PERIODS
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge import RuntimeFace
 
@@ -39,6 +40,13 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     agents = list(agents)
     doc = openapi_document(agents, title="oz0-edge runtime API", version=_package_version())
     doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
+    doc["info"]["description"] = ("The runtime API of oz0-edge: run the installed agents and flows, read jobs and "
+                                  "answer their questions, and manage plugins.")
+    license_id = _package_license()
+    if license_id:
+        doc["info"]["license"] = {"name": license_id, "identifier": license_id}
+    doc["components"]["securitySchemes"] = {**SECURITY_SCHEMES, ADMIN_TOKEN: _ADMIN_SCHEME}
+    doc["tags"] = [*doc.get("tags", ()), *_TAGS]
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(_COMMON_SCHEMAS)
     hints = {spec.name: known_annotations(spec) for spec in agents}
@@ -89,11 +97,14 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
             responses[code] = {"description": text, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}
     doc["paths"]["/agents"] = {"get": {
-        "operationId": "agents.list", "summary": "The installed agents and their contracts",
+        "operationId": "agents.list", "summary": "The installed agents and their contracts", "tags": ["agents"],
+        "description": "Every installed agent and flow: its contracts, failure kinds, annotations, budget, price "
+                       "and examples.",
         "responses": {"200": {"description": "The agents", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
     doc["paths"]["/jobs/{job_id}"] = {"get": {
-        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output",
+        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output", "tags": ["jobs"],
+        "description": "The job's facts, its card and output once it ended, and its question while it waits.",
         "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "The job", "content": {"application/json": {
@@ -104,11 +115,36 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
 
     doc["paths"].update(operations())
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
+    for path, item in doc["paths"].items():
+        for op in item.values():
+            op["responses"].setdefault("401", _failure_response(
+                "A token is required (the console listens beyond loopback): send Authorization: Bearer "
+                "<OZ0_CONSOLE_TOKEN>."))
+            if path.startswith("/plugins"):
+                op.setdefault("tags", ["plugins"])
+    doc["paths"]["/plugins"]["post"]["security"] = [{ADMIN_TOKEN: []}]
     if versions:
         doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
     return doc
 
 
+ADMIN_TOKEN = "adminToken"
+_ADMIN_SCHEME = {"type": "http", "scheme": "bearer",
+                 "description": "`Authorization: Bearer <OZ0_ADMIN_TOKEN>`: what installing a plugin takes."}
+_TAGS = [{"name": "agents", "description": "The installed agents and flows."},
+         {"name": "jobs", "description": "Jobs in the journal, and the questions of those that wait."},
+         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs."}]
+_FIGURES = {"type": "object", "description": "One limited dimension: limit, granted, reserved, spent, left.",
+            "properties": {k: {"type": ["integer", "string"]} for k in ("limit", "granted", "reserved", "spent",
+                                                                        "left")}}
+_BUDGET = {"type": "object", "required": ["budget", "per", "on_exhausted"], "properties": {
+    "budget": {"type": "string", "description": "Which budget: the agent's, the flow's or an access rule's."},
+    "key": {"type": "string"}, "period": {"type": "string", "description": "The day, or job:ID for a per-job one."},
+    "per": {"enum": list(PERIODS)}, "on_exhausted": {"enum": list(ON_EXHAUSTED), "description": "What an "
+                                                     "exhausted budget does: fail the job, or ask for more."},
+    "tokens": _FIGURES, "calls": _FIGURES, "cost": {**_FIGURES, "description": "As for tokens, each a decimal string."},
+    "grants": {"type": "array", "items": {"type": "object", "properties": {"by": {"type": "string"},
+                                                                           "at": {"type": "number"}}}}}}
 _META = {"type": "object", "required": ["schema_version", "command"],
          "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
                         "duration_ms": {"type": "number"}}}
@@ -124,7 +160,7 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "question": {"$ref": "#/components/schemas/Question"},
         "budgets": {"type": "array", "description": "Each budget covering the job: for each limited dimension "
                     "(tokens, cost, calls) its limit, granted, reserved, spent and left (cost as a decimal "
-                    "string).", "items": {"type": "object", "required": ["budget", "per", "on_exhausted"]}},
+                    "string).", "items": _BUDGET},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
         "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
@@ -179,6 +215,7 @@ def _failure_response(text: str) -> dict[str, Any]:
 
 _ANSWER_PATH = {"post": {
     "operationId": "jobs.answer", "summary": "Answer a waiting job's question (the first answer wins)",
+    "tags": ["jobs"], "description": "Accept with the answer as the body, or decline or cancel without one.",
     "parameters": [
         {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}},
         {"name": "step", "in": "query", "required": False, "schema": {"type": "string"},
@@ -207,6 +244,13 @@ def _run_result(output_schema: Any) -> dict[str, Any]:
 def _failure_result(kinds_schema: Any) -> dict[str, Any]:
     return {"allOf": [{"$ref": "#/components/schemas/Failure"}],
             "properties": {"details": kinds_schema or {"type": "object"}}}
+
+
+def _package_license() -> str | None:
+    try:
+        return metadata.metadata("oz0-edge").get("License-Expression")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _package_version() -> str:

@@ -99,6 +99,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
         Route("/jobs/{job_id}/answer", pages.answer, methods=["POST"]),
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
+        Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
@@ -278,8 +279,12 @@ class _Pages:
                 log.exception("cannot build the card of job %s", job.id)
                 card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
         download = previews = False
+        files: list[str] = []
         if card is not None:
+            from oz0.renderers.attachments import files_for
+
             card_html, download = drawn_card(card)
+            files = [f.filename for f in files_for(card)]
             previews = request.query_params.get("previews") == "1"
             if previews:
                 payloads = channel_payloads(card)
@@ -287,6 +292,7 @@ class _Pages:
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
+                         files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
@@ -326,6 +332,20 @@ class _Pages:
         name = "".join(c for c in file.filename if c.isalnum() or c in "._-")[:100] or "result.bin"
         return Response(file.data, media_type=media,
                         headers={"content-disposition": f'attachment; filename="{name}"'})
+
+    async def job_file(self, request: Request) -> Response:
+        """A file the job's card carries beside it (an MCP tool's image, audio clip or resource), by name,
+        as a download (a type that could run in the page is sent as bytes)."""
+        from oz0.renderers.attachments import files_for
+
+        job = self.runtime.job(request.path_params["job_id"])
+        found = next((f for f in files_for(self.runtime.card(job)) if f.filename == request.path_params["name"]),
+                     None) if job is not None and job.finished else None
+        if found is None:
+            return self.error(request, "No such file", "This job's card carries no file of that name.", 404)
+        media = found.content_type if found.content_type in SAFE_DOWNLOAD_TYPES else "application/octet-stream"
+        return Response(found.data, media_type=media,
+                        headers={"content-disposition": f'attachment; filename="{found.filename}"'})
 
     async def login_form(self, request: Request) -> Response:
         if not self.guard.needs_login:

@@ -301,7 +301,9 @@ def operations() -> dict[str, Any]:
     return {
         "/plugins": {
             "get": {"operationId": "plugins.list", "summary": "The installed plugins: current version, agents, "
-                    "latest contract changes", "responses": {"200": {"description": "The plugins", "content": ok}}},
+                    "latest contract changes", "description": "Every installed plugin with its current version, agents and "
+                    "the contract changes of its latest install.",
+                    "responses": {"200": {"description": "The plugins", "content": ok}}},
             "post": {"operationId": "plugins.install", "summary": "Lint, upgrade-check and install an uploaded plugin",
                      "description": "Needs `Authorization: Bearer <OZ0_ADMIN_TOKEN>`.",
                      "parameters": [{"name": "allow_breaking", "in": "query", "required": False,
@@ -315,10 +317,13 @@ def operations() -> dict[str, Any]:
         },
         "/plugins/diff": {"post": {
             "operationId": "plugins.diff", "summary": "The upgrade check of an uploaded plugin; nothing is stored",
+            "description": "Lint the uploaded plugin and compare its contracts with the installed version's.",
             "requestBody": upload_body,
             "responses": {"200": {"description": "It may be installed; its changes", "content": ok}, **refusals()}}},
         "/plugins/{name}": {"get": {
             "operationId": "plugins.get", "summary": "One plugin: versions, agents, latest changes, audit",
+            "description": "One installed plugin: each version installed, its agents, its latest changes and its "
+                           "audit events.",
             "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
             "responses": {"200": {"description": "The plugin", "content": ok},
                           "404": {"description": "No plugin has this name", "content": failure_ref}}}},

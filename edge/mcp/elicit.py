@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.mcp.spec import ServerSpec
+from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.stdio import StdioServer
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class Elicitor:
                                                                          "elicitation only, not URL mode")
         schema = dict(params.requested_schema)
         try:
-            check_answer_schema(schema)
+            schema = check_answer_schema(schema)
         except ValueError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"the requestedSchema cannot be asked: {exc}")
         self.asked += 1
@@ -83,7 +84,7 @@ def _server_name(context: Any, server: ServerSpec) -> str:
 
 @dataclass
 class ElicitingSessions:
-    """Stdio sessions that serve one eliciting call at a time, per server, reused between calls."""
+    """Sessions (stdio or HTTP) that serve one eliciting call at a time, per server, reused between calls."""
 
     pool: "McpServers"
     _free: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
@@ -91,7 +92,8 @@ class ElicitingSessions:
     _changed: asyncio.Condition | None = None
 
     @contextlib.asynccontextmanager
-    async def borrow(self, server: ServerSpec, elicitor: Elicitor) -> AsyncIterator["StdioServer"]:
+    async def borrow(self, server: ServerSpec, elicitor: Elicitor | None) -> AsyncIterator[StdioServer]:
+        """A free eliciting session of `server` for one call answered by `elicitor` (None: a listing)."""
         if self._changed is None:
             self._changed = asyncio.Condition()
         async with self._changed:
@@ -101,7 +103,7 @@ class ElicitingSessions:
             if free:
                 entry = free.pop()
             else:
-                entry = StdioServer(server, self.pool, eliciting=True)
+                entry = session_for(server, self.pool, eliciting=True)
                 self._all.setdefault(server, []).append(entry)
         entry.elicitor = elicitor
         try:

@@ -33,7 +33,9 @@ def _needs_tool(spec: AgentSpec) -> bool:
 
 
 def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -> Plugin:
-    """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now.
+    """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now,
+    to a client that declares the elicitation capability: an installed agent may run from a channel
+    that can ask, and a server offers a tool that asks only to such a client (edge.mcp.kind.job_tool).
 
     Raises PluginError naming the agent and why (the server cannot be reached, it has no such tool, or
     the tool's schema cannot be used, e.g. a remote $ref).
@@ -47,7 +49,7 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
             try:
                 server = server_for_agent(spec)
                 name = tool_name(spec)
-                info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s), name, server)
+                info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s, eliciting=True), name, server)
                 spec = apply_tool_contracts(spec, info)
             except McpFailure as exc:
                 raise PluginError(f"agent {spec.name!r} takes its contracts from its MCP tool, and they cannot "

@@ -17,6 +17,7 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_e
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.model.agent import AgentSpec, FailureKind
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.results.tool_result import kept_value
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
@@ -111,7 +112,7 @@ class AgentAttempts:
                                                   f"{_json_kind(output)}; answer a string, or declare "
                                                   "output_schema")
             return output
-        violations = spec.output.validate(output)
+        violations = spec.output.validate(kept_value(output) if spec.kind == "mcp" else output)
         if violations:
             raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
                                                                  rules_of=spec.output_schema_file),

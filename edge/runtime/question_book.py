@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlalchemy import and_, insert, select, update
@@ -71,7 +72,7 @@ class Questions:
 
     def ask(self, question: Question) -> bool:
         """Record the question and show it; True when this call asked it (a second ask is a no-op)."""
-        check_answer_schema(question.answer_schema)
+        question = replace(question, answer_schema=check_answer_schema(question.answer_schema))
         if len(question.message) > MAX_MESSAGE_CHARS:
             raise ValueError(f"a question is {len(question.message):,} characters; the limit is "
                              f"{MAX_MESSAGE_CHARS:,}")

@@ -300,7 +300,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         attempts = 0
         try:
             spec, plugin = self._lookup(job.agent)
-            spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
+            spec = await with_tool_contracts(  # an mcp agent's tool schemas, unless its file names its own
+                spec, eliciting=self.questions.can_ask_job(job_id))
             value = self.input_of(job, spec)
             if spec.kind == FLOW_KIND:
                 self.take_step(job, 1)
