@@ -24,7 +24,8 @@ import asyncio
 import json
 import logging
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
@@ -44,8 +45,8 @@ __all__ = [
     "ANSWER_ACTION",
     "ANSWER_FORM",
     "EVENTS_PATH",
-    "ReplyTarget",
     "SHARE_ACTION",
+    "ReplyTarget",
     "SlackChannel",
     "SlackConfigError",
     "SlackSettings",

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -12,8 +13,8 @@ from jmespath.exceptions import JMESPathError
 from oz0.edge.errors import Oz0Error
 
 __all__ = [
-    "ExpressionError",
     "MAX_HOLE_CHARS",
+    "ExpressionError",
     "compile_expression",
     "evaluate",
     "field_paths",
