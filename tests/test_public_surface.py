@@ -103,6 +103,7 @@ def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     root = Path(edge.__file__).resolve().parents[1]
     source = tmp_path / "source"  # built from a copy: setuptools leaves build/ beside the sources it builds
     shutil.copytree(root, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                                 ".typecheck", ".mypy_cache", ".ruff_cache",
                                                                  ".pytest_cache", ".hypothesis"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
                            capture_output=True, text=True, timeout=600)
