@@ -13,6 +13,7 @@ function-local imports included):
     results/     reading results: MCP CallToolResult, the QZX envelope, JSON-RPC, content blocks
     model/       Job, JobFailure, failure kinds, AgentSpec, FlowSpec, budgets, progress (reads contracts/ types)
     contracts/   schemas: load, validate, view, pointer, JSON data, schema diff
+    errors.py, lazy.py   the ground: the exception tree's base (Oz0Error) and this face's lazy loading
 
 A function-local import only defers a costly third-party import (DBOS, an SDK), with a comment saying so.
 
