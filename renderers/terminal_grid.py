@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Union
 
 __all__ = ["Grid", "Line", "Part", "draw"]
 
@@ -34,7 +35,7 @@ class Grid:
     boxed: bool = True
 
 
-Part = Line | Grid
+Part = Union[Line, Grid]
 
 
 def _plain(text: str) -> bool:

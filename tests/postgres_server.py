@@ -84,7 +84,7 @@ class PostgresServer:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError("Postgres did not start within 30 s") from None
+                    raise RuntimeError("Postgres did not start within 30 s")
                 time.sleep(0.2)
 
     def dsn(self, database: str) -> str:

@@ -209,7 +209,7 @@ def test_a_card_the_platform_refuses_is_counted_as_a_channel_error(home: Path) -
         async with running_channel(home) as h:
             h.slack.fail_once["chat.update"] = "invalid_blocks"
             await h.mention("echo refused please", event_id="EvREFUSED")
-            _refused, fallback = await h.slack.wait_for("chat.update", 2)
+            refused, fallback = await h.slack.wait_for("chat.update", 2)
             assert "could not show this result in Slack" in texts(fallback.args)
     run(main())
     assert CHANNEL_ERRORS.labels("slack", "refused")._value.get() == before + 1

@@ -242,7 +242,7 @@ def test_plugin_new_scaffolds_a_working_text_agent_with_a_passing_test(tmp_path,
 
 def test_install_refuses_a_plugin_with_errors_and_stores_nothing(tmp_path, capsys, oz0_home):
     root = make_plugin(tmp_path / "p", agents={"x": {"kind": "lambda", "input": "text", "output": "text"}})
-    code, _out, err = oz0(capsys, "plugin", "install", str(root))
+    code, out, err = oz0(capsys, "plugin", "install", str(root))
     assert code == 1
     assert "error: agents/x.yaml $.kind: unknown agent kind 'lambda'" in err
     assert f"oz0: error: not installed: {root} has 1 error, 0 warnings" in err
@@ -384,7 +384,7 @@ def test_a_database_that_cannot_open_is_one_line_naming_it(tmp_path, capsys, oz0
 def test_audit_lists_installs(tmp_path, capsys, oz0_home):
     root = make_plugin(tmp_path / "p", agents={"echo": TEXT_AGENT}, files={"agent.py": AGENT_PY})
     oz0(capsys, "plugin", "install", str(root))
-    _code, out, _ = oz0(capsys, "audit", "--json")
+    code, out, _ = oz0(capsys, "audit", "--json")
     (record,) = json.loads(out)["records"]
     assert (record["action"], record["detail"]["plugin"]) == ("plugin.install", "testkit")
     assert oz0(capsys, "audit")[1].count("plugin.install") == 1

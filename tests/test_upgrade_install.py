@@ -40,7 +40,7 @@ def snapshot(home: Path) -> tuple[list[str], dict[str, str]]:
 def team(tmp_path, oz0_home, capsys):
     """team 0.1.0 installed: its agent helper takes and answers text."""
     folder = write_plugin(tmp_path / "team-0.1.0", version="0.1.0", agents={"helper": {}})
-    code, _out, err = oz0(capsys, "plugin", "install", str(folder))
+    code, out, err = oz0(capsys, "plugin", "install", str(folder))
     assert code == 0, err
     return oz0_home
 

@@ -169,7 +169,7 @@ def _receipt(inputs: Inputs) -> Check:
             "--failure", str(inputs.failure)]
     if inputs.tool_definition is not None:
         argv += ["--tool-definition", str(inputs.tool_definition)]
-    code, _out, err = _oz0(*argv, "--report", str(inputs.receipt))
+    code, out, err = _oz0(*argv, "--report", str(inputs.receipt))
     name = f"QZX receipt ({inputs.profile})"
     if code not in (0, 1):
         return Check(name, "FAIL", (_last_line(err) or f"oz0 qzx receipt exited {code}")
