@@ -41,21 +41,20 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import jsonschema
-import orjson
+import jsonschema  # noqa: E402
+import orjson  # noqa: E402
 
-from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card
-from oz0.edge.contracts.schema import Contract, compile_count, load_contract
-from oz0.renderers import RENDERERS, Rendered
+from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card  # noqa: E402
+from oz0.edge.contracts.schema import Contract, compile_count, load_contract  # noqa: E402
+from oz0.renderers import RENDERERS, Rendered  # noqa: E402
 
 __all__ = ["FORMS", "SIZES", "Case", "build", "main"]
 

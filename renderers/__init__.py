@@ -10,8 +10,7 @@ no other platform's modules.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from oz0.edge.cards.model import Card

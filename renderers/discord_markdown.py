@@ -9,8 +9,7 @@ shown as its real URL in `<…>` (no preview, no masked label).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Callable
 
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.monospace import aligned

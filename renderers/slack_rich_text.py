@@ -12,10 +12,9 @@ validates every block with slack_sdk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, Callable
 
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.monospace import aligned

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from plugin_kit import make_plugin
 
 __all__ = ["AGENTS_PY", "RELEASE", "approval", "flow_plugin"]

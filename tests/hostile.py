@@ -7,9 +7,8 @@ Strings comes from the public fixtures beside the project; the rest targets Slac
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
 from oz0.edge.contracts.schema import Violation

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["Loopback", "chat"]
 
@@ -29,7 +28,7 @@ class Loopback:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 data = json.loads(body) if body else None
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -49,7 +48,7 @@ class Loopback:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> Loopback:
+    def __enter__(self) -> "Loopback":
         self.thread.start()
         return self
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from test_compat import obj, write_plugin
 from test_qzx_cli import FAIL, OK
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 from discord_harness import running_channel as discord_channel
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SlackStandIn, block_action_body, signed_headers
-
-from oz0.adapters.chat import slack as slack_app
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.model.reply_ref import ReplyRef
-from oz0.edge.runtime.runner import Runtime
 
 DEFERRED_WITH_SOURCE = 5
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from mcp_harness import SERVER, free_port, http_server

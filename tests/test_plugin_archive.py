@@ -6,6 +6,7 @@ import io
 import stat
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 

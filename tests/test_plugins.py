@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from plugin_kit import make_plugin
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.lint import lint_plugin
+from plugin_kit import make_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +89,7 @@ def test_a_schema_whose_root_is_not_an_object_warns(tmp_path):
 class _Counter(BaseHTTPRequestHandler):
     hits = 0
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802
         type(self).hits += 1
         body = b'{"type": "string"}'
         self.send_response(200)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from openapi_spec_validator import validate
-from test_compat import obj, write_plugin
 
 from oz0.adapters.cli import main
+from test_compat import obj, write_plugin
 
 EXAMPLE_MESSAGE = (
     "Error: invalid_argument: invalid request: team 0.1.1 breaks the contracts of 0.1.0: helper: input: takes "

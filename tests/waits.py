@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["eventually"]
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Callable
 
 from oz0.adapters.chat.wire import ChatRuntime
 from oz0.edge import AgentSpec

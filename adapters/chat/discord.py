@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import discord
 import yarl
@@ -46,14 +45,14 @@ from oz0.renderers import discord_modal
 __all__ = [
     "AGENT_FIELD",
     "ASK_MESSAGE_COMMAND",
-    "INPUT_FIELD",
-    "INTERACTION_TOKEN_S",
-    "SHARE_PREFIX",
     "Asker",
     "DiscordChannel",
     "DiscordConfigError",
     "DiscordSettings",
+    "INPUT_FIELD",
+    "INTERACTION_TOKEN_S",
     "ReplyTarget",
+    "SHARE_PREFIX",
     "configured",
     "report_interrupted",
     "serve",

@@ -27,22 +27,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Awaitable, Callable, Iterable
 
+from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
-from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge import AgentSpec, Card, Job
-from oz0.edge.model.progress import Progress
+from oz0.edge import Card
+from oz0.edge import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge import Job
 from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.metrics import count_channel_error
+from oz0.edge.model.progress import Progress
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 

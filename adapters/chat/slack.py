@@ -24,8 +24,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
@@ -45,8 +44,8 @@ __all__ = [
     "ANSWER_ACTION",
     "ANSWER_FORM",
     "EVENTS_PATH",
-    "SHARE_ACTION",
     "ReplyTarget",
+    "SHARE_ACTION",
     "SlackChannel",
     "SlackConfigError",
     "SlackSettings",

@@ -23,8 +23,7 @@ import hmac
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from aiohttp import web
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -118,7 +117,7 @@ class _Lull:
         if self._quiet is not None and not self._quiet.is_set():
             try:
                 await asyncio.wait_for(self._quiet.wait(), MAX_DEFER_S)
-            except TimeoutError:
+            except asyncio.TimeoutError:
                 pass   # requests keep coming: the work goes on, each ack still answered first
 
 
@@ -173,7 +172,7 @@ class SlackHttp:
             task.add_done_callback(lambda _t: acked.done() or acked.set_result(None))
             try:
                 await asyncio.wait_for(asyncio.shield(acked), ACK_TIMEOUT_S)
-            except TimeoutError:
+            except asyncio.TimeoutError:
                 log.warning("a Slack listener did not ack within %.0f s", ACK_TIMEOUT_S)
         if ack.response is None:   # the listener failed (logged by on_error) or never acked
             return web.json_response({"error": "internal error"}, status=500)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 __all__ = ["ChannelTasks", "JobLoop"]
 

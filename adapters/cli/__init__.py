@@ -12,8 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Collection, Sequence
-from typing import NamedTuple
+from typing import Callable, Collection, NamedTuple, Sequence
 
 from oz0.adapters.cli.errors import CommandError
 

@@ -21,10 +21,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Mapping, Sequence
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import refusal_message

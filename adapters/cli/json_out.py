@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from oz0.edge.results.qzx import result_envelope
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response

@@ -11,8 +11,7 @@ marked under the message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping
 
 from markupsafe import Markup, escape
 

@@ -4,8 +4,7 @@ HTML, their markdown drawn by markdown-it-py with raw HTML, images and links mad
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from markdown_it import MarkdownIt
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from html import unescape
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from oz0.adapters.console.preview import draw, esc
 

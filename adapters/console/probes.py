@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
-from oz0.edge import RuntimeFace
 from oz0.edge.runtime.metrics import metrics_registry
+from oz0.edge import RuntimeFace
 
 __all__ = ["OPEN_PATHS", "READY_DB_TIMEOUT_S", "routes"]
 
@@ -69,7 +69,7 @@ async def _database(runtime: RuntimeFace) -> dict[str, Any]:
 
     try:
         await asyncio.wait_for(run_in_threadpool(ping), timeout=READY_DB_TIMEOUT_S)
-    except TimeoutError:
+    except asyncio.TimeoutError:
         log.warning("readyz: the database did not answer within %.0f s", READY_DB_TIMEOUT_S)
         return {"ok": False, "error": f"no answer within {READY_DB_TIMEOUT_S:.0f} s"}
     except SQLAlchemyError as exc:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
 from dataclasses import replace
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 import orjson
 

@@ -13,8 +13,7 @@ understood: one odd field never makes the whole question fail.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = ["FREE_TEXT_NOTE", "form_field", "form_schema", "labels_of"]
 

@@ -19,8 +19,7 @@ publishes these operations), the Bearer token a console bound beyond loopback ne
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, Iterable
 
 from oz0.edge.contracts.embed import embed_contract, escape_token
 from oz0.edge.contracts.schema import Contract
@@ -30,8 +29,8 @@ from oz0.edge.model.flow import FLOW_FAILURES, FLOW_KIND
 from oz0.edge.model.job import BUILTIN_FAILURES
 
 __all__ = [
-    "API_PREFIX",
     "FAILURE_STATUS",
+    "API_PREFIX",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
     "SECURITY",

@@ -3,8 +3,7 @@ tool's outputSchema announces (what `oz0 mcp tools` shows)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Mapping
 
 from oz0.edge.cards.choice import ENVELOPE_FIELDS, choose_card
 from oz0.edge.cards.model import Card

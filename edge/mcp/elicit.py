@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from oz0.edge.contracts.answer_schema import check_answer_schema
-from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.spec import ServerSpec
+from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.stdio import StdioServer
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
 
-__all__ = ["MAX_ELICITING_SESSIONS", "ElicitingSessions", "Elicitor", "elicitor_for"]
+__all__ = ["Elicitor", "ElicitingSessions", "MAX_ELICITING_SESSIONS", "elicitor_for"]
 
 MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
 
@@ -87,9 +86,9 @@ def _server_name(context: Any, server: ServerSpec) -> str:
 class ElicitingSessions:
     """Sessions (stdio or HTTP) that serve one eliciting call at a time, per server, reused between calls."""
 
-    pool: McpServers
-    _free: dict[ServerSpec, list[StdioServer]] = field(default_factory=dict)
-    _all: dict[ServerSpec, list[StdioServer]] = field(default_factory=dict)
+    pool: "McpServers"
+    _free: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
+    _all: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
     _changed: asyncio.Condition | None = None
 
     @contextlib.asynccontextmanager
@@ -115,7 +114,7 @@ class ElicitingSessions:
                 self._free[server].append(entry)
                 self._changed.notify()
 
-    def entries(self) -> list[StdioServer]:
+    def entries(self) -> list["StdioServer"]:
         """Every eliciting session opened, free or serving a call (to close them all)."""
         return [entry for entries in self._all.values() for entry in entries]
 

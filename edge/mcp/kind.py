@@ -7,16 +7,15 @@ outputSchema), and the tool's CallToolResult becomes the job's output (edge.resu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
+from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",

@@ -3,9 +3,8 @@ compared later): what the journal's readers and the upgrade check (edge.document
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = ["InstalledAgent", "InstalledVersion"]
 

@@ -14,9 +14,8 @@ import io
 import stat
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Iterator
 
 from oz0.edge.errors import Oz0Error
 

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -13,8 +12,8 @@ from jmespath.exceptions import JMESPathError
 from oz0.edge.errors import Oz0Error
 
 __all__ = [
-    "MAX_HOLE_CHARS",
     "ExpressionError",
+    "MAX_HOLE_CHARS",
     "compile_expression",
     "evaluate",
     "field_paths",

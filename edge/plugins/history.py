@@ -4,8 +4,7 @@ list` and the console's plugin pages and management API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from oz0.edge.contracts.changes import Change
 

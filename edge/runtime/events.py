@@ -11,9 +11,8 @@ backends that carry events between processes (Postgres NOTIFY).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Mapping, Union
 
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question

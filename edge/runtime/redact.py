@@ -13,8 +13,7 @@ import base64
 import binascii
 import dataclasses
 import json
-from collections.abc import Awaitable, Iterable
-from typing import Any
+from typing import Any, Awaitable, Iterable
 from urllib.parse import quote, quote_plus
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH

@@ -12,9 +12,8 @@ is one transaction.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import (
     JSON,

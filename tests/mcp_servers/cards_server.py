@@ -27,10 +27,11 @@ import sys
 import time
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import InputRequiredResult
 from pydantic import BaseModel, ConfigDict, Field
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import InputRequiredResult
+from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("oz0-test-cards")
 

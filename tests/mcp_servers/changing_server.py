@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("oz0-test-changing")
 
