@@ -50,7 +50,7 @@ COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"))  # revisions 0005, 0006, 0007, 0009, 0010
+                          ("jobs", "question_shown"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -214,3 +214,34 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
     engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
     assert set(inspect(engine).get_table_names()) == {"alembic_version", *metadata.tables}
     engine.dispose()
+
+
+def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from alembic.config import Config
+
+    from oz0.edge.runtime.migrate import MIGRATIONS
+
+    def alembic_config(conn):
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        return config
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            config = alembic_config(conn)
+            command.upgrade(config, "0010")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'running', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0011")
+        assert "restarts" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT id, status, restarts FROM jobs")).all() == [("j1", "running", None)]
+    finally:
+        engine.dispose()

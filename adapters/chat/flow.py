@@ -44,6 +44,7 @@ from oz0.edge import Job
 from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
@@ -52,6 +53,7 @@ __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
 FOLLOW_END_S = 5.0           # how long the reader of an ended job's events may finish what it shows
+STOPPED_GRACE_S = 1.0        # how long a channel's tasks may finish once the runtime's jobs were drained
 
 
 class AskFlow:
@@ -127,7 +129,9 @@ class AskFlow:
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
         try:
-            await self.tasks.drain()
+            # after a drain (runtime.stopping) the engine posts the cards of jobs that finished, and the
+            # rest resume elsewhere: nothing is left here to wait for
+            await self.tasks.drain(timeout=STOPPED_GRACE_S if self.runtime.stopping else None)
         finally:
             self.jobs.close()
 
@@ -160,20 +164,56 @@ class AskFlow:
 
     # -- an ask --
 
-    async def ask(self, ask: Ask) -> None:
-        """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
+    async def ask(self, ask: Ask, *, recorded: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Check, journal, answer: a help card, a refusal, or the working message and then the card.
+
+        `recorded` is for a platform that sends again what was not acknowledged (Slack's events): it is
+        awaited once the ask is journaled (or found journaled), and never while the journal cannot be
+        written, so the platform gets an error and redelivers. Without it, an ask the journal cannot
+        take is answered "could not start: ask again", where it was asked; never "working..." and then
+        nothing."""
+        done = _Once(recorded)
+        shown: list[Any] = []   # the reply whose working message was shown before the journal took the ask
+        if self.runtime.stopping:   # a stop began: this replica takes no more work
+            await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
+            return
+        try:
+            await self._ask(ask, done, shown)
+        except Exception as exc:
+            if not is_transient(exc) or done.called:
+                raise
+            self.log.warning("could not journal the ask %s (%s)", ask.delivery, type(exc).__name__)
+            await self._not_started(ask, unavailable_reason(exc), redelivered=recorded is not None, shown=shown)
+
+    async def _not_started(self, ask: Ask, why: str, *, redelivered: bool, shown: list[Any]) -> None:
+        """An ask this replica cannot take: not acknowledged where the platform sends it again, else
+        answered "could not start: ask again" where it was asked."""
+        count_channel_error(self.wire.platform, UNAVAILABLE)
+        if redelivered and not shown:
+            self.log.info("%s not acknowledged (%s): %s sends it again", ask.delivery, why, self.wire.name)
+            return
+        card = failure_card(f"oz0 could not start this ask: {why}. Nothing was run; ask again in a minute.",
+                            code=UNAVAILABLE)
+        rendered = self.draw(card)
+        if shown:
+            await self.wire.deliver(shown[0], rendered)
+        else:
+            assert card.status is not None
+            await self.wire.refuse(ask, card.status.message, rendered)
+
+    async def _ask(self, ask: Ask, recorded: "_Once", shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 card = help_card([s for s in specs if s.name in allowed], self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         refusal, denial = self._refusal(ask, asker, names)
         if refusal is not None:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 assert refusal.status is not None
                 await self.wire.refuse(ask, refusal.status.message, await self.jobs.call(self.draw, refusal))
                 if denial is not None:
@@ -181,35 +221,57 @@ class AskFlow:
             return
         assert ask.agent is not None
         if ask.help:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 spec = next(s for s in specs if s.name == ask.agent)
                 card = agent_help_card(spec, self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
+        spec = next(s for s in specs if s.name == ask.agent)
+        busy = await self.jobs.call(self.runtime.backlog.busy, spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            if await self._first(ask, recorded):
+                await self.wire.refuse(ask, busy.message, await self.jobs.call(
+                    self.draw, failure_card(busy.message, code="busy")))
+            return
+        ahead = await self.jobs.call(self.runtime.backlog.queued, spec.name)
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
+        reply = await self.wire.working(ask, self._working(ask.agent, ahead)) if early else ask.reply
+        if early:
+            shown.append(reply)
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
                                         reply_to=reply.to_ref(), workspace=ask.asker.workspace,
                                         channel_id=ask.asker.channel)
+        await recorded()
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
             if not early:
                 await self.wire.ignore(ask)
             return
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
         if reply.to_ref() != ask.reply.to_ref():
-            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
+            try:
+                await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self.log.warning("job %s: could not journal where its working message is (%s); its card is "
+                                 "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str) -> Rendered:
-        """The working message of `agent`, drawn once per channel."""
+    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+        """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
+        its place (drawn each time)."""
+        if ahead:
+            return self.draw(working_card(agent, ahead=ahead))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
-    async def _first(self, ask: Ask) -> bool:
+    async def _first(self, ask: Ask, recorded: "_Once") -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""
-        if await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}"):
+        first = await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}")
+        await recorded()
+        if first:
             return True
         self.log.info("redelivered %s ignored: already answered", ask.delivery)
         await self.wire.ignore(ask)
@@ -235,7 +297,12 @@ class AskFlow:
         if self.runtime.delivers(self.wire.platform):
             # The job's durable workflow posts its card (deliver_durably), here or on the replica that
             # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
-            await self.jobs.run(self.runtime.execute(job_id))
+            try:
+                await self.jobs.run(self.runtime.execute(job_id))
+            except Exception as exc:
+                if not self.runtime.stopping:
+                    raise
+                self.log.info("job %s is left to resume after the stop (%s)", job_id, type(exc).__name__)
             return
         try:
             job = await self.jobs.run(self.runtime.execute(job_id))
@@ -320,6 +387,20 @@ class AskFlow:
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
 
+
+
+class _Once:
+    """A channel's `recorded` callback (its platform's ack), awaited at most once."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]] | None) -> None:
+        self.call = call
+        self.called = False
+
+    async def __call__(self) -> None:
+        if not self.called:
+            self.called = True
+            if self.call is not None:
+                await self.call()
 
 
 class Restarts:

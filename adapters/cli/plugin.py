@@ -56,6 +56,9 @@ def register(p: argparse.ArgumentParser) -> None:
     install.add_argument("--example", action="store_true", help="install the bundled example plugin")
     install.add_argument("--allow-breaking", action="store_true",
                          help="install even when the new version breaks the installed one's contracts")
+    install.add_argument("--force", action="store_true",
+                         help="replace a version installed before with other content (audited as "
+                              "plugin.version.replaced); without it, a changed plugin needs a new version")
     install.add_argument("--quiet-if-current", action="store_true",
                          help="print nothing when this exact version is already installed")
     install.set_defaults(func=_install)
@@ -155,7 +158,7 @@ def _install(args: argparse.Namespace) -> int:
         raise CommandError(f"not installed: {exc}", code=1) from None
     runtime = open_runtime()
     try:
-        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking)
+        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking, force=args.force)
     except UpgradeRefused as exc:
         print(cli_upgrade.refusal_line(exc), file=sys.stderr)
         return 1
@@ -170,7 +173,7 @@ def _install(args: argparse.Namespace) -> int:
         return 0
     was = ""
     if result.previous is not None:
-        was = (f" (content changed, same version {v.version})" if result.previous.version == v.version
+        was = (f" (content replaced, same version {v.version}, --force)" if result.previous.version == v.version
                else f" (was {result.previous.version})")
     names = ", ".join(a.name for a in v.agents) or "no agents"
     print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "

@@ -93,7 +93,11 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
         for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
                            ("404", "No installed agent has this name."),
                            ("415", "The body is not of a media type this agent takes."),
-                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
+                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes."),
+                           ("429", "Busy: too many jobs wait their turn (limits.max_queued, OZ0_MAX_QUEUED); "
+                                   "nothing was queued. Try again after Retry-After seconds."),
+                           ("503", "`unavailable`: the bot's database cannot be written right now (it is down, "
+                                   "its disk is full); nothing was run. Try again after Retry-After seconds.")):
             responses[code] = {"description": text, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}
     doc["paths"]["/agents"] = {"get": {
@@ -222,7 +226,9 @@ _ANSWER_PATH = {"post": {
          "description": "The step answered; default: the job's open question."},
         {"name": "action", "in": "query", "required": False,
          "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
-         "description": "decline or cancel: no body."}],
+         "description": "decline or cancel: no body."},
+        {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+         "description": 'Pin the contract: `"<contract_hash>"` of the job; another contract answers 412.'}],
     "requestBody": {"required": False, "content": {"application/json": {"schema": {
         "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
     "responses": {
@@ -231,7 +237,10 @@ _ANSWER_PATH = {"post": {
         "403": _failure_response("You are not among the question's answerers."),
         "404": _failure_response("No job has this id."),
         "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
-        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
+        "412": _failure_response("If-Match names a contract that is not the job's (details.installed)."),
+        "415": _failure_response("A body (or a Content-Type) that is not application/json."),
+        "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
+                                 "deeper than the limit): details.path and the rule."),
     }}}
 
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -42,8 +43,8 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
-from oz0.edge import AnswerRefused
-from oz0.edge import ConsoleRuntime
+from oz0.edge import AnswerRefused, ConsoleRuntime
+from oz0.edge.runtime.transient import RETRY_AFTER_S, UNAVAILABLE, is_transient, unavailable_reason
 
 __all__ = [
     "DEFAULT_HOST",
@@ -117,7 +118,8 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Middleware(_GuardMiddleware, guard=guard),
     ]
     return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={404: pages.not_found, 405: pages.not_allowed})
+                     exception_handlers={404: pages.not_found, 405: pages.not_allowed,
+                                         SQLAlchemyError: pages.unavailable, OSError: pages.unavailable})
 
 
 class _GuardMiddleware:
@@ -199,6 +201,22 @@ class _Pages:
         if request.url.path.startswith("/v1/"):
             return console_api.failure("not found", "not_found", status_code=404, command="oz0 console")
         return self.error(request, "Not found", f"Nothing lives at {request.url.path}.", 404)
+
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        """The journal cannot be read or written (the database is down, the disk full): a 503 to try
+        again later, a QZX result under /v1; any other database error is a 500, never a traceback."""
+        transient = is_transient(exc)
+        log.warning("%s %s: the journal failed (%s)", request.method, request.url.path, type(exc).__name__,
+                    exc_info=not transient)
+        status, code = (503, UNAVAILABLE) if transient else (500, "internal_error")
+        message = (f"{unavailable_reason(exc)}; try again in a minute" if transient
+                   else f"oz0 failed reading its journal ({type(exc).__name__}); the bot's log has the details")
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if transient else {}
+        if request.url.path.startswith("/v1/"):
+            return console_api.failure(message, code, status_code=status, command="oz0 console", headers=headers)
+        response = self.error(request, "Unavailable" if transient else "Internal error", message, status)
+        response.headers.update(headers)
+        return response
 
     async def not_allowed(self, request: Request, exc: Exception) -> Response:
         return JSONResponse({"success": False, "message": f"{request.method} is not allowed here",

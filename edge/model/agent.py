@@ -61,6 +61,8 @@ class Limits:
     max_output_bytes: int = 1_048_576
     max_attempts: int = 3
     concurrency: int | None = None  # jobs of this agent running at once, across every replica
+    max_restarts: int = 3           # crashes in a row a job may be resumed after (edge.runtime.durable)
+    max_queued: int | None = None   # jobs of this agent waiting to run; past it an ask is busy (edge.runtime.backlog)
     max_steps: int = 100            # steps run below the job: every child job, retry and loop run
     max_depth: int = 5              # flows within flows, delegations within delegations (the job: 0)
     max_children: int = 50          # children one job of the tree may start

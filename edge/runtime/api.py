@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from oz0.edge.model.job import Job
     from oz0.edge.model.progress import Progress, ProgressSink
     from oz0.edge.model.reply_ref import ReplyRef
+    from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
@@ -82,6 +83,10 @@ class ChatRuntime(Protocol):
 
     @property
     def home(self) -> Path: ...
+    @property
+    def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
+    @property
+    def stopping(self) -> bool: ...  # a stop began: asks are turned away (Runtime.drain)
 
     def agents(self) -> list[AgentSpec]: ...
 
@@ -121,6 +126,7 @@ class ServeRuntime(ConsoleRuntime, Protocol):
 
     def launch_engine(self, *, env: Mapping[str, str] | None = None) -> None: ...
     def recover_interrupted(self) -> list[Job]: ...
+    def drain(self, timeout_s: float) -> None: ...
     def close(self) -> None: ...
 
 

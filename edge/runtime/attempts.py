@@ -12,6 +12,8 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
@@ -21,6 +23,7 @@ from oz0.edge.results.tool_result import kept_value
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
+from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.flow_engine import FlowEngine
@@ -75,6 +78,8 @@ class AgentAttempts:
         except JobFailure:
             raise
         except Exception as exc:
+            if isinstance(exc, SQLAlchemyError) and is_transient(exc):
+                raise  # the journal's fault (a question, a budget), not the agent's: the engine retries the step
             log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
             raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
         output = self._check_output(spec, output)

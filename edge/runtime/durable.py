@@ -18,6 +18,9 @@ that registered for the job's platform), so a step finished before a crash is ne
   replicas) and OZ0_WORKER_CONCURRENCY (default 16) as the limit per replica.
 - A step that cannot be resumed (a live MCP call: the session died with the process) is not rerun:
   the job ends as interrupted and the deliver step says so in its thread, once.
+- Execution is at least once: a job cut short by a crash runs its agent again (agents get the job id
+  as an idempotency key); after `limits.max_restarts` restarts in a row (default 3) it ends
+  interrupted instead. A database fault inside a step is retried (STEP_RETRIES), never the job's end.
 
 This module imports dbos (about a second); only `Runtime.launch_engine` imports it.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import threading
@@ -33,10 +37,14 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Mapping
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
 
 from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.model.agent import Limits
+from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.recovery import runner_id
+from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
@@ -105,11 +113,32 @@ def _positive(env: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def _transient_step(error: BaseException) -> bool:
+    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
+    journal write that failed succeeds once it is back); anything else is the step's own end."""
+    transient = is_transient(error)
+    if transient:
+        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
+    return transient
+
+
+# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
+# minutes in all; a 15 s outage is retried within 5 s of its end.
+STEP_RETRIES: StepOptions = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
+                             "backoff_rate": 1.3, "max_attempts": 25}
+
+
+def _step(name: str) -> StepOptions:
+    """A job step's options: its name, retried as STEP_RETRIES says."""
+    options: StepOptions = {**STEP_RETRIES, "name": name}
+    return options
+
+
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
-    status = await DBOS.run_step_async({"name": "oz0.run"}, engine.run_step, job_id)
-    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    status = await DBOS.run_step_async(_step("oz0.run"), engine.run_step, job_id)
+    await DBOS.run_step_async(_step("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
@@ -184,6 +213,14 @@ class Engine(Leases):
             self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
             self._watcher.start()
 
+    def drain(self, timeout_s: float) -> None:
+        """A stop (SIGTERM): take no more work from the queues, let the workflows running here finish
+        for up to `timeout_s` (their cards posted by the channels, still up meanwhile), and leave the
+        rest pending, for the next start or a peer (DBOS's own shutdown wait)."""
+        if self.launched:
+            self.launched = False
+            DBOS.destroy(workflow_completion_timeout_sec=math.ceil(timeout_s))
+
     def shutdown(self) -> None:
         """Stop DBOS; jobs still running stay pending and resume at the next start (or on a peer)."""
         global _ENGINE
@@ -249,14 +286,21 @@ class Engine(Leases):
                 job_id, reason="the bot restarted while this job waited for an answer inside a running step "
                                "(the call that asked is gone); ask again to rerun it")
             return ended.status
-        if job.status == "running":
+        if job.status == "running" and (self.runtime.store.job(job_id) or {}).get("runner") != runner_id():
             kind = self._kind(job.agent)
             if kind in NOT_RESUMABLE_KINDS:
                 ended = self.runtime.end_interrupted(
                     job_id, reason=f"the replica running this job stopped during a live {kind} call, which "
                                    "cannot be resumed; ask again to rerun it")
                 return ended.status
-            log.info("resuming job %s (%s), cut short on another run", job_id, job.agent)
+            restarts, limit = self.runtime.store.count_restart(job_id), self._max_restarts(job.agent)
+            if restarts > limit:
+                ended = self.runtime.end_interrupted(
+                    job_id, reason=f"the bot stopped {restarts} times in a row while this job ran "
+                                   f"(limits.max_restarts is {limit}), so it is not run again; ask again to rerun it")
+                return ended.status
+            log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
+                     job.agent, restarts, limit)
         ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
         return ended.status
 
@@ -296,6 +340,12 @@ class Engine(Leases):
         if self._kind(agent) == "flow" and self.runtime.flow_engine is not None:
             return self.runtime.flow_engine.workflow()
         return _job_workflow
+
+    def _max_restarts(self, agent: str) -> int:
+        try:
+            return self.runtime.agent(agent).limits.max_restarts
+        except UnknownAgent:  # uninstalled since: the run step reports it as UnknownAgent
+            return Limits.max_restarts
 
     def _kind(self, agent: str) -> str | None:
         try:

@@ -31,6 +31,7 @@ from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
@@ -38,6 +39,7 @@ from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.question_book import Questions
@@ -96,11 +98,14 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._inputs: OrderedDict[str, Checked] = OrderedDict()  # job id -> its input, checked at submit
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
+        self._held_ends: dict[str, dict[str, Any]] = {}  # job id -> an end the journal could not take yet
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
+        self.stopping = False  # a stop began (drain): asks are turned away, running jobs finish
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
+        self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         watch_tools(self)
 
     def close(self) -> None:
@@ -129,6 +134,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         engine = Engine(self, env=dict(env) if env is not None else None)
         engine.launch()
         self.engine = engine
+
+    def drain(self, timeout_s: float) -> None:
+        """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
+        to `timeout_s`; the rest resume at the next start, or on another replica."""
+        self.stopping = True
+        if self.engine is not None:
+            self.engine.drain(timeout_s)
 
     @property
     def engine_launched(self) -> bool:
@@ -281,6 +293,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                            resume: bool = False) -> Job:
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
+        held = self._held_ends.get(job_id)
+        if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
+            return self._end(job_id, **held)
         started = _now()
         claimable = ("queued", "running") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
@@ -333,6 +348,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         except UnknownAgent as exc:
             return self._end(job_id, "failed", attempts=attempts, kind="UnknownAgent", reason=str(exc))
         except JobFailure as failure:
+            failure = mcp_redacted(spec, failure)
             if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
                 reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
                 ended = "AgentError"
@@ -355,6 +371,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
 
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
+        """Journal a job's end. Until it is written the end is held in memory: on a database fault this
+        raises, the engine retries the step, and the step writes the held end instead of running the
+        agent again (execute_here)."""
+        self._held_ends[job_id] = {"status": status, "attempts": attempts, "output": output, "kind": kind,
+                                   "reason": reason}
         if status == "succeeded":
             ending = self.job(job_id)
             limit = self.tree_reason(ending) if ending is not None else None
@@ -367,6 +388,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
+        self._held_ends.pop(job_id, None)
         job = self.job(job_id)
         assert job is not None
         self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
