@@ -19,6 +19,7 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     │   └── InputError             a QZX tool's input it refuses (edge.results.qzx)
     ├── plugins/
     │   ├── PluginError            a plugin, agent or flow file (edge.plugins.declared)
+    │   │   └── VersionReused      ... a version installed before with other content (edge.runtime.install)
     │   ├── ArchiveError           a plugin archive (edge.plugins.archive)
     │   ├── ExpressionError        a flow's expression (edge.plugins.expressions)
     │   └── YamlLimitError         YAML past a limit, also a yaml.YAMLError (edge.plugins.yaml_safe)

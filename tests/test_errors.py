@@ -18,7 +18,7 @@ TREE = {  # class -> its parent in the tree (built-in bases kept beside Oz0Error
     "JobFailure": "Oz0Error", "McpFailure": "JobFailure", "UnknownAgent": "Oz0Error",
     "BudgetDeclarationError": "Oz0Error", "ReplyRefError": "Oz0Error",
     "InputError": "Oz0Error",
-    "PluginError": "Oz0Error", "ArchiveError": "Oz0Error", "ExpressionError": "Oz0Error", "YamlLimitError": "Oz0Error",
+    "PluginError": "Oz0Error", "VersionReused": "PluginError", "ArchiveError": "Oz0Error", "ExpressionError": "Oz0Error", "YamlLimitError": "Oz0Error",
     "UpgradeRefused": "Oz0Error",
     "AccessError": "Oz0Error", "AnswerRefused": "Oz0Error", "EngineError": "Oz0Error",
     "ScaffoldError": "Oz0Error",
