@@ -9,10 +9,11 @@ it reports a disconnection, a running channel counts as ready.
 
 from __future__ import annotations
 
-from oz0.edge import RuntimeFace
 import threading
 import weakref
 from typing import Any
+
+from oz0.edge import RuntimeFace
 
 __all__ = ["ChannelStates", "channel_states", "connected", "disconnected"]
 
@@ -53,7 +54,7 @@ class ChannelStates:
         return {name: state for name, state in self.snapshot().items() if state not in READY}
 
 
-_by_runtime: "weakref.WeakKeyDictionary[Any, ChannelStates]" = weakref.WeakKeyDictionary()
+_by_runtime: weakref.WeakKeyDictionary[Any, ChannelStates] = weakref.WeakKeyDictionary()
 _by_runtime_lock = threading.Lock()
 
 

@@ -30,14 +30,20 @@ from oz0.edge.lazy import lazy_face
 
 if TYPE_CHECKING:
     from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_qzx_result
-    from oz0.edge.results.tool_result import is_call_tool_result
     from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
-    from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
-                                           load_json_file)
+    from oz0.edge.contracts.schema import (
+        Contract,
+        ContractError,
+        Violation,
+        compile_count,
+        load_contract,
+        load_json_file,
+    )
     from oz0.edge.errors import Oz0Error
     from oz0.edge.model.agent import AgentSpec
     from oz0.edge.model.job import Job, JobFailure, UnknownAgent
     from oz0.edge.plugins.declared import PluginError
+    from oz0.edge.results.tool_result import is_call_tool_result
     from oz0.edge.runtime.api import ChatRuntime, ConsoleRuntime, RuntimeFace, ServeRuntime
     from oz0.edge.runtime.questions import AnswerRefused
 

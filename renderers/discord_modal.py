@@ -16,7 +16,8 @@ description of 100; a custom_id of 100; a text input of 4,000 characters; a plac
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from oz0.renderers.safety import clean, clip, one_line
 

@@ -23,24 +23,26 @@ markdown-it-py's own renderer does with token types.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Union
+from typing import TYPE_CHECKING, Union
 from urllib.parse import urlsplit
 
 from oz0.renderers.safety import clean, idn_host, safe_url, userinfo_host
 
 __all__ = [
+    "MAX_INLINE_DEPTH",
+    "MAX_NESTING",
+    "PARSE_MAX",
     "Block",
-    "CodeBlock",
     "Code",
+    "CodeBlock",
     "Emph",
     "Heading",
     "LineBreak",
     "Link",
     "ListBlock",
-    "MAX_INLINE_DEPTH",
-    "MAX_NESTING",
     "Paragraph",
     "Quote",
     "Rule",
@@ -48,7 +50,6 @@ __all__ = [
     "Strike",
     "Strong",
     "Table",
-    "PARSE_MAX",
     "Text",
     "document",
     "parse",
@@ -84,17 +85,17 @@ class LineBreak:
 
 @dataclass(frozen=True)
 class Strong:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
 class Emph:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
 class Strike:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Link:
     """A safe link: `url` is http, https or mailto. Renderers show the URL itself, never hide it."""
 
     url: str
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 Span = Union[Text, Code, LineBreak, Strong, Emph, Strike, Link]
@@ -131,12 +132,12 @@ class CodeBlock:
 class ListBlock:
     ordered: bool
     start: int
-    items: tuple[tuple["Block", ...], ...]
+    items: tuple[tuple[Block, ...], ...]
 
 
 @dataclass(frozen=True)
 class Quote:
-    children: tuple["Block", ...]
+    children: tuple[Block, ...]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ caller then draws with rich. tests/test_renderers_terminal.py compares both on t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Union
 
 __all__ = ["Grid", "Line", "Part", "draw"]
 

@@ -48,7 +48,7 @@ class PostgresServer:
     command: tuple[str, ...] = ()
 
     @classmethod
-    def start(cls, *, max_connections: int = 300) -> "PostgresServer":
+    def start(cls, *, max_connections: int = 300) -> PostgresServer:
         found = find_binaries()
         if found is None:
             raise FileNotFoundError("the Postgres server binaries (initdb, postgres) are not installed")

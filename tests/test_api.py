@@ -6,11 +6,11 @@ import time
 
 import httpx
 import pytest
+from console_plugin import ConsoleThread, installed_runtime
 from openapi_spec_validator import validate
 
-from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.console.security import CSP
-from console_plugin import ConsoleThread, installed_runtime
+from oz0.edge.model.reply_ref import ReplyRef
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ def recording_server():
     requests: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             requests.append(self.path)
             body = json.dumps({"type": "integer"}).encode()
             self.send_response(200)

@@ -17,12 +17,12 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
+from plugin_kit import make_plugin
 
 from oz0.adapters.chat import slack, slack_settings
 from oz0.adapters.cli import COMMANDS
 from oz0.adapters.console.app import DEFAULT_PORT, create_app
 from oz0.edge.runtime.migrate import HEAD
-from plugin_kit import make_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

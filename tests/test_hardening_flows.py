@@ -9,10 +9,10 @@ import time
 import tracemalloc
 
 import pytest
-
-from oz0.edge.plugins.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
 from flow_kit import RELEASE
 from test_flows import installed
+
+from oz0.edge.plugins.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
 
 STATE = {"input": {"repo": "acme/api", "pr": 2, "tags": ["a", "b", "c"]}, "steps": {}}
 NESTED = "input.tags" + " | [@, @]" * 40      # shared halves: 2**40 values once written out

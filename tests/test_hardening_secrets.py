@@ -4,7 +4,6 @@ echo it back plainly, after 169 characters, base64-encoded, URL-encoded and insi
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -12,9 +11,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from test_agent_kinds import REVIEW_SCHEMA, Loopback, chat, model_agent, run, runtime_with
 
 from oz0.renderers import RENDERERS
-from test_agent_kinds import REVIEW_SCHEMA, Loopback, chat, model_agent, run, runtime_with
 
 KEY = "sk-live-Zq7/Hw+9xR2mKpL4vN8sTa3cYb6dEf1gJ0uW"
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, insert, inspect, text
 
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -168,7 +167,7 @@ def test_replicas_upgrading_one_sqlite_file_at_once_all_succeed(tmp_path):
 # Postgres ------------------------------------------------------------------------------------
 
 try:  # the real Postgres server of test_runtime_postgres, until a shared fixture in conftest.py provides it
-    from test_runtime_postgres import postgres_url  # noqa: E402,F401
+    from test_runtime_postgres import postgres_url  # noqa: F401
 except ImportError:
     pass
 
@@ -218,9 +217,8 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
 
 def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
     from alembic import command
-    from sqlalchemy import inspect, text
-
     from alembic.config import Config
+    from sqlalchemy import inspect, text
 
     from oz0.edge.runtime.migrate import MIGRATIONS
 

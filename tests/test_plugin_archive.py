@@ -6,7 +6,6 @@ import io
 import stat
 import tarfile
 import zipfile
-from pathlib import Path
 
 import pytest
 

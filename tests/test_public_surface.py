@@ -94,12 +94,11 @@ def test_imports_run_one_way():
 
 def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     """A generic top-level name (`adapters`, `edge`) would collide with other PyPI packages."""
+    import shutil
     import subprocess
     import sys
     import zipfile
     from pathlib import Path
-
-    import shutil
 
     root = Path(edge.__file__).resolve().parents[1]
     source = tmp_path / "source"  # built from a copy: setuptools leaves build/ beside the sources it builds

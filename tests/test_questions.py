@@ -11,17 +11,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from plugin_kit import make_plugin
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.reply_ref import ReplyRef
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
-from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime import recovery
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 APPROVE = {"type": "object", "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
            "required": ["approved"]}

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.results.qzx import check_core, parse_document, InputError, same_json
+from oz0.edge.results.qzx import InputError, check_core, parse_document, same_json
 from oz0.edge.results.qzx_tools import canonical_schema
 
 ROOT = Path(__file__).resolve().parents[1]

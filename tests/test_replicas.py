@@ -6,21 +6,19 @@ SIGKILL mid-job has its job finished by the other within the lease; a restarted 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from pathlib import Path
 
-import json
-import sys
-
 import aiohttp
-
 from mcp_harness import SERVER
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
-
 from replica_harness import Replica, install_replica_plugin, runs
 from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers, slash_command_body
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 LEASE_S = 2.0
 

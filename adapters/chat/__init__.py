@@ -20,8 +20,17 @@ from oz0.edge.lazy import lazy_face
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow, Restarts, report_interrupted
     from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-    from oz0.adapters.chat.wire import (AnswerClick, Ask, ChatRuntime, ChatWire, RateLimited, Reply, ShareClick,
-                                        Syntax, WireRefused)
+    from oz0.adapters.chat.wire import (
+        AnswerClick,
+        Ask,
+        ChatRuntime,
+        ChatWire,
+        RateLimited,
+        Reply,
+        ShareClick,
+        Syntax,
+        WireRefused,
+    )
 
 __all__ = [
     "AnswerClick",

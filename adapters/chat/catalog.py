@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from oz0.adapters.chat.wire import ChatRuntime
 from oz0.edge import AgentSpec

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import discord
 import yarl
@@ -45,14 +46,14 @@ from oz0.renderers import discord_modal
 __all__ = [
     "AGENT_FIELD",
     "ASK_MESSAGE_COMMAND",
+    "INPUT_FIELD",
+    "INTERACTION_TOKEN_S",
+    "SHARE_PREFIX",
     "Asker",
     "DiscordChannel",
     "DiscordConfigError",
     "DiscordSettings",
-    "INPUT_FIELD",
-    "INTERACTION_TOKEN_S",
     "ReplyTarget",
-    "SHARE_PREFIX",
     "configured",
     "report_interrupted",
     "serve",

@@ -16,12 +16,12 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
-from oz0.edge import Job
-from oz0.edge import AnswerRefused
+from oz0.edge import AnswerRefused, Job
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
@@ -34,7 +34,7 @@ NOT_OPEN = "This question is no longer open (it was answered, or the job ended).
 class Questions:
     """The questions of one channel's jobs, through the channel's flow (its wire, runtime and loops)."""
 
-    def __init__(self, flow: "AskFlow", *, log: logging.Logger) -> None:
+    def __init__(self, flow: AskFlow, *, log: logging.Logger) -> None:
         self.flow = flow
         self.log = log
 

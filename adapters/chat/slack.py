@@ -25,7 +25,8 @@ import asyncio
 import json
 import logging
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
@@ -45,8 +46,8 @@ __all__ = [
     "ANSWER_ACTION",
     "ANSWER_FORM",
     "EVENTS_PATH",
-    "ReplyTarget",
     "SHARE_ACTION",
+    "ReplyTarget",
     "SlackChannel",
     "SlackConfigError",
     "SlackSettings",

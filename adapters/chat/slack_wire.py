@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -14,11 +15,11 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge import Attachment
-from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
-from oz0.edge.runtime.questions import RefusedWhy
 
 __all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire"]
 
@@ -57,7 +58,7 @@ class ReplyTarget:
             "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None})
 
     @classmethod
-    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+    def from_ref(cls, ref: ReplyRef) -> ReplyTarget:
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
         data = ref.data_for("slack", (REF_VERSION,))
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),

@@ -8,14 +8,15 @@ reaches the edge only through `ChatRuntime`, exactly the part of `Runtime` it us
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Protocol
+from typing import Any, Literal, Protocol
 
-from oz0.edge.runtime.access import Asker
-from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge import ChatRuntime
-from oz0.renderers.rendered import Rendered
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.questions import RefusedWhy
+from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
            "WireRefused"]

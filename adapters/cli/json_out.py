@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from oz0.edge.results.qzx import result_envelope
 

@@ -137,11 +137,11 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from oz0.edge import PluginError
     from oz0.edge.documents.compat import UpgradeRefused
-    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.lint import lint_plugin
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge import PluginError
+    from oz0.edge.runtime.install import install_plugin
 
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")

@@ -23,8 +23,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime

@@ -11,7 +11,8 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
@@ -35,8 +36,8 @@ __all__ = [
 
 
 def _load(folder: str) -> Plugin:
-    from oz0.edge.plugins.manifest import load_plugin
     from oz0.edge import PluginError
+    from oz0.edge.plugins.manifest import load_plugin
 
     try:
         return load_plugin(folder)

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
+from oz0.edge import ConsoleRuntime
 from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.events import JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import AnswerRefused, Question, RefusedWhy
-from oz0.edge import ConsoleRuntime
 
 __all__ = [
     "ANSWER_HTTP",

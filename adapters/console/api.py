@@ -12,27 +12,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge import ConsoleRuntime, Violation
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.model.agent import INVALID_INPUT, FailureKind
+from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
+from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
-from oz0.edge import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
-from oz0.edge.model.agent import INVALID_INPUT, FailureKind
-from oz0.edge.results.qzx import result_envelope
-from oz0.edge import ConsoleRuntime
 
 __all__ = [
     "API_PREFIX",

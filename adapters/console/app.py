@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,11 +28,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers
+from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
 from oz0.adapters.console import api as console_api
-from oz0.adapters.console import api_doc
-from oz0.adapters.console import plugin_pages, plugins_api
-from oz0.adapters.console import probes
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -72,7 +70,7 @@ class ConsoleSettings:
     admin_token: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
+    def from_env(cls, env: Mapping[str, str]) -> ConsoleSettings:
         host = env.get("OZ0_CONSOLE_HOST", "").strip() or DEFAULT_HOST
         raw_port = env.get("OZ0_CONSOLE_PORT", "").strip() or str(DEFAULT_PORT)
         try:

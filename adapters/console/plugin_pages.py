@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response

@@ -23,8 +23,9 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -33,9 +34,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
+from oz0.edge import ConsoleRuntime
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.results.qzx import result_envelope
-from oz0.edge import ConsoleRuntime
 
 __all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
            "routes"]
@@ -170,8 +171,8 @@ class _PluginsApi:
 
     async def install(self, request: Request) -> Response:
         from oz0.edge.documents.compat import UpgradeRefused
-        from oz0.edge.runtime.install import VersionReused, install_plugin
         from oz0.edge.plugins.declared import PluginError
+        from oz0.edge.runtime.install import VersionReused, install_plugin
 
         command = "plugins.install"
         guard = request.state.guard
@@ -222,10 +223,10 @@ class _PluginsApi:
     async def _upload(self, request: Request, command: str) -> _Upload | Response:
         """The uploaded archive unpacked, linted and loaded in a temporary folder (the caller removes it),
         or the failure to answer (the folder already removed)."""
+        from oz0.edge import PluginError
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
         from oz0.edge.plugins.manifest import load_plugin
-        from oz0.edge import PluginError
 
         data = await _archive_bytes(request, command)
         if isinstance(data, Response):

@@ -31,8 +31,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
-from oz0.edge.runtime.metrics import metrics_registry
 from oz0.edge import RuntimeFace
+from oz0.edge.runtime.metrics import metrics_registry
 from oz0.edge.runtime.store import claims
 
 __all__ = ["OPEN_PATHS", "READY_DB_TIMEOUT_S", "routes"]
@@ -76,7 +76,7 @@ async def _database(runtime: RuntimeFace) -> dict[str, Any]:
 
     try:
         free = await asyncio.wait_for(run_in_threadpool(probe), timeout=READY_DB_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("readyz: the database did not answer within %.0f s", READY_DB_TIMEOUT_S)
         return {"ok": False, "error": f"no answer within {READY_DB_TIMEOUT_S:.0f} s"}
     except (SQLAlchemyError, OSError) as exc:

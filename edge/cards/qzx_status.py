@@ -9,8 +9,9 @@ the envelope fields only, so the cost does not grow with the evidence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.cards.model import Status
 from oz0.edge.results.qzx import check_core

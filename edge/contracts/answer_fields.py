@@ -13,7 +13,8 @@ understood: one odd field never makes the whole question fail.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["FREE_TEXT_NOTE", "form_field", "form_schema", "labels_of"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.pointer import json_path
+from oz0.edge.errors import Oz0Error
 
-__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
+__all__ = ["MAX_JSON_DEPTH", "JsonDataError", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
 
 MAX_JSON_DEPTH = 128
 

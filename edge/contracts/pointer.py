@@ -8,8 +8,8 @@ it is percent-decoded first (as `referencing` does) and then read as a pointer, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote
 
 from oz0.edge.errors import Oz0Error

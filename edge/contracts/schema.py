@@ -22,11 +22,11 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
 
-from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
 from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "DIALECTS",
@@ -53,7 +53,7 @@ MAX_MESSAGE_CHARS = 300
 MAX_REMEMBERED_REFS = 1_024  # $ref lookups a contract remembers (its own references: a handful, as a rule)
 
 _lock = threading.Lock()
-_cache: dict[str, "Contract"] = {}
+_cache: dict[str, Contract] = {}
 _compiles = 0
 
 

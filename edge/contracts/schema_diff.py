@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.contracts.changes import Change, resolve_pointer
 from oz0.edge.contracts.pointer import json_path as _json_path

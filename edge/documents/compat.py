@@ -9,12 +9,13 @@ Cargo and npm carets, or an install with `--allow-breaking`.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.documents.diff import compare_agents
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import AgentSpec, FailureKind
 from oz0.edge.model.flow import FlowSpec
 from oz0.edge.model.installed import InstalledVersion

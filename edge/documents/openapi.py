@@ -19,7 +19,8 @@ publishes these operations), the Bearer token a console bound beyond loopback ne
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from oz0.edge.contracts.embed import embed_contract, escape_token
 from oz0.edge.contracts.schema import Contract
@@ -29,8 +30,8 @@ from oz0.edge.model.flow import FLOW_FAILURES, FLOW_KIND
 from oz0.edge.model.job import BUILTIN_FAILURES
 
 __all__ = [
-    "FAILURE_STATUS",
     "API_PREFIX",
+    "FAILURE_STATUS",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
     "SECURITY",

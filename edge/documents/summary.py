@@ -9,7 +9,8 @@ its required properties. Plain text only: each adapter puts it into its own card
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.edge.model.agent import AgentSpec
 

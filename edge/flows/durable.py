@@ -18,8 +18,8 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
-from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
+from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.mcp.session import describe
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import Plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.session import pick
 from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import Plugin
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -32,7 +32,7 @@ def _needs_tool(spec: AgentSpec) -> bool:
     return spec.kind == "mcp" and (spec.input is None or spec.output is None)
 
 
-def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -> Plugin:
+def with_listed_contracts(plugin: Plugin, *, pool: McpServers | None = None) -> Plugin:
     """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now,
     to a client that declares the elicitation capability: an installed agent may run from a channel
     that can ask, and a server offers a tool that asks only to such a client (edge.mcp.kind.job_tool).

@@ -6,9 +6,10 @@ spec is edge.documents.contract_hash's (`contract_hash(spec)`, computed once per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -20,13 +21,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_KINDS",
     "ANNOTATION_KEYS",
-    "AgentSpec",
     "BUDGET_EXHAUSTED",
+    "INVALID_INPUT",
+    "TREE_LIMIT_DEFAULTS",
+    "AgentSpec",
     "Example",
     "FailureKind",
-    "INVALID_INPUT",
     "Limits",
-    "TREE_LIMIT_DEFAULTS",
 ]
 
 AGENT_KINDS: tuple[str, ...] = ("python", "command", "http", "mcp", "model")

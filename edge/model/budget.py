@@ -10,17 +10,18 @@ rules a schema cannot say (decimal places, which keys a kind takes) and builds t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "BUDGET_DIMENSIONS",
+    "MICRO",
     "Budget",
     "BudgetDeclarationError",
-    "MICRO",
     "Price",
     "amount_text",
     "budget_findings",

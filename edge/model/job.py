@@ -7,8 +7,9 @@ what an agent kind gets beside its input is edge.runtime.context.RunContext.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind

@@ -18,8 +18,9 @@ import io
 import stat
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import IO, Iterator
+from typing import IO
 
 from oz0.edge.errors import Oz0Error
 

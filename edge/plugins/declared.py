@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 import yaml
 
-from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.bundled import shipped_schema
 from oz0.edge.contracts.schema import Contract, load_contract
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import Example
 from oz0.edge.model.budget import BudgetDeclarationError, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -22,10 +23,10 @@ from jmespath.visitor import TreeInterpreter
 from oz0.edge.errors import Oz0Error
 
 __all__ = [
-    "ExpressionError",
     "MAX_EXPRESSION_GROWTH",
     "MAX_EXPRESSION_S",
     "MAX_HOLE_CHARS",
+    "ExpressionError",
     "compile_expression",
     "evaluate",
     "field_paths",

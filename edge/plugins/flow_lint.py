@@ -10,20 +10,21 @@ know a side (an agent it cannot see, an expression it cannot follow), it says so
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Union
 
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.contracts.schema_diff import SchemaComparison
+from oz0.edge.model.budget import budget_findings
+from oz0.edge.plugins.declared import manifest_contract
 from oz0.edge.plugins.expressions import ExpressionError, compile_expression, field_paths
 from oz0.edge.plugins.flow_manifest import step_expressions
-from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.lint_examples import lint_examples
-from oz0.edge.plugins.declared import manifest_contract
 
-__all__ = ["AgentSides", "TEXT", "lint_flows"]
+__all__ = ["TEXT", "AgentSides", "lint_flows"]
 
 TEXT = "text"
 Side = Union[Contract, "_Sub", str, None]  # a contract (or part of one), TEXT, or None: not known here

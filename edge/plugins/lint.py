@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import orjson
 
-from oz0.edge.contracts.pointer import parse_pointer
+from oz0.edge.contracts.pointer import json_path, parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.contracts.pointer import json_path
 from oz0.edge.contracts.view import SchemaView, walk_schema
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.budget import budget_findings
+from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
 from oz0.edge.plugins.files import plugin_problems
+from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.manifest import VERSION_RE
-from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
-from oz0.edge.model.agent import AgentSpec
-from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 

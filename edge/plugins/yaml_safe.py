@@ -16,8 +16,8 @@ import yaml
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from oz0.edge.errors import Oz0Error
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
+from oz0.edge.errors import Oz0Error
 
 __all__ = ["MAX_YAML_ALIASES", "MAX_YAML_BYTES", "MAX_YAML_NODES", "YamlLimitError", "safe_load"]
 

@@ -17,8 +17,9 @@ import functools
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, TypeGuard
+from typing import Any, TypeGuard
 
 from oz0.edge.errors import Oz0Error
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from oz0.edge.results.qzx import Finding, InputError, parse_document
 from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx import Finding, InputError, parse_document
 from oz0.edge.results.qzx_profiles import PROFILES, Verdict, blank_facts, validate_document
 
 __all__ = [

@@ -16,9 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from oz0.edge.contracts.bundled import bundled_schema
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL, bundled_schema
 from oz0.edge.results.qzx import Finding, at_key, is_number, kind_of
-from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 
 __all__ = [
     "CANONICAL_SCHEMA_SHA256",

@@ -7,8 +7,9 @@ a card draws is then decided from these facts, the same way in both places.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 

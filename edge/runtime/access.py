@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import fnmatch
 import getpass
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -102,7 +103,7 @@ class AccessPolicy:
     budgets: tuple[AccessBudget, ...] = ()
 
     @classmethod
-    def load(cls, home: str | Path) -> "AccessPolicy":
+    def load(cls, home: str | Path) -> AccessPolicy:
         """The policy in `home/access.yaml`, or allow-all when there is no such file."""
         path = Path(home) / "access.yaml"
         if not path.exists():
@@ -114,7 +115,7 @@ class AccessPolicy:
         return cls.from_dict(data, source=str(path))
 
     @classmethod
-    def from_dict(cls, data: Any, *, source: str = "access.yaml") -> "AccessPolicy":
+    def from_dict(cls, data: Any, *, source: str = "access.yaml") -> AccessPolicy:
         if not isinstance(data, dict):
             raise AccessError(f"{source}: expected a mapping with 'default' and 'rules'")
         default = data.get("default", "allow")

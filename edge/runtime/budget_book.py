@@ -19,8 +19,9 @@ usage is settled as reported, and the next reservation (at least that much) does
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import RowMapping
@@ -51,7 +52,7 @@ class Amounts:
         return not (self.tokens or self.cost or self.calls)
 
     @classmethod
-    def of(cls, row: RowMapping, prefix: str = "") -> "Amounts":
+    def of(cls, row: RowMapping, prefix: str = "") -> Amounts:
         return cls(*(int(row[f"{prefix}{d}"] or 0) for d in BUDGET_DIMENSIONS))
 
 
@@ -131,7 +132,7 @@ def _at_least_the_average(need: Amounts, row: RowMapping) -> Amounts:
 class BudgetBook:
     """Budgets in the store of one runtime."""
 
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._spend_rows: set[tuple[str, str]] = set()  # (agent, channel) rows known to exist
 

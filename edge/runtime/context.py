@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.progress import Progress
@@ -33,9 +34,9 @@ class RunContext:
     attempt: int
     plugin_path: Path
     on_progress: Callable[[Progress], Any] | None = field(default=None, repr=False)
-    questions: "Questions | None" = field(default=None, repr=False)
-    delegate: "Delegation | None" = field(default=None, repr=False)
-    budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
+    questions: Questions | None = field(default=None, repr=False)
+    delegate: Delegation | None = field(default=None, repr=False)
+    budgets: Budgets | None = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
     started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
@@ -68,7 +69,7 @@ class RunContext:
 
     async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
                          answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                         source: str | None = None) -> "Answer":
+                         source: str | None = None) -> Answer:
         """Pause the job to ask someone (a person step) and wait for the answer, in the job's own call:
         not durable, a restart ends the job interrupted. `answerers` default to the asker; `timeout_s`
         to the agent's limits.timeout_s (then the answer's action is "timeout")."""
@@ -78,13 +79,13 @@ class RunContext:
 
     def ask_person_sync(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
                         answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                        source: str | None = None) -> "Answer":
+                        source: str | None = None) -> Answer:
         """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
         question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
         self._book().ask(question)
         return self._book().wait(self.job_id, question.step, timeout_s=wait)
 
-    def _book(self) -> "Questions":
+    def _book(self) -> Questions:
         if self.questions is None:
             raise RuntimeError("this run has no runtime to ask a person through")
         return self.questions

@@ -34,15 +34,16 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
 
-from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.transient import is_transient
 
@@ -53,9 +54,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LEASE_S",
     "DEFAULT_WORKER_CONCURRENCY",
+    "NOT_RESUMABLE_KINDS",
     "Engine",
     "EngineError",
-    "NOT_RESUMABLE_KINDS",
     "app_version",
     "current_runtime",
     "replica_id",
@@ -70,7 +71,7 @@ QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
 CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
-_ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
+_ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
 
 def replica_id(env: Mapping[str, str] | None = None) -> str:
@@ -93,7 +94,7 @@ def app_version() -> str:
 _WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
 
 
-def workflow_id(job: "Job | Mapping[str, Any]") -> str:
+def workflow_id(job: Job | Mapping[str, Any]) -> str:
     """A job's workflow id: its dedupe key (so a redelivery joins the same run), else its id."""
     if isinstance(job, Mapping):
         return job.get("dedupe_key") or f"job:{job['id']}"
@@ -143,12 +144,12 @@ async def _job_workflow(job_id: str) -> str:
     return status
 
 
-def current_runtime() -> "Runtime":
+def current_runtime() -> Runtime:
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
 
 
-def _current() -> "Engine":
+def _current() -> Engine:
     if _ENGINE is None:
         raise EngineError("a job workflow ran with no engine launched in this process")
     return _ENGINE
@@ -157,7 +158,7 @@ def _current() -> "Engine":
 class Engine(Leases):
     """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
 
-    def __init__(self, runtime: "Runtime", *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, env: dict[str, str] | None = None) -> None:
         env = dict(os.environ if env is None else env)
         self.runtime = runtime
         self.replica = replica_id(env)
@@ -236,7 +237,7 @@ class Engine(Leases):
 
     # running a job -----------------------------------------------------------------------------
 
-    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> "Job":
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> Job:
         """Start (or join) the job's workflow and wait for its end, on whichever replica runs it."""
         job = self.runtime.job(job_id)
         if job is None:

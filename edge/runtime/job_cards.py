@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, cast
 
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
-from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_known_contracts
 from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, snake_case
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class JobCards:
         return replace(card, notes=(*card.notes, runtime.flow_engine.step_note(runtime, spec, job)))
 
 
-def _failure_note(runtime: "Runtime", spec: AgentSpec | None, job: Job) -> str:
+def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
     if spec is None:
         return ""
     kind = runtime._failure_kind(spec, job.failure_kind or "")

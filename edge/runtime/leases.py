@@ -37,7 +37,7 @@ def _lock_key(replica: str) -> int:
 class Leases:
     """The Engine's lease methods (Postgres only)."""
 
-    runtime: "Runtime"
+    runtime: Runtime
     replica: str
     lease_s: float
     _stop: threading.Event

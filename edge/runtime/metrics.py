@@ -14,16 +14,17 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
 from oz0.edge.model.budget import MICRO
 from oz0.edge.runtime.api import RuntimeFace
+from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
 
 __all__ = [
     "CHANNEL_ERRORS",

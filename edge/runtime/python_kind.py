@@ -9,8 +9,9 @@ import inspect
 import sys
 import threading
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import JobFailure

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerRefused, Question, job_platform
 from oz0.edge.runtime.store import questions as table
@@ -53,7 +54,7 @@ def _may_answer(answerers: Mapping[str, Any], requester: str, *, by: str, groups
 class Questions:
     """The runtime's person steps: the store's questions, published on the job's stream, and waited for."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._shown: set[str] = set()
 
@@ -166,7 +167,7 @@ class Questions:
             raise AnswerRefused("invalid", violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
-    def _record(self, job: "Job", question: Question, answer: Answer,
+    def _record(self, job: Job, question: Question, answer: Answer,
                 via: str | None = None) -> tuple[Answer, bool]:
         """Write the answer if none is there (the database decides who was first): the answer that
         stands, and whether it is this one."""

@@ -23,19 +23,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from oz0.edge.errors import Oz0Error
 
-
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
     from oz0.edge.runtime.question_book import Questions
 
 __all__ = [
     "ACTIONS",
+    "POLL_S",
     "Answer",
     "AnswerRefused",
-    "RefusedWhy",
-    "POLL_S",
-    "Question",
     "PersonSteps",
+    "Question",
+    "RefusedWhy",
     "job_platform",
     "wait_in_workflow",
 ]
@@ -92,7 +91,7 @@ class AnswerRefused(Oz0Error):
         self.violations = violations  # for 422: the contract's Violations (json_path, keyword, message)
 
 
-def job_platform(job: "Job") -> str:
+def job_platform(job: Job) -> str:
     """Where a job was asked: its reply reference's platform (slack, discord), else its channel."""
     return job.platform
 
@@ -100,7 +99,7 @@ def job_platform(job: "Job") -> str:
 class PersonSteps:
     """Runtime's person-step methods (mixed into edge.runtime.runner.Runtime, which sets `questions`)."""
 
-    questions: "Questions"
+    questions: Questions
 
     def ask(self, question: Question) -> None:
         """Pause the question's job to ask someone; the first ask of a (job, step) wins."""

@@ -19,46 +19,47 @@ import os
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
-from oz0.edge.plugins.manifest import Plugin, load_plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.tool_contracts import with_stored_contracts
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.flow import FLOW_KIND
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
+from oz0.edge.model.progress import ProgressSink
+from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
-from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.events import JobEnded, JobEvent
+from oz0.edge.runtime.flow_engine import FlowEngine
+from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.kinds import mcp_redacted
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
-from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.progress import JournalProgress
-from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
-from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.runtime.store import AuditRecord, Store
-from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
-from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
+from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 
 __all__ = [
+    "MAX_INPUT_CHARS",
     "AuditRecord",
     "Job",
     "JobFailure",
-    "MAX_INPUT_CHARS",
     "RunContext",
     "Runtime",
     "default_home",

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 
@@ -87,8 +88,8 @@ class TreeNode:
 class JobTree:
     """Runtime's tree methods (it provides store, job, submit, agent, questions, engine, _end)."""
 
-    store: "Store"
-    _tree_tasks: dict[str, "asyncio.Task[Any]"]  # job id -> the task running it in this process
+    store: Store
+    _tree_tasks: dict[str, asyncio.Task[Any]]  # job id -> the task running it in this process
 
     # reading the tree ----------------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class JobTree:
         if left is not None and left[0] <= 0:
             raise self._refuse(job, self._time_reason(job, left[1], left[2]))
 
-    async def _watched(self, job: Job, work: "Coroutine[Any, Any, Job]") -> Job:
+    async def _watched(self, job: Job, work: Coroutine[Any, Any, Job]) -> Job:
         """Run a job's work as its own task, stopped when its tree's time is up (tree_timeout_s), and
         registered so that the end of a tree a limit ended can cancel it."""
         task = asyncio.ensure_future(work)
@@ -294,7 +295,7 @@ class JobTree:
         spec = self._spec_or_none(job.agent)
         return spec is not None and spec.limits.tree_timeout_s is not None
 
-    async def watch_child(self, parent: Job, child_id: str, wait: "Coroutine[Any, Any, Any]") -> Any:
+    async def watch_child(self, parent: Job, child_id: str, wait: Coroutine[Any, Any, Any]) -> Any:
         """Wait for a child of `parent` that runs elsewhere (a durable flow's child workflow: `wait` is
         its result), but not past the tree's time: then the child is stopped where it runs (its
         workflow cancelled) and ends LimitExceeded. Returns or raises as `wait` does, or returns None
