@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from oz0.renderers.safety import clean, idn_host, safe_url, userinfo_host
@@ -106,7 +106,7 @@ class Link:
     children: tuple[Span, ...]
 
 
-Span = Union[Text, Code, LineBreak, Strong, Emph, Strike, Link]
+Span = Text | Code | LineBreak | Strong | Emph | Strike | Link
 
 
 # Blocks -------------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ class Table:
     rows: tuple[tuple[tuple[Span, ...], ...], ...]
 
 
-Block = Union[Paragraph, Heading, CodeBlock, ListBlock, Quote, Rule, Table]
+Block = Paragraph | Heading | CodeBlock | ListBlock | Quote | Rule | Table
 
 
 @lru_cache(maxsize=1)

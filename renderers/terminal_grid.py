@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 __all__ = ["Grid", "Line", "Part", "draw"]
 
@@ -35,7 +34,7 @@ class Grid:
     boxed: bool = True
 
 
-Part = Union[Line, Grid]
+Part = Line | Grid
 
 
 def _plain(text: str) -> bool:

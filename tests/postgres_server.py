@@ -100,7 +100,7 @@ class PostgresServer:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError("Postgres did not start within 30 s")
+                    raise RuntimeError("Postgres did not start within 30 s") from None
                 time.sleep(0.2)
 
     def dsn(self, database: str) -> str:

@@ -119,7 +119,7 @@ def test_compose_runs_two_replicas_with_stable_ids_over_postgres_behind_nginx():
     services = compose["services"]
     replicas = {name: s for name, s in services.items() if s.get("environment", {}).get("OZ0_REPLICA_ID")}
     assert sorted(s["environment"]["OZ0_REPLICA_ID"] for s in replicas.values()) == ["oz0-a", "oz0-b"]
-    for name, service in replicas.items():
+    for service in replicas.values():
         env = service["environment"]
         assert env["OZ0_DATABASE_URL"].startswith("postgresql://oz0:${POSTGRES_PASSWORD") and "@postgres:5432/oz0" in env["OZ0_DATABASE_URL"]
         assert (env["OZ0_CONSOLE_HOST"], env["OZ0_CONSOLE_PORT"], env["OZ0_SLACK_PORT"]) == (

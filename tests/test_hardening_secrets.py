@@ -28,7 +28,7 @@ def shown(rt: Any, job: Any) -> str:
     parts = [json.dumps(rt.job(job.id).to_dict(), default=str)]
     card = rt.card(rt.job(job.id))
     parts.append(json.dumps(card.to_dict(), default=str))
-    for name, renderer in RENDERERS.items():
+    for renderer in RENDERERS.values():
         parts.append(repr(renderer(card)))
     return "\n".join(parts)
 

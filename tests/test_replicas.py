@@ -200,7 +200,7 @@ def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp
                         assert time.monotonic() < deadline, "no card said the live MCP call was cut short"
                         await asyncio.sleep(0.1)
                 except AssertionError as exc:
-                    raise AssertionError(f"{exc}\n{[j.to_dict() for j in journal.jobs()]}\n" + "\n".join(a.lines))
+                    raise AssertionError(f"{exc}\n{[j.to_dict() for j in journal.jobs()]}\n" + "\n".join(a.lines)) from exc
                 await asyncio.sleep(1.5)
             finally:
                 a.stop()

@@ -286,7 +286,7 @@ def test_jobs_show_draws_a_delegation_chain_deeper_than_eight(runtime):
 def test_jobs_show_says_how_many_jobs_of_a_broken_chain_it_leaves_out(runtime):
     root, _ = runtime.submit("counter", '{"n": 0}')
     parent = root
-    for n in range(25):  # a chain deeper than any max_depth (at most 20): only a broken journal holds one
+    for _ in range(25):  # a chain deeper than any max_depth (at most 20): only a broken journal holds one
         parent, _ = runtime.submit("counter", '{"n": 0}', dedupe_key=f"delegate:{parent.id}:1", parent_id=parent.id)
     shown = _show(runtime, root.id)
     assert shown.returncode == 0, shown.stderr

@@ -10,6 +10,7 @@ know a side (an agent it cannot see, an expression it cannot follow), it says so
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], ad
         shape = manifest_contract("flow").validate(data, limit=50)
         for v in shape:
             add("error", file, v.json_path, v.message, "see schemas/flow.schema.json")
-        budget_findings(data, kind="flow", add=lambda path, message, fix: add("error", file, path, message, fix))
+        budget_findings(data, kind="flow", add=functools.partial(add, "error", file))
         name = data.get("name") if isinstance(data.get("name"), str) else file.stem
         if name in agents:
             add("error", file, "$.name", f"a flow and an agent are both named {name!r}",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
@@ -62,7 +62,7 @@ class Lagged:
     dropped: int
 
 
-JobEvent = Union[Progress, QuestionAsked, Answered, TextDelta, JobEnded, Lagged]
+JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | Lagged
 
 
 def encode(event: JobEvent) -> dict[str, Any]:
