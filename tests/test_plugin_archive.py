@@ -170,7 +170,7 @@ def test_many_small_extended_headers_are_bounded_in_number_and_in_total_bytes(tm
 def test_a_sparse_entry_is_refused(tmp_path):
     sparse = member("plugin.yaml", tarfile.GNUTYPE_SPARSE)
     data = _gz_stream([sparse.tobuf(format=tarfile.GNU_FORMAT), b"\0" * 1024])
-    with pytest.raises(ArchiveError, match="entry 'plugin.yaml': a sparse file is refused"):
+    with pytest.raises(ArchiveError, match=re.escape("entry 'plugin.yaml': a sparse file is refused")):
         unpack_plugin(data, tmp_path / "out")
 
 
