@@ -25,7 +25,7 @@ from oz0.edge import ConsoleRuntime, Violation
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
-from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
@@ -33,6 +33,7 @@ from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
+from oz0.edge.runtime.loop_trace import read_trace
 
 __all__ = [
     "API_PREFIX",
@@ -238,6 +239,9 @@ class _Api:
         budgets = self.runtime.budgets.report(job)
         if budgets:  # each budget covering the job: limit, granted, reserved, spent, left
             out["budgets"] = [budget_json(b) for b in budgets]
+        trace = read_trace(self.runtime.store, job.id)
+        if trace:  # a tool loop's calls (edge.runtime.tool_loop)
+            out["trace"] = trace
         children = self.runtime.children(job.id)
         if children:  # a flow's steps, each a child job
             out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]
@@ -258,7 +262,7 @@ class _Api:
         if spec_kind is not None:
             details.update(retryable=spec_kind.retryable, partial=spec_kind.partial, person=spec_kind.person)
         status = 200 if read_only else (INVALID_INPUT_HTTP if kind == INVALID_INPUT.name else FAILED_JOB_HTTP)
-        return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
+        return failure(f"{job.agent} failed: {kind}", failure_code(job), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "AgentKind",
     "command_argv",
     "expand_env",
+    "model_api_key",
     "run_command",
     "run_http",
     "run_model",
@@ -250,6 +251,18 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
 
 # model ----------------------------------------------------------------------------------------
 
+def model_api_key(spec: AgentSpec) -> str | None:
+    """The model's API key from `api_key_env` (Misconfigured when it is named and not set)."""
+    key_env = spec.config.get("api_key_env")
+    if not key_env:
+        return None
+    key = os.environ.get(str(key_env))
+    if not key:
+        raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
+                                          "in the environment of the bot")
+    return key
+
+
 def _schema_name(agent: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", agent)[:64] or "answer"
 
@@ -257,17 +270,17 @@ def _schema_name(agent: str) -> str:
 async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """An OpenAI-compatible chat-completions endpoint. With an output schema the model is asked for
     that structure (`response_format` json_schema); an answer that does not match goes back with the
-    reason, at most twice, then the job fails quoting the last reason."""
+    reason, at most twice, then the job fails quoting the last reason. A model agent with tools (or an
+    anthropic one) runs the tool loop instead (edge.runtime.tool_loop)."""
+    key = model_api_key(spec)
+    secrets = [key] if key else []
+    if spec.loops:
+        from oz0.edge.runtime.tool_loop import run_tool_loop  # imports pydantic-ai: only for a loop
+
+        return await run_tool_loop(spec, value, ctx, key=key, secrets=secrets)
     headers = {"Content-Type": "application/json"}
-    secrets: list[str] = []
-    key_env = spec.config.get("api_key_env")
-    if key_env:
-        key = os.environ.get(str(key_env))
-        if not key:
-            raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
-                                              "in the environment of the bot")
+    if key:
         headers["Authorization"] = f"Bearer {key}"
-        secrets.append(key)
     redactor = Redactor(secrets)
     return await redactor.run(_ask_model(spec, value, redactor.context(ctx), headers, redactor))
 

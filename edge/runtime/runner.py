@@ -298,7 +298,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
             return self._end(job_id, **held)
         started = _now()
-        claimable = ("queued", "running") if resume else ("queued",)
+        claimable = ("queued", "running", "waiting") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
                                      runner=runner_id()):
             job = self.job(job_id)
@@ -338,7 +338,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
-                    if not kind.retryable or attempts >= spec.limits.max_attempts:
+                    # a tool loop is not rerun whole: its calls made would be made again
+                    if not kind.retryable or attempts >= spec.limits.max_attempts or spec.loops:
                         raise
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
                     if on_progress:
@@ -385,7 +386,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
-            output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
+            what = "could not be kept" if exc.too_deep else "is not JSON data"
+            output, reason = None, f"{reason or 'the job failed'} (its partial answer {what}: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
