@@ -22,6 +22,8 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     │   │   └── VersionReused      ... a version installed before with other content (edge.runtime.install)
     │   ├── ArchiveError           a plugin archive (edge.plugins.archive)
     │   ├── ExpressionError        a flow's expression (edge.plugins.expressions)
+    │   ├── ToolsError             an agent's `tools:` or `servers:` (edge.plugins.agent_tools)
+    │   ├── AskDeclarationError    an agent's `asks:` entry (edge.plugins.asks)
     │   └── YamlLimitError         YAML past a limit, also a yaml.YAMLError (edge.plugins.yaml_safe)
     ├── documents/
     │   └── UpgradeRefused         an upgrade that breaks a contract (edge.documents.compat)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.tools import ASK_PERSON, DEFAULT_LOOP_STEPS, ToolDecl, tool_name_of
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the providers accept as a function name
 
 
-class ToolsError(ValueError):
+class ToolsError(Oz0Error, ValueError):
     """A `tools:` or `servers:` declaration that cannot work: the message names the entry, `path` where."""
 
     def __init__(self, message: str, path: str) -> None:
