@@ -35,6 +35,8 @@ class Ask:
 
     `delivery` is the platform's id for this delivery (Slack's event_id or trigger_id, Discord's
     interaction id): a redelivery carries the same one and is answered by nobody a second time.
+    `thread` names the thread the answer goes to (a conversation there: `conversing`); a
+    `follow_up` is a reply in it without a mention (`agent` None: the conversation's agent).
     """
 
     agent: str | None
@@ -43,7 +45,9 @@ class Ask:
     delivery: str
     reply: Any
     help: bool = False
-    source: Literal["command", "mention", "modal"] = "command"
+    source: Literal["command", "mention", "modal", "reply"] = "command"
+    thread: str | None = None
+    follow_up: bool = False
 
     @property
     def requester(self) -> str:
@@ -106,6 +110,10 @@ class ChatWire(Protocol):
 
     async def with_groups(self, asker: Asker) -> Asker:
         """The asker with the groups (user groups, roles) access rules may name."""
+        ...
+
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """How the platform names this user for people (None: it will not say); `names.Names` caches it."""
         ...
 
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from oz0.edge.model.reply_ref import ReplyRef
     from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
+    from oz0.edge.runtime.conversations import Conversations
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
     from oz0.edge.runtime.input_check import Checked
@@ -83,6 +84,8 @@ class ChatRuntime(Protocol):
 
     @property
     def home(self) -> Path: ...
+    @property
+    def conversations(self) -> Conversations: ...
     @property
     def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
     @property

@@ -14,6 +14,7 @@ from oz0.edge.mcp.kind import with_known_contracts
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, failure_code
+from oz0.edge.runtime.conversations import dropped_note
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -36,6 +37,9 @@ class JobCards:
         if job.status == "succeeded":
             checked = contract is not None and runtime._checked.get(job.id) == contract.digest
             card = choose_card(job.output, contract, title=title, checked=checked)
+            if spec is not None:
+                note = dropped_note(runtime.conversations.history(job.id, spec.conversation))
+                card = replace(card, notes=(*card.notes, note)) if note else card
             return self._with_steps(card, spec, job)
         if job.status in FAILED_STATUSES:
             code = failure_code(job)

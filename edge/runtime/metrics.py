@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 
 from oz0.edge.model.budget import MICRO
 from oz0.edge.runtime.api import RuntimeFace
+from oz0.edge.runtime.feedback import FeedbackCollector
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
 
 __all__ = [
@@ -169,4 +170,5 @@ def metrics_registry(runtime: RuntimeFace) -> CollectorRegistry:
     registry.register(JournalCollector(runtime.store))
     registry.register(SpendCollector(runtime))
     registry.register(CHANNEL_ERRORS)
+    registry.register(FeedbackCollector(runtime.store))
     return registry

@@ -40,6 +40,7 @@ from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.events import JobEnded, JobEvent
@@ -106,6 +107,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
+        self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         watch_tools(self)
 
@@ -326,6 +328,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     job, spec, value, on_progress))
             await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
             plugin_path = Path(plugin.path)
+            history = self.conversations.history(job_id, spec.conversation).messages
             while True:
                 self.take_step(job, attempts + 1)
                 attempts += 1
@@ -334,7 +337,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     delegate = Delegation(self, job, attempts, asyncio.get_running_loop())
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
                                                                          on_progress, self.questions, delegate,
-                                                                         budgets=self.budgets))
+                                                                         budgets=self.budgets,
+                                                                         history=history))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
