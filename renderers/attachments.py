@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card

@@ -15,7 +15,8 @@ Slack limits owned here: title, submit and close 24 characters; 100 blocks; 3,00
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.renderers.safety import clean, clip, one_line
 
@@ -41,7 +42,8 @@ def _plain(text: str, limit: int) -> dict[str, Any]:
 
 
 def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
     required = set(schema.get("required") or ())
     return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, insert, inspect, text
 
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -173,7 +172,7 @@ def test_replicas_upgrading_one_sqlite_file_at_once_all_succeed(tmp_path):
 # Postgres ------------------------------------------------------------------------------------
 
 try:  # the real Postgres server of test_runtime_postgres, until a shared fixture in conftest.py provides it
-    from test_runtime_postgres import postgres_url  # noqa: E402,F401
+    from test_runtime_postgres import postgres_url  # noqa: F401
 except ImportError:
     pass
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
@@ -14,6 +14,9 @@ from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
 from oz0.edge.model.job import Job, failure_code
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime  # the command makes it; a type here, not an import
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -34,7 +37,7 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge import UnknownAgent
     from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
@@ -74,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if job.failure_kind == "InvalidInput" else 1
 
 
-def _driven(runtime: Any, job_id: str, work: Any) -> Any:
+def _driven(runtime: Runtime, job_id: str, work: Any) -> Any:
     """The job run here with its person steps met on this terminal (adapters.cli.asking): the ended
     Job, or a Parked one off a terminal."""
     from oz0.adapters.cli.asking import drive, on_a_terminal
@@ -200,8 +203,8 @@ def _answer(args: argparse.Namespace) -> int:
     import json
 
     from oz0.adapters.cli.asking import PARKED_RUNNER
-    from oz0.edge.runtime.questions import AnswerRefused
     from oz0.edge.runtime.access import local_user
+    from oz0.edge.runtime.questions import AnswerRefused
 
     started = time.monotonic()
     action = "decline" if args.decline else "cancel" if args.cancel else "accept"

@@ -12,27 +12,28 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge import ChatRuntime, ConsoleRuntime, Violation
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.runtime.loop_trace import read_trace
+from oz0.edge.model.agent import INVALID_INPUT, FailureKind
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
+from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
-from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
-from oz0.edge.model.agent import INVALID_INPUT, FailureKind
-from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.loop_trace import read_trace
 
 __all__ = [
     "API_PREFIX",
@@ -70,7 +71,7 @@ class Refusal:
     violations: tuple[Violation, ...] = field(default=())
 
 
-def plugin_versions(runtime: Any) -> dict[str, str]:
+def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
     """The installed (current) version of each plugin, by name."""
     return {v.plugin: v.version for v in runtime.installed()}
 
@@ -108,7 +109,7 @@ def failure(message: str, error_code: str, *, status_code: int, command: str, er
     return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: ConsoleRuntime) -> list[Route]:
     """The API's routes over `runtime`."""
     api = _Api(runtime)
     return [
@@ -123,7 +124,7 @@ def routes(runtime: Any) -> list[Route]:
 
 
 class _Api:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
         self.background: set[asyncio.Task[Any]] = set()
         self.starter = answers.JobStarter(runtime)
@@ -394,7 +395,7 @@ def follow_up_text(body: bytes, content_type: str) -> str | tuple[str]:
                                                  f"not a JSON {type(value).__name__}",)
 
 
-def conversation_json(runtime: Any, cid: str) -> dict[str, Any]:
+def conversation_json(runtime: ChatRuntime, cid: str) -> dict[str, Any]:
     """A conversation as the API and the console's job page show it: each turn's job, agent and input."""
     turns = []
     for row in runtime.conversations.turns(cid):
@@ -413,7 +414,7 @@ def _job_json(job: Any) -> dict[str, Any]:
     return out
 
 
-def _kind(runtime: Any, agent: str, kind: str) -> FailureKind | None:
+def _kind(runtime: ConsoleRuntime, agent: str, kind: str) -> FailureKind | None:
     try:
         found = runtime.agent(agent).failure(kind)
     except ValueError:

@@ -8,14 +8,16 @@ contract, 422 for `InvalidInput`, and the read-only endpoints.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
+from oz0.edge import RuntimeFace
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document
 from oz0.edge.model.budget import ON_EXHAUSTED, PERIODS
@@ -24,7 +26,7 @@ from oz0.edge.runtime.confirm import known_annotations
 __all__ = ["api_document", "routes"]
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: RuntimeFace) -> list[Route]:
     """`GET /openapi.json`: the document of the agents and flows installed now."""
 
     async def openapi(request: Request) -> Response:

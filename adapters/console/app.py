@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,11 +28,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers
+from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
 from oz0.adapters.console import api as console_api
-from oz0.adapters.console import api_doc
-from oz0.adapters.console import plugin_pages, plugins_api
-from oz0.adapters.console import probes
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -43,6 +41,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
+from oz0.edge import ConsoleRuntime
 from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
 from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
@@ -74,7 +73,7 @@ class ConsoleSettings:
     admin_token: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
+    def from_env(cls, env: Mapping[str, str]) -> ConsoleSettings:
         host = env.get("OZ0_CONSOLE_HOST", "").strip() or DEFAULT_HOST
         raw_port = env.get("OZ0_CONSOLE_PORT", "").strip() or str(DEFAULT_PORT)
         try:
@@ -86,7 +85,7 @@ class ConsoleSettings:
         return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
-def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
+def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
     guard = guard or Guard(settings.host, settings.token, settings.admin_token)
@@ -174,7 +173,7 @@ def _same_origin(request: Request) -> bool:
 
 
 class _Pages:
-    def __init__(self, runtime: Any, guard: Guard) -> None:
+    def __init__(self, runtime: ConsoleRuntime, guard: Guard) -> None:
         self.runtime = runtime
         self.guard = guard
         self.env = Environment(loader=PackageLoader("oz0.adapters.console", "templates"),
@@ -356,7 +355,7 @@ class _Pages:
             return await self.job(request, status_code=422, answer_error={
                 "title": "This answer cannot be read", "message": str(exc)})
         except AnswerRefused as refused:
-            return await self.job(request, status_code=refused.status, answer_error={
+            return await self.job(request, status_code=answers.REFUSED_STATUS[refused.why][0], answer_error={
                 "title": "The answer was not taken", "message": refused.message, "violations": refused.violations})
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import fcntl
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
