@@ -14,17 +14,17 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-from sqlalchemy import text  # noqa: E402
+from postgres_server import PostgresServer
+from sqlalchemy import text
 
-from oz0.edge.runtime.job_search import parse_query, search_jobs  # noqa: E402
-from oz0.edge.runtime.store import Store  # noqa: E402
-from postgres_server import PostgresServer  # noqa: E402
+from oz0.edge.runtime.job_search import parse_query, search_jobs
+from oz0.edge.runtime.store import Store
 
 FILL = """
 INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts)

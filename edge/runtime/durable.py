@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +150,9 @@ async def _job_workflow(job_id: str) -> str:
 
 
 @DBOS.workflow(name="oz0.retention.prune")
-def _prune_workflow(scheduled_at: Any, context: Any) -> dict[str, int]:
-    """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas."""
+def _prune_workflow(scheduled_at: datetime, context: Any) -> dict[str, int]:
+    """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas.
+    Its result, the rows removed per table, is the workflow's output (`oz0 db prune` prints the same)."""
     return DBOS.run_step({"name": "oz0.retention.prune"}, lambda: prune_by_settings(_current().runtime.store.engine))
 
 
@@ -211,7 +213,9 @@ class Engine(Leases):
             DBOS.launch()
             for spec in self.runtime.agents():
                 self._register_queue(spec.name, spec.limits.concurrency)
-            DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune", "workflow_fn": _prune_workflow,
+            DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune",
+                                   # DBOS types a schedule's function as returning None; a result is kept all the same
+                                   "workflow_fn": _prune_workflow,  # type: ignore[typeddict-item]
                                    "schedule": PRUNE_CRON}])  # replaces itself: replicas agree
             self._carried = {w.workflow_id for w in DBOS.list_workflows(
                 status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, get_args
 
 from sqlalchemy import and_, or_, select
@@ -71,7 +71,7 @@ def parse_when(param: str, text: str, *, now: float) -> float:
         raise SearchError(param, f"{param}={text[:_MAX_TEXT]!r} is neither a duration (90s, 30m, 2h, 7d, 1w) "
                                  "nor an ISO 8601 time (2026-12-01T09:00Z)") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when.timestamp()
 
 

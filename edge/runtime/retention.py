@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from sqlalchemy import Select, String, Subquery, Table, delete, func, literal, select
 from sqlalchemy.engine import Connection, Engine
@@ -47,7 +47,7 @@ class Retention:
     audit_days: float = DEFAULT_AUDIT_DAYS
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "Retention":
+    def from_env(cls, env: Mapping[str, str]) -> Retention:
         jobs_days = _days(env, "OZ0_RETENTION_JOBS_DAYS", DEFAULT_JOBS_DAYS)
         audit_days = _days(env, "OZ0_RETENTION_AUDIT_DAYS", DEFAULT_AUDIT_DAYS)
         if audit_days < jobs_days:
@@ -69,12 +69,12 @@ def _days(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _old_jobs(cutoff: float, limit: int | None = None) -> Select[tuple[str]]:
+def _old_jobs(cutoff: float, limit: int | None = None) -> Select[str]:
     query = select(jobs.c.id).where(jobs.c.created < cutoff, jobs.c.status.notin_(ACTIVE_STATUSES))
     return query.limit(limit) if limit is not None else query
 
 
-def _job_budgets(ids: Subquery) -> Select[tuple[int]]:
+def _job_budgets(ids: Subquery) -> Select[int]:
     return select(budgets.c.id).where(budgets.c.period.in_(select(literal("job:", String) + ids.c.id)))
 
 
