@@ -25,7 +25,7 @@ import orjson
 from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
-from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
+from oz0.edge.contracts.view import Resolved, SchemaDepthError, ViewMemo, join_uri, walk_schema
 
 __all__ = [
     "DIALECTS",
@@ -114,6 +114,7 @@ class Contract:
     _resources: dict[str, Any] = field(repr=False)
     _bases: dict[int, str] = field(repr=False)
     _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
+    _views: ViewMemo = field(default_factory=ViewMemo, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return self._validator.is_valid(instance)
@@ -147,6 +148,10 @@ class Contract:
             if len(self._found) < MAX_REMEMBERED_REFS:
                 self._found[key] = found
         return found
+
+    def memo_for(self, node: Any) -> ViewMemo | None:
+        """The contract's view memo for a node of its own schema (held, so its id stays its own)."""
+        return self._views if id(node) in self._bases else None
 
     @cached_property
     def base(self) -> str:
