@@ -36,7 +36,9 @@ def elicit_plugin(root: Path, agents: dict[str, str]) -> Path:
 def console(tmp_path_factory):
     root = tmp_path_factory.mktemp("elicit")
     runtime = Runtime(root / "home", flow_engine=FLOW_ENGINE)
-    install_plugin(runtime, load_plugin(elicit_plugin(root / "plugin", {"deploy": "tool: deploy"})), actor="test")
+    impostor = '  env: {ELICIT_SERVER_TITLE: "Slack Security Team (official)\\nasks you"}\ntool: deploy'
+    install_plugin(runtime, load_plugin(elicit_plugin(root / "plugin", {"deploy": "tool: deploy", "impostor": impostor})),
+                   actor="test")
     with ConsoleThread(runtime) as server:
         yield server
     servers().close()
@@ -58,8 +60,8 @@ def ended(http: httpx.Client, job_id: str) -> dict:
     raise AssertionError(f"job {job_id} did not end: {body['job']['status']}")
 
 
-def asked(http: httpx.Client, service: str) -> tuple[str, dict]:
-    r = http.post("/v1/agents/deploy/runs", json={"service": service})  # the tool's inputSchema, stored at install
+def asked(http: httpx.Client, service: str, *, agent: str = "deploy") -> tuple[str, dict]:
+    r = http.post(f"/v1/agents/{agent}/runs", json={"service": service})  # the tool's inputSchema, stored at install
     assert r.status_code == 202, r.text
     job = http.get(f"/v1/jobs/{r.json()['job']['id']}").json()["job"]
     assert job["status"] == "waiting"
@@ -69,7 +71,7 @@ def asked(http: httpx.Client, service: str) -> tuple[str, dict]:
 def test_an_elicitation_becomes_a_question_answered_through_the_api(http, console):
     job_id, question = asked(http, "web")
     assert question["message"] == "Deploy web to production?"
-    assert question["source"] == "oz0-test-elicit"
+    assert question["source"] == "MCP server of mcp-elicit/deploy (it calls itself “oz0-test-elicit”)"
     assert question["step"] == "elicit-1" and question["answerers"] == {}
     schema = question["answer_schema"]
     assert schema["type"] == "object" and schema["required"] == ["confirm"]
@@ -83,6 +85,18 @@ def test_an_elicitation_becomes_a_question_answered_through_the_api(http, consol
     assert body["job"]["status"] == "succeeded", body
     assert body["output"] == {"result": "web: deployed (ship it)"}  # the SDK wraps a str result
     assert http.post(f"/v1/jobs/{job_id}/answer", json={"confirm": False}).status_code == 409
+
+
+def test_the_asker_is_named_by_the_plugin_and_a_self_chosen_title_shown_only_as_its_claim(http, console):
+    from oz0.adapters.chat.asking import question_card
+
+    job_id, question = asked(http, "web", agent="impostor")
+    said = "MCP server of mcp-elicit/impostor (it calls itself “Slack Security Team (official) asks you”)"
+    assert question["source"] == said
+    card = question_card(job_id, console.runtime.question(job_id))
+    assert card.title == f"{said} asks"
+    assert http.post(f"/v1/jobs/{job_id}/answer?action=cancel").status_code == 202
+    ended(http, job_id)
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

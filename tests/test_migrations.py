@@ -45,12 +45,14 @@ def schema_drift(url: str) -> list:
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id",
                         "ix_jobs_root_id")  # revisions 0002, 0005, 0007
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
-                         "budget_holds", "budget_grants", "budget_spend", "budgets")  # revision 0008
+                         "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
+                         "job_trace")  # revision 0012
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011
+                          ("jobs", "question_shown"), ("jobs", "restarts"),
+                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0013
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -245,3 +247,29 @@ def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_i
             assert conn.execute(text("SELECT id, status, restarts FROM jobs")).all() == [("j1", "running", None)]
     finally:
         engine.dispose()
+
+
+def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(migrate.MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0009")
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'triage', 'ana', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+    assert not inspect(engine).has_table("job_trace")
+    engine.dispose()
+    store = Store(url)  # opening it upgrades it to the head
+    from oz0.edge.runtime.loop_trace import add_trace, read_trace
+
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 3, "output": 4}}, 12)
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 9, "output": 9}}, 99)  # a rerun: kept once
+    assert [(t["seq"], t["detail"]["tokens"]["input"]) for t in read_trace(store, "j1")] == [(1, 3)]
+    assert store.job("j1")["status"] == "succeeded"
+    store.close()
+    assert schema_drift(url) == []

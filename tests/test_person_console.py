@@ -38,14 +38,14 @@ SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean", "titl
                                            "count": {"type": "integer", "minimum": 1}}, "required": ["approved"]}
 
 
-def agent(entry: str) -> dict:
+def agent(entry: str, step: str) -> dict:
     return {"description": "asks a person", "kind": "python", "entry": f"impl:{entry}", "input": "text",
-            "output": "text"}
+            "output": "text", "asks": {step: {"answer_schema": "schemas/approve.json"}}}
 
 
 def with_asking_agents(runtime: Runtime, where: Path) -> Runtime:
-    make_plugin(where, name="asking", agents={"approve": agent("approve"), "gated": agent("gated")},
-                files={"impl.py": IMPL})
+    make_plugin(where, name="asking", agents={"approve": agent("approve", "approve"), "gated": agent("gated", "ask-1")},
+                files={"impl.py": IMPL, "schemas/approve.json": SCHEMA})
     install_plugin(runtime, load_plugin(where), actor="test")
     return runtime
 
@@ -134,7 +134,7 @@ def test_decline_takes_no_body_and_an_unknown_job_is_404(http):
 def test_the_openapi_document_has_the_answer_operation(http):
     doc = http.get("/openapi.json").json()
     op = doc["paths"]["/jobs/{job_id}/answer"]["post"]
-    assert sorted(op["responses"]) == ["202", "401", "403", "404", "409", "422"]
+    assert sorted(op["responses"]) == ["202", "401", "403", "404", "409", "412", "415", "422"]
     assert "waiting" in doc["components"]["schemas"]["Job"]["properties"]["status"]["enum"]
 
 

@@ -4,7 +4,9 @@
 - `POST /v1/jobs/{id}/answer` takes the answer as a JSON object (the answer schema's fields), or with
   `?action=decline|cancel` no body; `?step=` names the step (default: the open one). 202 with the job
   and the answer; 422 with the JSON path and the rule; 403 for someone not among the answerers; 409
-  once the step is answered (the first answer wins, across replicas: the store decides).
+  once the step is answered (the first answer wins, across replicas: the store decides). A body, or
+  any Content-Type, must be application/json (415): a cross-site form cannot send that without a
+  preflight. `If-Match` pins the job's contract hash as for runs (412, api.py).
 - The job page shows a form generated from the answer schema by the run-form generator (forms.py),
   posted to `POST /jobs/{id}/answer`.
 - A run started from the console or the API waits for its job to end *or to ask* (reading the job's
@@ -18,7 +20,6 @@ job asked from the console may be answered through the API by the same holder, a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Mapping
 
@@ -26,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
+from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.events import JobEnded, QuestionAsked
@@ -100,6 +102,10 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
         return _failure(f"no job has the id {request.path_params['job_id']!r}", "unknown_job", 404, command)
     if body is None:
         return _failure("the body is over the limit", "too_large", 413, command)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if (media or body.strip()) and media != "application/json":
+        return _failure(f"send the answer as application/json, not {media or 'a body without Content-Type'}",
+                        "unsupported_media_type", 415, command)
     action = request.query_params.get("action", "accept")
     step = request.query_params.get("step") or getattr(runtime.question(job.id), "step", None)
     if step is None:
@@ -107,8 +113,11 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
     content: Any = None
     if body.strip():
         try:
-            content = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            content = loads_data(body)
+        except JsonDataError as exc:
+            return _failure(f"the answer is not JSON data: {exc.message}", "invalid_answer", 422, command,
+                            details={"path": exc.path if len(exc.path) <= 80 else "$"})
+        except ValueError as exc:
             return _failure(f"the answer is not JSON: {exc}", "invalid_answer", 422, command,
                             details={"path": "$"})
     by = _as_asker(job, operator(request, prefix="api"))

@@ -20,7 +20,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.runtime.loop_trace import read_trace
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
@@ -28,7 +30,7 @@ from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
@@ -161,7 +163,7 @@ class _Api:
             text = decoded
             if spec.input is None:
                 try:
-                    value = json.loads(decoded)
+                    value = loads_exact(decoded)
                 except json.JSONDecodeError as exc:
                     return _invalid(command, f"the body is not JSON: {exc.msg}", "$")
                 if not isinstance(value, str):
@@ -220,6 +222,10 @@ class _Api:
         return self._job_response(job, "jobs.get", read_only=True)
 
     async def answer(self, request: Request) -> Response:
+        job = self.runtime.job(request.path_params["job_id"])
+        stale = None if job is None else _stale_job_pin(job, request.headers.get("if-match"))
+        if stale is not None:
+            return stale
         size = int(request.headers.get("content-length") or 0)
         body = None if size > MAX_BODY_BYTES else await read_body(request)
         return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
@@ -232,6 +238,9 @@ class _Api:
         budgets = self.runtime.budgets.report(job)
         if budgets:  # each budget covering the job: limit, granted, reserved, spent, left
             out["budgets"] = [budget_json(b) for b in budgets]
+        trace = read_trace(self.runtime.store, job.id)
+        if trace:  # a tool loop's calls (edge.runtime.tool_loop)
+            out["trace"] = trace
         children = self.runtime.children(job.id)
         if children:  # a flow's steps, each a child job
             out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]
@@ -252,7 +261,7 @@ class _Api:
         if spec_kind is not None:
             details.update(retryable=spec_kind.retryable, partial=spec_kind.partial, person=spec_kind.person)
         status = 200 if read_only else (INVALID_INPUT_HTTP if kind == INVALID_INPUT.name else FAILED_JOB_HTTP)
-        return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
+        return failure(f"{job.agent} failed: {kind}", failure_code(job), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
 
@@ -276,12 +285,30 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
-    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+def _stale(header: str | None, current: str | None) -> list[str] | None:
+    """The pinned hashes of `If-Match: "<contract_hash>"` when none of them is `current`, else None."""
     if header is None:
         return None
     pins = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
-    if "*" in pins or contract_hash(spec) in pins:
+    return None if "*" in pins or current in pins else pins
+
+
+def _stale_job_pin(job: Any, header: str | None) -> JSONResponse | None:
+    """412 when an answer pins a contract that is not the one the job runs under (the rule of runs)."""
+    pins = _stale(header, job.contract_hash)
+    if pins is None:
+        return None
+    return failure(f"job {job.id} runs under {job.agent}'s contract {job.contract_hash} (version "
+                   f"{job.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read it at "
+                   f"GET {API_PREFIX}/jobs/{job.id}", "contract_changed", status_code=412, command="jobs.answer",
+                   details={"agent": job.agent, "pinned": pins, "installed": job.contract_hash,
+                            "contract_version": job.contract_version})
+
+
+def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
+    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+    pins = _stale(header, contract_hash(spec))
+    if pins is None:
         return None
     return failure(f"{spec.name}'s installed contract is {contract_hash(spec)} (since version "
                    f"{spec.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read its contract "

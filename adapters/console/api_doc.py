@@ -225,7 +225,9 @@ _ANSWER_PATH = {"post": {
          "description": "The step answered; default: the job's open question."},
         {"name": "action", "in": "query", "required": False,
          "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
-         "description": "decline or cancel: no body."}],
+         "description": "decline or cancel: no body."},
+        {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+         "description": 'Pin the contract: `"<contract_hash>"` of the job; another contract answers 412.'}],
     "requestBody": {"required": False, "content": {"application/json": {"schema": {
         "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
     "responses": {
@@ -234,7 +236,10 @@ _ANSWER_PATH = {"post": {
         "403": _failure_response("You are not among the question's answerers."),
         "404": _failure_response("No job has this id."),
         "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
-        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
+        "412": _failure_response("If-Match names a contract that is not the job's (details.installed)."),
+        "415": _failure_response("A body (or a Content-Type) that is not application/json."),
+        "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
+                                 "deeper than the limit): details.path and the rule."),
     }}}
 
 

@@ -43,6 +43,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
+from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
 from oz0.edge.runtime.transient import RETRY_AFTER_S, UNAVAILABLE, is_transient, unavailable_reason
 
@@ -313,6 +314,7 @@ class _Pages:
                          files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
+                         trace=trace_lines(read_trace(self.runtime.store, job.id)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
                          if question and question.expires_at else None,
                          answer_error=answer_error, status_code=status_code)

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
+from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import SchemaView
 from oz0.edge.contracts.answer_fields import labels_of
@@ -133,7 +134,9 @@ def _value(field: Field, raw: str) -> Any:
 
 def _json(field: Field, raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return loads_data(raw)
+    except JsonDataError as exc:
+        raise FormError(field.name, f"is not JSON data: {exc.message}") from None
     except json.JSONDecodeError as exc:
         raise FormError(field.name, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 

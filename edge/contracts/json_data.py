@@ -18,7 +18,7 @@ import orjson
 
 from oz0.edge.contracts.pointer import json_path
 
-__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_exact"]
+__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
 
 MAX_JSON_DEPTH = 128
 
@@ -29,9 +29,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 class JsonDataError(ValueError):
     """A value that is not JSON data as this project takes it: what is wrong, and the JSON path."""
 
-    def __init__(self, message: str, *, path: str = "$") -> None:
+    def __init__(self, message: str, *, path: str = "$", too_deep: bool = False) -> None:
         self.message = message
         self.path = path
+        self.too_deep = too_deep  # JSON data, only nested past the limit: say so, not "not JSON"
         super().__init__(f"{message} at {path}" if path != "$" else message)
 
 
@@ -63,7 +64,7 @@ def check_json_data(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
         elif isinstance(item, (dict, list, tuple)):
             if depth >= max_depth:
                 raise JsonDataError(f"the data nests deeper than {max_depth} levels (the limit for JSON data)",
-                                    path=_path(trail))
+                                    path=_path(trail), too_deep=True)
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):
@@ -96,6 +97,21 @@ def loads_exact(data: bytes | str) -> Any:
         raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
     except (ValueError, RecursionError) as exc:
         raise orjson.JSONDecodeError(str(exc), raw.decode("utf-8", "replace"), 0) from None
+
+
+def loads_data(data: bytes | str) -> Any:
+    """JSON text from outside (a request body, a form field) as JSON data: `loads_exact`, then
+    `check_json_data`. Raises JsonDataError (nested past MAX_JSON_DEPTH, however deep: past orjson's
+    own depth limit too) or orjson.JSONDecodeError (not JSON); both are ValueErrors."""
+    try:
+        value = loads_exact(data)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit exceeded" in str(exc) or "recursion" in str(exc).lower():
+            raise JsonDataError(f"the data nests deeper than {MAX_JSON_DEPTH} levels "
+                                "(the limit for JSON data)") from None
+        raise
+    check_json_data(value)
+    return value
 
 
 def dumps_exact(value: Any) -> bytes:

@@ -36,12 +36,14 @@ def contract_parts(spec: AgentSpec) -> dict[str, Any]:
     """The parts of `spec`'s contract, as the hash reads them."""
     limits = spec.limits
     annotations = spec.config.get("annotations") or {}
-    return {
+    tools = {"tools": [t.as_json() for t in spec.tools]} if getattr(spec, "tools", ()) else {}
+    return {**tools,
         "input": _schema(spec.input, "#/input"),
         "output": _schema(spec.output, "#/output"),
         "person_steps": [{"step": s.id, "answer_schema": _schema(s.answer_schema, f"#/person_steps/{i}/answer_schema")
                           if s.answer_schema is not None else {}}
-                         for i, s in enumerate(s for s in getattr(spec, "steps", ()) if s.is_ask)],
+                         for i, s in enumerate(s for s in getattr(spec, "steps", ()) if s.is_ask)]
+        + [{"step": a.step, "answer_schema": _schema(a.answer_schema, f"#/asks/{a.step}")} for a in spec.asks],
         "annotations": {k: v for k, v in dict(annotations).items() if k in ANNOTATION_KEYS},
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person}
                      for f in spec.failures},

@@ -2,6 +2,8 @@
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
 outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
+Secrets are the runtime's to hide (edge.runtime.kinds.run_mcp wraps each job in the one Redactor):
+what an elicitation asks passes the `redactor` it hands in before anyone sees it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
-from oz0.edge.mcp.elicit import elicitor_for
+from oz0.edge.mcp.elicit import Redacts, elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
@@ -92,7 +94,7 @@ def apply_tool_contracts(spec: Any, info: ToolInfo) -> Any:
                            output_schema_file=f"the outputSchema of tool {info.name!r}")
     except ContractError as exc:
         raise McpFailure("Misconfigured", str(exc)) from None
-    return replace(spec, **changes)
+    return replace(spec, **changes, listed_annotations=dict(info.annotations) if info.annotations else None)
 
 
 def tool_name(spec: Any) -> str:
@@ -103,7 +105,8 @@ def tool_name(spec: Any) -> str:
 
 
 async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
-                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None) -> Any:
+                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+                        redactor: Redacts | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
 
     The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
@@ -111,13 +114,14 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
     with the edge's validator when the runtime has not already done so. `reserve` (the runtime's budgets,
     edge.runtime.budgets) is entered around the tool call: a refusal never reaches the server.
+    `redactor` (the runtime's, over the server's secrets) cleans what an elicitation asks.
     """
     import orjson
 
     pool = pool or servers()
     server = server_for_agent(spec)
     tool = tool_name(spec)
-    elicit = elicitor_for(ctx, server)
+    elicit = elicitor_for(ctx, server, redactor)
     info = await job_tool(spec, eliciting=elicit is not None, pool=pool)
     arguments = value
     if isinstance(value, str):

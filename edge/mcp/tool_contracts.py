@@ -2,7 +2,7 @@
 
 An `mcp` agent's file usually declares no schema: its tool's `inputSchema` and `outputSchema` are its
 contracts. Installing lists each server's tools once (`tools/list`), so the contracts are stored in the
-agent rows like any other agent's: the upgrade check compares them between versions, and the installed
+agent rows like any other agent's, and the tool's annotations beside them (shown before any job runs): the upgrade check compares them between versions, and the installed
 plugin (the runtime, its OpenAPI document) carries them. A server that cannot be listed, or a tool schema
 the edge cannot use, refuses the install with the reason, before anything is stored.
 """
@@ -10,6 +10,7 @@ the edge cannot use, refuses the install with the reason, before anything is sto
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.documents.contract_hash import contract_hash
@@ -20,7 +21,7 @@ from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.session import pick
-from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.mcp.spec import McpFailure, ServerSpec
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -40,6 +41,7 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
     Raises PluginError naming the agent and why (the server cannot be reached, it has no such tool, or
     the tool's schema cannot be used, e.g. a remote $ref).
     """
+    _check_loop_tools(plugin, pool)
     if not any(map(_needs_tool, plugin.agents)):
         return plugin
     pool = pool or servers()
@@ -56,6 +58,27 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
                                   f"be read: {exc.reason}", file=spec.file) from None
         agents.append(spec)
     return replace(plugin, agents=tuple(agents))
+
+
+def _check_loop_tools(plugin: Plugin, pool: "McpServers | None") -> None:
+    """Each server a model agent's `tools:` names is listed once: a tool under `only:` it does not list
+    refuses the install, naming what it lists (a server that cannot be listed now is checked when a job
+    starts, for a tool loop can do without a server that is down at install)."""
+    wanted = [(spec, t) for spec in plugin.agents for t in spec.tools if t.server is not None and t.only]
+    if not wanted:
+        return
+    pool = pool or servers()
+    for spec, decl in wanted:
+        try:
+            server = ServerSpec.from_config(spec.servers[decl.server], cwd=str(Path(spec.file).resolve().parent.parent))
+            listed = pool.tools_sync(server, timeout_s=spec.limits.timeout_s)
+        except McpFailure:
+            continue
+        missing = [n for n in decl.only or () if n not in listed]
+        if missing:
+            raise PluginError(f"agent {spec.name!r}: server {decl.server!r} lists no tool "
+                              f"{', '.join(map(repr, missing))} (it lists: {', '.join(sorted(listed)) or 'none'})",
+                              file=spec.file)
 
 
 def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
@@ -77,7 +100,7 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
             except ContractError as exc:
                 raise PluginError(f"agent {spec.name!r}: its stored tool contract cannot be loaded: {exc}",
                                   file=spec.file) from None
-            spec = replace(spec, **changes)
+            spec = replace(spec, **changes, listed_annotations=row.annotations)
         agents.append(_with_version(spec, by_name.get(spec.name)))
     flows = tuple(_with_version(spec, by_name.get(spec.name)) for spec in plugin.flows)
     return replace(plugin, agents=tuple(agents), flows=flows)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from oz0.edge.model.budget import Budget, Price
+from oz0.edge.model.tools import ToolDecl
 
 if TYPE_CHECKING:
     from oz0.edge.contracts.schema import Contract
@@ -26,6 +27,7 @@ __all__ = [
     "FailureKind",
     "INVALID_INPUT",
     "Limits",
+    "PersonAsk",
     "TREE_LIMIT_DEFAULTS",
 ]
 
@@ -75,6 +77,17 @@ TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
 
 
 @dataclass(frozen=True)
+class PersonAsk:
+    """One ask a python agent's file declares under `asks:` (edge.plugins.asks): its step name (the key),
+    the answer schema the answer must match, and what the person is asked."""
+
+    step: str
+    answer_schema: "Contract"
+    answer_schema_file: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Example:
     """One declared example of an agent's contract: an input (text, or JSON data), what it shows, and
     optionally the answer it gives (lint checks both against the contracts)."""
@@ -111,6 +124,16 @@ class AgentSpec:
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
     budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+    listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
+    asks: tuple[PersonAsk, ...] = ()  # `asks:`, a python agent's person steps (edge.plugins.asks)
+    tools: tuple[ToolDecl, ...] = ()  # a model agent's `tools:` (edge.model.tools)
+    servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # plugin.yaml's
+
+    @property
+    def loops(self) -> bool:
+        """Whether a job of this agent is a tool loop (edge.runtime.tool_loop): a model agent with
+        tools, or one of a provider only the loop speaks."""
+        return self.kind == "model" and (bool(self.tools) or self.config.get("provider") == "anthropic")
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:

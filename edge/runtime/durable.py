@@ -131,7 +131,10 @@ STEP_RETRIES: dict[str, Any] = {"retries_allowed": True, "should_retry": _transi
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
-    status = await DBOS.run_step_async({"name": "oz0.run", **STEP_RETRIES}, engine.run_step, job_id)
+    if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
+        status = await engine.run_step(job_id)
+    else:
+        status = await DBOS.run_step_async({"name": "oz0.run", **STEP_RETRIES}, engine.run_step, job_id)
     await DBOS.run_step_async({"name": "oz0.deliver", **STEP_RETRIES}, engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
@@ -273,7 +276,7 @@ class Engine(Leases):
             return "missing"
         if job.finished:
             return job.status
-        if job.status == "waiting":
+        if job.status == "waiting" and not self.loops(job_id):
             for step in self.runtime.questions.open_steps(job_id):  # closed first: an ended job asks nothing
                 self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
             ended = self.runtime.end_interrupted(
@@ -328,6 +331,15 @@ class Engine(Leases):
             waiters = list(self._waiters.get(job_id, []))
         for loop, done in waiters:
             loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
+
+    def loops(self, job_id: str) -> bool:
+        """Whether the job is a tool loop (edge.runtime.tool_loop), run as the workflow's own code: each
+        of its calls a step, a wait for a person durable (so a waiting loop resumes after a restart)."""
+        job = self.runtime.job(job_id)
+        try:
+            return job is not None and bool(self.runtime.agent(job.agent).loops)
+        except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
+            return False
 
     def _workflow_for(self, agent: str) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""

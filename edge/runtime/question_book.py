@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.contracts.schema import load_contract, violation_sentence
 from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
@@ -150,8 +151,15 @@ class Questions:
         return answer
 
     def _checked(self, question: Question, content: Any) -> dict[str, Any]:
+        """The content if it is JSON data (the rule results pass: it is stored and read back) and meets
+        the answer schema; AnswerRefused(422) otherwise."""
         if not isinstance(content, dict):
             raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
+        try:
+            check_json_data(content)
+        except JsonDataError as exc:
+            where = f" at {exc.path}" if len(exc.path) <= 80 else ""
+            raise AnswerRefused(422, f"the answer is not JSON data: {exc.message}{where}") from None
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
             raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)

@@ -39,6 +39,7 @@ from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.question_book import Questions
@@ -295,7 +296,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
             return self._end(job_id, **held)
         started = _now()
-        claimable = ("queued", "running") if resume else ("queued",)
+        claimable = ("queued", "running", "waiting") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
                                      runner=runner_id()):
             job = self.job(job_id)
@@ -335,7 +336,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
-                    if not kind.retryable or attempts >= spec.limits.max_attempts:
+                    # a tool loop is not rerun whole: its calls made would be made again
+                    if not kind.retryable or attempts >= spec.limits.max_attempts or spec.loops:
                         raise
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
                     if on_progress:
@@ -346,6 +348,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         except UnknownAgent as exc:
             return self._end(job_id, "failed", attempts=attempts, kind="UnknownAgent", reason=str(exc))
         except JobFailure as failure:
+            failure = mcp_redacted(spec, failure)
             if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
                 reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
                 kind = "AgentError"
@@ -381,7 +384,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
-            output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
+            what = "could not be kept" if exc.too_deep else "is not JSON data"
+            output, reason = None, f"{reason or 'the job failed'} (its partial answer {what}: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
