@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
+from oz0.edge.model.agent import ConversationLimits
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 
@@ -207,6 +208,14 @@ def _budget(budget: Any) -> str:
     return f"{budget.describe()} per {budget.per}" + (" (ask)" if budget.on_exhausted == "ask" else "")
 
 
+def _conversation(spec: Any) -> str:
+    """A thread's conversation bounds in a table cell (`10 turns/4000 tok/8h +history`); "-" for the defaults."""
+    if spec is None or (spec.conversation == ConversationLimits() and not spec.history):
+        return "-"
+    c = spec.conversation
+    return f"{c.max_turns} turns/{c.max_tokens} tok/{c.idle_hours:g}h" + (" +history" if spec.history else "")
+
+
 def _loop(spec: Any) -> str:
     """A model agent's tools and its loop's max_steps (default 10): `3 tools, ≤10 steps`."""
     tools = getattr(spec, "tools", ())
@@ -252,7 +261,10 @@ def _list(args: argparse.Namespace) -> int:
                                 "budget": declared(v.plugin, a.name, "budget"),
                                 "price": declared(v.plugin, a.name, "price"),
                                 "annotations": annotations(v.plugin, a.name),
-                                **_loop_json(specs.get((v.plugin, a.name)))} for a in v.agents],
+                                "conversation": declared(v.plugin, a.name, "conversation"),
+                                "history": bool(getattr(specs.get((v.plugin, a.name)), "history", False)),
+                                **_loop_json(specs.get((v.plugin, a.name)))}
+                               for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -261,14 +273,19 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
                   _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
+                  _conversation(specs.get((v.plugin, a.name))),
                   _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)),
                   _loop(specs.get((v.plugin, a.name))))
                  for v in versions for a in v.agents)
-    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget", "tools")
-    for i in (8, 7):  # no budget (no tool loop) declared: the column would be empty
-        if all(row[i] == "-" for row in rows):
-            rows, columns = tuple(row[:i] + row[i + 1:] for row in rows), columns[:i] + columns[i + 1:]
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget", "tools")
+    # no conversation bound of its own, no budget, no tool loop anywhere: that column would be empty
+    keep = [i for i, name in enumerate(columns)
+            if name not in ("conversation", "budget", "tools") or any(row[i] != "-" for row in rows)]
+    rows, columns = tuple(tuple(row[i] for i in keep) for row in rows), tuple(columns[i] for i in keep)
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
+    d = ConversationLimits()
+    print(f"Conversations in chat threads keep {d.max_turns} turns, {d.max_tokens:,} tokens, {d.idle_hours:g}h idle "
+          "unless an agent says otherwise (conversation:).")
     cli_upgrade.print_latest_changes(versions, latest)
     return 0

@@ -23,6 +23,7 @@ __all__ = [
     "ANNOTATION_KEYS",
     "AgentSpec",
     "BUDGET_EXHAUSTED",
+    "ConversationLimits",
     "Example",
     "FailureKind",
     "INVALID_INPUT",
@@ -70,6 +71,19 @@ class Limits:
     max_children: int = 50          # children one job of the tree may start
     tree_timeout_s: float | None = None  # the tree's wall time; None: each call's own timeout_s only
     count_waits: bool = False       # whether time waiting for a person counts toward tree_timeout_s
+
+
+@dataclass(frozen=True)
+class ConversationLimits:
+    """How much of a chat thread's conversation a follow-up gives the agent (`conversation:`): the
+    oldest turns past max_turns or max_tokens are dropped; a thread idle for idle_hours is over."""
+
+    max_turns: int = 20
+    max_tokens: int = 8000
+    idle_hours: float = 24.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns, "max_tokens": self.max_tokens, "idle_hours": self.idle_hours}
 
 
 TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
@@ -126,6 +140,8 @@ class AgentSpec:
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
     listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
     asks: tuple[PersonAsk, ...] = ()  # `asks:`, a python agent's person steps (edge.plugins.asks)
+    conversation: ConversationLimits = ConversationLimits()  # `conversation:` (edge.runtime.conversations)
+    history: bool = False         # `history:`: a command or http agent is given the earlier turns too
     tools: tuple[ToolDecl, ...] = ()  # a model agent's `tools:` (edge.model.tools)
     servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # plugin.yaml's
 

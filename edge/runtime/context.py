@@ -38,6 +38,8 @@ class RunContext:
     delegate: "Delegation | None" = field(default=None, repr=False)
     budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
     started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
+    # the conversation's earlier turns ({role, content}, oldest first): edge.runtime.conversations
+    history: tuple[Mapping[str, str], ...] = ()
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Report what the job does now (a command's stderr line, a model's step, `done` of `total`

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
 from oz0.edge.model.flow import FLOW_KIND
+from oz0.edge.runtime.conversations import dropped_note
 from oz0.edge.mcp.kind import with_known_contracts
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, failure_code
@@ -35,6 +36,9 @@ class JobCards:
         if job.status == "succeeded":
             checked = contract is not None and self._checked.get(job.id) == contract.digest
             card = choose_card(job.output, contract, title=title, checked=checked)
+            if spec is not None:
+                note = dropped_note(self.conversations.history(job.id, spec.conversation))
+                card = replace(card, notes=(*card.notes, note)) if note else card
             return self._with_steps(card, spec, job)
         if job.status in FAILED_STATUSES:
             code = failure_code(job)

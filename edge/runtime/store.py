@@ -393,3 +393,4 @@ class Store:
 
 from oz0.edge.runtime import budget_tables  # noqa: E402,F401  its tables join `metadata` (revision 0008)
 from oz0.edge.runtime import loop_trace  # noqa: E402,F401  its table joins `metadata` (revision 0012)
+from oz0.edge.runtime import conversations  # noqa: E402,F401  its table joins `metadata` (revision 0015)
