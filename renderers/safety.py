@@ -156,15 +156,17 @@ def clip_each(texts: Sequence[str], limit: int) -> list[str]:
     """`clip` of every text to `limit` characters."""
     if max(map(len, texts), default=0) <= limit:
         return list(texts)
-    return [clip(t, limit) for t in texts]
+    return [t if len(t) <= limit else clip(t, limit) for t in texts]
 
 
 def fence_safe_each(texts: Sequence[str]) -> list[str]:
     """`fence_safe` of every text."""
     joined = "\n".join(texts)
-    if "`" in joined or "~~~" in joined or "@" in joined or not all(map(_untouched, texts)):
-        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not _untouched(t) else t for t in texts]
-    return list(texts)
+    if "`" not in joined and "~~~" not in joined and "@" not in joined and all(map(_untouched, texts)):
+        return list(texts)
+    if _untouched("".join(texts)):  # what `clean` leaves whole together it leaves whole apart
+        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t else t for t in texts]
+    return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not _untouched(t) else t for t in texts]
 
 
 def utf16_lens(texts: Sequence[str]) -> list[int]:

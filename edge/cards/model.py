@@ -59,7 +59,7 @@ def cell_texts(values: Sequence[Any]) -> list[str]:
         return list(map(int.__repr__, values))
     if kinds == {float} and all(map(math.isfinite, values)):
         return list(map(float.__repr__, values))
-    return list(map(cell_text, values))
+    return [v if type(v) is str else cell_text(v) for v in values]
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from oz0.edge.contracts.dialects import DEFAULT_DIALECT, DIALECTS, META_NAMESPAC
 from oz0.edge.contracts.formats import formats_for
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
-from oz0.edge.contracts.view import REF_KEYS, Resolved, SchemaDepthError, hidden_refs, join_uri, walk_schema
+from oz0.edge.contracts.view import REF_KEYS, Resolved, SchemaDepthError, ViewMemo, hidden_refs, join_uri, walk_schema
 from oz0.edge.errors import Oz0Error
 
 __all__ = [
@@ -111,6 +111,7 @@ class Contract:
     _resources: dict[str, Any] = field(repr=False)
     _bases: dict[int, str] = field(repr=False)
     _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
+    _views: ViewMemo = field(default_factory=ViewMemo, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return bool(self._validator.is_valid(instance))
@@ -144,6 +145,10 @@ class Contract:
             if len(self._found) < MAX_REMEMBERED_REFS:
                 self._found[key] = found
         return found
+
+    def memo_for(self, node: Any) -> ViewMemo | None:
+        """The contract's view memo for a node of its own schema (held, so its id stays its own)."""
+        return self._views if id(node) in self._bases else None
 
     @cached_property
     def base(self) -> str:

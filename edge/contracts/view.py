@@ -14,7 +14,7 @@ schema is written, `$ref` and `allOf` followed in place. `walk_schema` visits ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urldefrag, urljoin
@@ -30,6 +30,7 @@ __all__ = [
     "Resolved",
     "SchemaDepthError",
     "SchemaView",
+    "ViewMemo",
     "hidden_refs",
     "join_uri",
     "subschemas",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 MAX_REF_CHAIN = 64
+MAX_REMEMBERED_VIEWS = 4_096  # (node, base) pairs a document's memo keeps: a contract has a few dozen
 
 _SCHEMA_VALUED = (
     "additionalProperties", "additionalItems", "contains", "propertyNames", "if", "then", "else",
@@ -56,10 +58,27 @@ class Resolved:
     base: str
 
 
+class ViewMemo:
+    """What views of one never-changing document found, by (node id, base): the layers of a node and
+    its properties. A card asks the same few questions of its contract for every result, so they are
+    answered once per contract, not once per result."""
+
+    __slots__ = ("layers", "properties")
+
+    def __init__(self) -> None:
+        self.layers: dict[tuple[int, str], tuple[tuple[dict[str, Any], str], ...]] = {}
+        self.properties: dict[tuple[int, str], dict[str, tuple[Any, str]]] = {}
+
+
 class Refs(Protocol):
     """A registry that looks references up: `Contract` is one."""
 
     def lookup(self, ref: str, *, base: str = "") -> Resolved: ...
+
+    def memo_for(self, node: Any) -> ViewMemo | None:
+        """Where views may remember what they found about `node`: only for a node of a document that
+        never changes and outlives the memo (so its id cannot be reused), else None."""
+        ...
 
 
 class DocumentRefs:
@@ -72,6 +91,9 @@ class DocumentRefs:
 
     def __init__(self, document: Any) -> None:
         self.document = document
+
+    def memo_for(self, node: Any) -> ViewMemo | None:
+        return None  # a document read once (an OpenAPI diff): nothing worth remembering
 
     def lookup(self, ref: str, *, base: str = "") -> Resolved:
         if not ref.startswith("#"):
@@ -188,7 +210,22 @@ class SchemaView:
         for node, _ in self._based_layers():
             yield node
 
-    def _based_layers(self) -> Iterator[tuple[dict[str, Any], str]]:
+    def _memo(self) -> ViewMemo | None:
+        return self.refs.memo_for(self.node) if self.refs is not None else None
+
+    def _based_layers(self) -> Iterable[tuple[dict[str, Any], str]]:
+        memo = self._memo()
+        if memo is None:
+            return self._walk_layers()
+        key = (id(self.node), self.base)
+        found = memo.layers.get(key)
+        if found is None:
+            found = tuple(self._walk_layers())
+            if len(memo.layers) < MAX_REMEMBERED_VIEWS:
+                memo.layers[key] = found
+        return found
+
+    def _walk_layers(self) -> Iterator[tuple[dict[str, Any], str]]:
         stack, seen = [(self.node, self.base)], set()
         while stack:
             node, base = stack.pop(0)
@@ -217,8 +254,14 @@ class SchemaView:
         return {name: prop for name, (prop, _) in self._properties().items()}
 
     def _properties(self) -> dict[str, tuple[Any, str]]:
+        memo = self._memo()
+        key = (id(self.node), self.base)
+        if memo is not None and key in memo.properties:
+            return memo.properties[key]
         props: dict[str, tuple[Any, str]] = {}
         self._collect(self.node, self.base, props, set())
+        if memo is not None and len(memo.properties) < MAX_REMEMBERED_VIEWS:
+            memo.properties[key] = props
         return props
 
     def _collect(self, node: Any, base: str, props: dict[str, tuple[Any, str]], seen: set[int]) -> None:
