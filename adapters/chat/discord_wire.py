@@ -100,7 +100,7 @@ class DiscordWire:
         return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
 
     async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[ReplyTarget, str | None]:
+                            private: bool, job_id: str | None = None) -> tuple[ReplyTarget, str | None]:
         return reply, None   # a file shows inside the card, where its File component points
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:

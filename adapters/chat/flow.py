@@ -237,7 +237,8 @@ class AskFlow:
             card = _share(card, job_id)
         rendered = await self.jobs.call(self.draw, card)
         if rendered.uploads:
-            reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private)
+            reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private,
+                                                       job_id=job_id)
             if note:
                 rendered = await self.jobs.call(self.draw, replace(card, notes=card.notes + (note,)))
         try:
@@ -273,7 +274,7 @@ class AskFlow:
         public = await self.jobs.call(self.draw, public_card)
         reply = click.reply
         if public.uploads:
-            reply, files = await self.wire.place_uploads(reply, public.uploads, private=False)
+            reply, files = await self.wire.place_uploads(reply, public.uploads, private=False, job_id=job.id)
             if files:
                 public = await self.jobs.call(self.draw, replace(public_card, notes=public_card.notes + (files,)))
         marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))

@@ -173,7 +173,7 @@ class SlackWire:
         return reply.ephemeral
 
     async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[ReplyTarget, str | None]:
+                            private: bool, job_id: str | None = None) -> tuple[ReplyTarget, str | None]:
         if not private:
             return reply, _files_note(uploads, "uploaded in this thread")
         try:

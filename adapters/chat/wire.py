@@ -176,8 +176,9 @@ class ChatWire(Protocol):
         ...
 
     async def place_uploads(self, reply: Any, uploads: Sequence[Attachment], *,
-                            private: bool) -> tuple[Any, str | None]:
-        """Where the files beside a card will go: the reply target updated, and a note saying so."""
+                            private: bool, job_id: str | None = None) -> tuple[Any, str | None]:
+        """Where the files beside a card will go: the reply target updated, and a note saying so
+        (`job_id` names the job, for a platform that links the full result on the console)."""
         ...
 
     async def deliver(self, reply: Any, rendered: Rendered) -> None:
