@@ -2,7 +2,7 @@
 
 Teams has no modal for a bot's message: the "Answer…" button (an `Action.Execute`) is answered with
 this card in the invoke response, which Teams shows to the clicker in place of the question, and its
-"Send" button (`Action.Execute`, verb `oz0_answer_form`, data `{id, value}`) brings the inputs back
+"Send" button (`Action.Execute`, verb `oz0_answer_send`, data `{id, value}`) brings the inputs back
 in the next invoke's `action.data` beside `id` and `value`. When the answer is refused, the form is
 sent again with what was typed and the rule under the field it broke (`errorMessage`, shown by
 Teams next to the input; `renderers.answer_form.named_field` picks the field).
@@ -24,7 +24,7 @@ from oz0.renderers.teams_text import rich, run
 
 __all__ = ["FORM_VERB", "form_card", "submitted"]
 
-FORM_VERB = "oz0_answer_form"
+FORM_VERB = "oz0_answer_send"   # not "oz0_answer_form": that is the "Answer…" button's id
 LABEL_MAX = 200
 TEXT_MAX = 5_000
 ERROR_MAX = 500
