@@ -26,7 +26,8 @@ sys.path[:0] = [str(ROOT / "tests")]
 import yaml  # noqa: E402
 
 from loopback import Loopback  # noqa: E402
-from oz0.edge.plugins.install import install_plugin  # noqa: E402
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin  # noqa: E402
 from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
 from oz0.edge.runtime.runner import Runtime  # noqa: E402
 from plugin_kit import make_plugin  # noqa: E402
@@ -36,7 +37,7 @@ def runtime(folder: Path, url: str, *, budgets: bool, count: int, database_url: 
     agent: dict[str, object] = {"kind": "http", "url": url, "input": "text", "output": "text"}
     if budgets:
         agent["budget"] = {"calls": count * 10, "per": "day"}
-    rt = Runtime(folder / "home", database_url=database_url)
+    rt = Runtime(folder / "home", database_url=database_url, flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(make_plugin(folder / "plugin", agents={"hook": agent})))
     if budgets:
         (folder / "home" / "access.yaml").write_text(yaml.safe_dump({"budgets": [{"platform": "cli",

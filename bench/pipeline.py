@@ -61,7 +61,7 @@ __all__ = ["FORMS", "SIZES", "Case", "build", "main"]
 SIZES: dict[str, int] = {"1": 1_024, "16": 16_384, "64": MAX_CARD_BYTES - 512}
 PLATFORMS = ("slack", "discord")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-QZX_SCHEMA = ROOT / "edge" / "schemas" / "qzx-result-v1.schema.json"
+QZX_SCHEMA = ROOT / "schemas" / "qzx-result-v1.schema.json"
 
 TARGET_FLOOR_RATIO = 5.0
 TARGET_NAIVE_RATIO = 20.0

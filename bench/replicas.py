@@ -33,6 +33,7 @@ from postgres_server import PostgresServer  # noqa: E402
 from replica_harness import Replica, install_replica_plugin  # noqa: E402
 from slack_harness import free_port  # noqa: E402
 from slack_standin import SlackStandIn, signed_headers, slash_command_body  # noqa: E402
+from oz0.edge.flows.engine import FLOW_ENGINE
 
 ACK_P99_TARGET_MS = 100.0
 
@@ -169,7 +170,7 @@ def engine_cost(tmp: Path, server: PostgresServer, count: int) -> None:
         url = server.database() if backend == "Postgres" else None
         home = tmp / f"cost-{backend}"
         install_replica_plugin(home, database_url=url)
-        runtime = Runtime(home, database_url=url)
+        runtime = Runtime(home, database_url=url, flow_engine=FLOW_ENGINE)
         try:
             alone = _timings(runtime, count)
             runtime.launch_engine(env={"OZ0_REPLICA_ID": f"bench-{backend}"})

@@ -10,11 +10,12 @@ import asyncio
 import json
 import sys
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 
 async def main(job_ids: list[str]) -> None:
-    runtime = Runtime()
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
     await asyncio.to_thread(runtime.launch_engine)
     try:
         for job_id in job_ids:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from loopback import Loopback, chat
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
@@ -60,7 +61,7 @@ def plugin_runtime(tmp_path: Path, agents: dict[str, Any], *, flows: dict[str, A
         for name, body in (flows or {}).items():
             (root / "flows").mkdir(exist_ok=True)
             (root / "flows" / f"{name}.yaml").write_text(json.dumps(body))
-    rt = Runtime(tmp_path / home, backoff_s=0.01, database_url=database_url)
+    rt = Runtime(tmp_path / home, backoff_s=0.01, database_url=database_url, flow_engine=FLOW_ENGINE)
     if not rt.installed():
         install_plugin(rt, load_plugin(root))
     return rt

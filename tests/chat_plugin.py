@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["AGENT_FILES", "install_chat_plugin"]

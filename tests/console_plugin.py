@@ -13,8 +13,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -97,7 +98,7 @@ def example(text, ctx):
     return json.loads((Path(__file__).parent / "examples" / f"{name}.result.json").read_text(encoding="utf-8"))
 
 def grumpy(text):
-    from oz0.edge.runtime.jobs import JobFailure
+    from oz0.edge.model.job import JobFailure
     raise JobFailure("Upstream", "the upstream service said no <b>twice</b>")
 '''
 
@@ -173,7 +174,7 @@ def write_plugin(root: Path, *, blns: int = 40) -> Path:
 
 def installed_runtime(home: Path, **kwargs: Any) -> Runtime:
     """A runtime under `home` with the test plugin installed."""
-    runtime = Runtime(home, backoff_s=0.01, **kwargs)
+    runtime = Runtime(home, backoff_s=0.01, **kwargs, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(write_plugin(home.parent / f"{home.name}-src")), actor="test")
     return runtime
 

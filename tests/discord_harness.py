@@ -15,6 +15,7 @@ from oz0.adapters.chat import discord as discord_client
 from chat_plugin import install_chat_plugin
 from plugin_kit import COUNT_AGENT
 from discord_standin import DiscordStandIn, Recorded, snowflake
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts"]
@@ -109,7 +110,7 @@ async def running_channel(home: Path, *, env: dict[str, str] | None = None, acce
         (home / "access.yaml").write_text(textwrap.dedent(access), encoding="utf-8")
     own_runtime = runtime is None
     if runtime is None:
-        runtime = Runtime(home, backoff_s=0.01)
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
         install_test_plugin(runtime, home.parent / "plugin-src")
     if standin is None:
         standin = DiscordStandIn(guilds=[DiscordStandIn.guild(GUILD, channel_ids=(CHANNEL, OTHER_CHANNEL),

@@ -8,6 +8,7 @@ import json
 import sys
 import time
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 
@@ -21,7 +22,7 @@ def until(runtime: Runtime, job_id: str, statuses: tuple[str, ...], within: floa
 
 def main() -> None:
     mode = sys.argv[1]
-    runtime = Runtime()
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
     runtime.launch_engine()
     if mode == "ask":
         job, _ = runtime.submit("approval", '{"repo": "acme/api", "pr": 42}', requester="console:maria")

@@ -18,6 +18,7 @@ import time
 
 from dbos import DBOS, SetWorkflowID
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.questions import Question, wait_in_workflow
 from oz0.edge.runtime.runner import Runtime
 
@@ -35,7 +36,7 @@ async def person_workflow(job_id: str, timeout_s: float) -> dict:
 
 
 async def main(mode: str, job_id: str) -> None:
-    runtime = Runtime()
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
     await asyncio.to_thread(runtime.launch_engine)
     try:
         if mode == "job":

@@ -7,11 +7,12 @@ import asyncio
 import json
 import sys
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 
 async def main(flow: str, text: str) -> None:
-    runtime = Runtime()
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
     await asyncio.to_thread(runtime.launch_engine)
     try:
         seen: list[str] = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chat_plugin import install_chat_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from slack_standin import BOT_TOKEN, SIGNING_SECRET
 
@@ -55,7 +56,7 @@ EXTRA = {"agents/noop.yaml": "description: Answers its input at once\nkind: pyth
 
 def install_replica_plugin(home: Path, *, database_url: str | None = None,
                            extra: dict[str, str] | None = None) -> None:
-    runtime = Runtime(home, database_url=database_url)
+    runtime = Runtime(home, database_url=database_url, flow_engine=FLOW_ENGINE)
     try:
         install_chat_plugin(runtime, home.parent / f"{home.name}-plugin", name="replicas", impl=IMPL,
                             extra={**EXTRA, **(extra or {})})

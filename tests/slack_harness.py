@@ -16,6 +16,7 @@ from slack_sdk.models.blocks import Block
 
 from oz0.adapters.chat import slack as slack_app
 from chat_plugin import install_chat_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import COUNT_AGENT
 from slack_standin import (
@@ -68,7 +69,7 @@ async def answer_response(slack: SlackStandIn, *, timeout: float = 10.0) -> Any:
 
 
 def install_test_plugin(home: Path) -> None:
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         install_chat_plugin(runtime, home.parent / "slacktest-plugin", name="slacktest", impl=IMPL)
     finally:
@@ -133,7 +134,7 @@ async def running_channel(home: Path, *, usergroups: dict[str, list[str]] | None
     async with contextlib.AsyncExitStack() as stack:
         if slack is None:
             slack = await stack.enter_async_context(SlackStandIn(usergroups=usergroups))
-        runtime = Runtime(home, backoff_s=0.01)
+        runtime = Runtime(home, backoff_s=0.01, flow_engine=FLOW_ENGINE)
         stack.callback(runtime.close)
         port = free_port()
         env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from loopback import Loopback, chat
 from plugin_kit import make_plugin
@@ -28,7 +29,7 @@ def test_the_kinds_table_is_explicit():
 
 def runtime_with(tmp_path: Path, agents: dict[str, Any], files: dict[str, Any] | None = None) -> Runtime:
     root = make_plugin(tmp_path / "plugin", agents=agents, files=files or {})
-    rt = Runtime(tmp_path / "home", backoff_s=0.01)
+    rt = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(root))
     return rt
 
@@ -341,7 +342,7 @@ def test_python_entry_from_a_stdlib_module_and_missing_module(tmp_path):
 
 
 def test_two_plugins_with_the_same_module_name_do_not_collide(tmp_path):
-    rt = Runtime(tmp_path / "home")
+    rt = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     for n in ("one", "two"):
         root = make_plugin(tmp_path / n, name=f"p-{n}", agents={f"say-{n}": {
             "kind": "python", "entry": "agent:say", "input": "text", "output": "text"}},

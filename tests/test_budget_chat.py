@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from budget_kit import install_budget_plugin, model_server
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from discord_harness import CHANNEL, buttons, texts
 from discord_harness import running_channel as discord_running
@@ -31,7 +32,7 @@ def run(coro: Any) -> Any:
 
 def slack_home(home: Path, url: str) -> Path:
     install_test_plugin(home)
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         install_budget_plugin(runtime, home.parent / "budget-plugin", url)
     finally:

@@ -15,6 +15,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from budget_kit import plugin_runtime, reviewer
+from oz0.edge.flows.engine import FLOW_ENGINE
 
 URL = "http://127.0.0.1:9"  # never called: nothing here runs a job
 REVIEWER_BUDGET = {"tokens": 20000, "cost": "0.5", "per": "job", "on_exhausted": "ask"}
@@ -74,7 +75,7 @@ def test_the_api_the_agent_page_and_the_openapi_document_show_the_budget_and_pri
     from console_plugin import ConsoleThread
     from oz0.edge.runtime.runner import Runtime
 
-    rt = Runtime(home)
+    rt = Runtime(home, flow_engine=FLOW_ENGINE)
     with ConsoleThread(rt) as console, httpx.Client(base_url=console.url, timeout=20) as http:
         listed = http.get("/v1/agents").json()
         page = http.get("/agents/reviewer").text

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from discord_harness import running_channel as discord_channel
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
@@ -35,11 +36,11 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_claim_is_granted_once_across_runtimes(tmp_path: Path) -> None:
-    first = Runtime(tmp_path / "home")
+    first = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     assert first.claim("delivery:slack:event:Ev1") is True
     assert first.claim("delivery:slack:event:Ev1") is False
     first.close()
-    second = Runtime(tmp_path / "home")
+    second = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     assert second.claim("delivery:slack:event:Ev1") is False and second.claim("shared:abc") is True
     second.close()
 
@@ -144,7 +145,7 @@ def test_a_result_is_shared_once_even_after_the_channel_restarts(home: Path) -> 
 
 def test_an_interrupted_job_is_reported_once_however_often_it_is_handed_over(home: Path) -> None:
     install_test_plugin(home)
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     job, _ = runtime.submit("echo", "sleep 100", requester="slack:U0ASKER", channel="slack:C0GENERAL",
                             dedupe_key="slack:event:EvTWICE",
                             reply_to={"platform": "slack", "channel": "C0GENERAL", "user": "U0ASKER",

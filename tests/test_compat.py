@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from oz0.edge.contracts.changes import Change, CompatError
-from oz0.edge.contracts.compat import is_major_bump, refusal_message, required_version_bump
-from oz0.edge.contracts.diff import compare_agents, compare_documents
+from oz0.edge.documents.compat import is_major_bump, refusal_message, required_version_bump
+from oz0.edge.documents.diff import compare_agents, compare_documents
 from oz0.edge.plugins.manifest import load_plugin
 
 TEXT = "text"

@@ -20,8 +20,9 @@ import pytest
 
 from console_plugin import ConsoleThread
 from oz0.adapters.cli import main
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -52,7 +53,7 @@ def console(tmp_path_factory, drops):
     }
     for name, text in agents.items():
         (plugin / "agents" / f"{name}.yaml").write_text(text)
-    runtime = Runtime(root / "home")
+    runtime = Runtime(root / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(plugin), actor="test")
     with ConsoleThread(runtime) as thread:
         yield thread

@@ -255,7 +255,7 @@ MANY_PLUGIN = {
 def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(page, console, tmp_path):
     from collections import Counter
 
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from oz0.renderers import render
 

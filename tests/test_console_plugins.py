@@ -8,7 +8,8 @@ import pytest
 
 from console_plugin import ConsoleThread
 from oz0.adapters.console.security import CSP
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from test_compat import obj, write_plugin
@@ -18,7 +19,7 @@ EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 
 @pytest.fixture
 def runtime(tmp_path):
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     folder = write_plugin(tmp_path / "team-0.1.0", version="0.1.0", agents={"helper": {"description": EVIL}})
     (folder / "plugin.yaml").write_text(f"name: team\nversion: 0.1.0\ndescription: {EVIL!r}\n")
     install_plugin(runtime, load_plugin(folder), actor="test")
@@ -43,7 +44,7 @@ def test_the_plugins_page_lists_each_plugin_with_its_version_and_agents_escaped(
 
 
 def test_a_plugin_page_shows_versions_agents_latest_changes_and_audit(http, runtime, tmp_path):
-    other = Runtime(runtime.home)  # another replica installs 0.2.0; this console shows it at once
+    other = Runtime(runtime.home, flow_engine=FLOW_ENGINE)  # another replica installs 0.2.0; this console shows it at once
     try:
         new = write_plugin(tmp_path / "team-0.2.0", version="0.2.0",
                            agents={"helper": {"input": obj({"q": {"type": "string"}})}})

@@ -17,12 +17,14 @@ import pytest
 from openapi_spec_validator import validate
 
 from oz0.adapters.cli import main
-from oz0.edge.contracts.contract_hash import canonical_json, contract_hash, contract_parts
+from oz0.edge.documents.contract_hash import canonical_json, contract_hash, contract_parts
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.flows.model import FlowSpec, FlowStep
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.flow import FlowSpec, FlowStep
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
-from oz0.edge.plugins.manifest import FailureKind, Limits, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.model.agent import FailureKind, Limits
 from oz0.edge.runtime.runner import Runtime
 from console_plugin import ConsoleThread
 from plugin_kit import make_plugin
@@ -83,13 +85,13 @@ def test_an_example_of_a_text_agent_must_be_text(tmp_path: Path) -> None:
 
 def test_the_hash_is_a_fixed_value_for_a_fixed_contract(tmp_path: Path) -> None:
     spec = load_plugin(plugin(tmp_path / "p")).agent("lookup")
-    assert spec.contract_hash == contract_hash(spec) == FIXED_HASH
+    assert contract_hash(spec) == FIXED_HASH
     parts = contract_parts(spec)
     assert parts["input"]["properties"]["service"] == {"$ref": "#/input/$defs/name"}  # a ref resolved to one pointer
     assert canonical_json({"b": 1, "a": [1, 2]}) == b'{"a":[1,2],"b":1}'
     # the words and the file names are not the contract
     again = load_plugin(plugin(tmp_path / "q", description="Other words")).agent("lookup")
-    assert again.contract_hash == FIXED_HASH
+    assert contract_hash(again) == FIXED_HASH
 
 
 FIXED_HASH = "f88c60fd926adf0996c6a9f0416d0dbe2c1a2623ab67c466f8ff783c2356b468"
@@ -106,7 +108,7 @@ def test_each_contract_part_changes_the_hash(tmp_path: Path) -> None:
         "failures": dataclasses.replace(spec, failures=(FailureKind("Upstream", retryable=False),)),
         "limits": dataclasses.replace(spec, limits=Limits(timeout_s=6)),
     }
-    hashes = {part: v.contract_hash for part, v in variants.items()}
+    hashes = {part: contract_hash(v) for part, v in variants.items()}
     assert FIXED_HASH not in hashes.values() and len(set(hashes.values())) == len(hashes)
 
     def flow(answer: dict[str, Any]) -> FlowSpec:
@@ -114,8 +116,8 @@ def test_each_contract_part_changes_the_hash(tmp_path: Path) -> None:
         return FlowSpec(name="f", plugin="p", kind="flow", file="f.yaml", steps=(step,))
 
     yes = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-    assert flow(yes).contract_hash == flow(dict(yes)).contract_hash
-    assert flow(yes).contract_hash != flow({"type": "object", "properties": {"ok": {"type": "string"}}}).contract_hash
+    assert contract_hash(flow(yes)) == contract_hash(flow(dict(yes)))
+    assert contract_hash(flow(yes)) != contract_hash(flow({"type": "object", "properties": {"ok": {"type": "string"}}}))
 
 
 # ---- contract_version, jobs, plugin list, upgrade output -------------------------------------------
@@ -132,14 +134,14 @@ def test_contract_version_is_kept_while_the_hash_is_and_jobs_record_it(tmp_path:
     assert (row["contract_hash"], row["contract_version"]) == (FIXED_HASH, "0.1.0")
     wider = dict(IN, properties={**IN["properties"], "note": {"type": "string"}})
     code, out, _ = oz0(capsys, "plugin", "install", str(plugin(tmp_path / "v3", version="0.3.0", inp=wider)))
-    new_hash = load_plugin(tmp_path / "v3").agent("lookup").contract_hash
+    new_hash = contract_hash(load_plugin(tmp_path / "v3").agent("lookup"))
     assert code == 0 and f"contract of lookup changed: {FIXED_HASH} -> {new_hash}" in out
     code, out, _ = oz0(capsys, "plugin", "list")
     assert new_hash[:12] in out and "(since 0.3.0)" in out and FIXED_HASH[:12] not in out
 
     code, out, _ = oz0(capsys, "run", "lookup", '{"service": "api"}')
     assert code == 0
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         job = runtime.jobs(limit=1)[0]
     finally:
@@ -153,7 +155,7 @@ def test_plugin_diff_prints_each_agent_whose_hash_changed(tmp_path: Path, capsys
     old = plugin(tmp_path / "old")
     new = plugin(tmp_path / "new", version="0.2.0", limits={"timeout_s": 9})
     code, out, _ = oz0(capsys, "plugin", "diff", str(old), str(new))
-    changed = load_plugin(new).agent("lookup").contract_hash
+    changed = contract_hash(load_plugin(new).agent("lookup"))
     assert code == 0 and f"contract of lookup changed: {FIXED_HASH} -> {changed}" in out
 
 
@@ -162,7 +164,7 @@ def test_plugin_diff_prints_each_agent_whose_hash_changed(tmp_path: Path, capsys
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: Any) -> Any:
     base = tmp_path_factory.mktemp("pins")
-    runtime = Runtime(base / "home", backoff_s=0.01)
+    runtime = Runtime(base / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(plugin(base / "src")), actor="test")
     with ConsoleThread(runtime) as server:
         yield server
@@ -226,7 +228,7 @@ def test_the_console_page_shows_the_contract_and_an_example_link_fills_the_form(
 def test_help_agent_lists_the_examples(tmp_path: Path, oz0_home: Path) -> None:
     from slack_harness import running_channel
 
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(plugin(tmp_path / "p")), actor="test")
     finally:
@@ -260,7 +262,7 @@ def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path
     (src / "agents" / "deploys.yaml").write_text(
         f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\ntool: deploys\n"
         "examples:\n  - description: The api's deploys\n    input: {service: api}\n")
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         install_plugin(runtime, load_plugin(src), actor="test")
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from oz0.edge.contracts.summary import example_input, input_summary, schema_example, schema_summary, type_name
+from oz0.edge.documents.summary import example_input, input_summary, schema_example, schema_summary, type_name
 from oz0.edge.plugins.manifest import load_plugin
 
 DEPLOYS_IN = {"type": "object", "required": ["service"],

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from oz0.adapters.chat import discord as discord_client
+from oz0.edge.flows.engine import FLOW_ENGINE
 from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts
 from discord_standin import DiscordStandIn, snowflake
 
@@ -309,7 +310,7 @@ def test_after_a_restart_a_job_that_was_running_is_reported_as_interrupted(home)
                           text=True, check=True)
     standin = DiscordStandIn(guilds=[DiscordStandIn.guild(GUILD, channel_ids=(CHANNEL,))])
     interaction_id = snowflake()
-    crashed = Runtime(home)
+    crashed = Runtime(home, flow_engine=FLOW_ENGINE)
     from discord_harness import install_test_plugin
     install_test_plugin(crashed, home.parent / "plugin-src")
     reply = discord_client.ReplyTarget(application_id=standin.app_id, token="tok-crashed", channel_id=CHANNEL,
@@ -322,7 +323,7 @@ def test_after_a_restart_a_job_that_was_running_is_reported_as_interrupted(home)
     crashed.close()
 
     async def scenario():
-        restarted = Runtime(home)
+        restarted = Runtime(home, flow_engine=FLOW_ENGINE)
         jobs = restarted.recover_interrupted()
         assert [j.id for j in jobs] == [job.id]
         discord_client.report_interrupted(jobs)   # before the channel starts, as `oz0 serve` does
@@ -427,7 +428,7 @@ def test_a_wrong_token_stops_the_channel_with_a_clear_error_and_no_token_in_it(h
 
     async def scenario():
         standin = await DiscordStandIn(token="the-right-one").start()
-        runtime = Runtime(home)
+        runtime = Runtime(home, flow_engine=FLOW_ENGINE)
         try:
             with pytest.raises(discord.LoginFailure) as caught:
                 await discord_client.serve(runtime, env={"DISCORD_TOKEN": "a-wrong-one",

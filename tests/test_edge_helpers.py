@@ -12,18 +12,19 @@ import pytest
 from oz0.adapters.console.forms import fields_for
 from oz0.edge import choose_card, load_contract
 from oz0.edge.contracts.changes import CompatError, resolve_pointer as compat_pointer
-from oz0.edge.contracts.diff import compare_documents
+from oz0.edge.documents.diff import compare_documents
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate, resolve_pointer
 from oz0.edge.contracts.schema import ContractError, violation_sentence
 from oz0.edge.contracts.view import DocumentRefs, SchemaDepthError, SchemaView, walk_schema
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.cards import card_form
 from oz0.edge.mcp.kind import tool_output
-from oz0.edge.mcp.result import is_call_tool_result, read_tool_result
+from oz0.edge.results.tool_result import is_call_tool_result, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ToolInfo
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 
@@ -213,7 +214,7 @@ def test_jobs_say_the_same_sentence_for_input_and_answer(tmp_path):
         "count": {"kind": "python", "entry": "agent:count", "input_schema": "schemas/count.json",
                   "output_schema": "schemas/count.json"}},
         files={"schemas/count.json": COUNT, "agent.py": "def count(value):\n    return {'n': -1, 's': 5}\n"})
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(root))
     spec = runtime.agent("count")
     with pytest.raises(JobFailure) as caught:

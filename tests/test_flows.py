@@ -17,8 +17,10 @@ from openapi_spec_validator import validate
 
 from console_plugin import ConsoleThread
 from flow_kit import RELEASE, flow_plugin
-from oz0.edge.plugins.install import install_plugin
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.plugins.declared import PluginError
 from oz0.edge.runtime.runner import Runtime
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
@@ -31,7 +33,7 @@ def oz0(*args: str, home: Path) -> subprocess.CompletedProcess:
 
 
 def installed(tmp_path: Path, **flows) -> Runtime:
-    runtime = Runtime(tmp_path / "home", backoff_s=0.01)
+    runtime = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", **flows)), actor="test")
     return runtime
 
@@ -62,7 +64,7 @@ def test_oz0_run_refuses_input_that_breaks_the_flows_contract_before_any_step(tm
     run = oz0("run", "release", '{"repo": "acme/api"}', home=home)
     assert run.returncode == 2
     assert 'breaks the rule \'required\' of schemas/release-input.json: "pr" is a' in run.stdout
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         flow = runtime.jobs(limit=5)[0]
         assert flow.failure_kind == "InvalidInput" and runtime.children(flow.id) == []
@@ -166,7 +168,7 @@ def test_the_console_has_a_run_form_for_the_flow(api):
 def test_a_flow_is_asked_in_slack_like_an_agent(tmp_path, oz0_home):
     from slack_harness import answer_response, running_channel
 
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme")), actor="test")
     runtime.close()
 

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, running_channel
@@ -18,7 +19,7 @@ from waits import eventually
 
 
 def test_a_flows_person_step_is_answered_with_slack_buttons_and_the_flow_goes_on(tmp_path: Path, oz0_home: Path):
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", flows={"approval": approval()})), actor="test")
     runtime.close()
 
@@ -45,7 +46,7 @@ def test_a_flows_person_step_is_answered_with_slack_buttons_and_the_flow_goes_on
             assert "by @U0ASKER" in decided
 
     asyncio.run(asyncio.wait_for(main(), 90))
-    journal = Runtime(oz0_home)
+    journal = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         [flow] = [j for j in journal.jobs() if j.agent == "approval"]
         assert flow.status == "succeeded"

@@ -11,10 +11,11 @@ import pytest
 from openapi_spec_validator import validate
 
 from flow_kit import RELEASE, flow_plugin
-from oz0.edge.contracts.compat import UpgradeRefused
-from oz0.edge.contracts.diff import compare_agents
-from oz0.edge.contracts.openapi import openapi_document
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.documents.compat import UpgradeRefused
+from oz0.edge.documents.diff import compare_agents
+from oz0.edge.documents.openapi import openapi_document
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -93,7 +94,7 @@ def test_a_new_failure_kind_and_a_new_person_step_are_breaking(tmp_path):
 
 
 def test_install_refuses_a_new_person_step_without_a_major_version_and_remembers_it(tmp_path):
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     try:
         flow = copy.deepcopy(RELEASE)
         install_plugin(runtime, plugin(tmp_path, "a", flow), actor="test")

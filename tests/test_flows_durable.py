@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -27,7 +28,7 @@ def env(home: Path) -> dict[str, str]:
 
 def test_an_answer_after_a_restart_resumes_the_flow(tmp_path):
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", flows={"approval": approval()})), actor="test")
     runtime.close()
     first = subprocess.Popen([sys.executable, str(SCRIPT), "ask"], env=env(home), stdout=subprocess.PIPE,
@@ -39,7 +40,7 @@ def test_an_answer_after_a_restart_resumes_the_flow(tmp_path):
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         assert runtime.job(job_id).status == "waiting"
         assert runtime.question(job_id).message == "Merge acme/api#42? The review says approve."

@@ -11,7 +11,8 @@ import pytest
 
 from console_plugin import ConsoleThread
 from flow_kit import approval, flow_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -22,7 +23,7 @@ INPUT = {"repo": "acme/api", "pr": 42}
 def served(tmp_path):
     flows = {"approval": approval(), "oncall": approval(answerers={"users": ["slack:U0ONCALL"]}),
              "quick": approval(timeout_s=0.5), "fallback": approval(timeout_s=0.5, on_timeout={"answer": {"approved": False}})}
-    runtime = Runtime(tmp_path / "home", backoff_s=0.01)
+    runtime = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", flows=flows)), actor="test")
     with ConsoleThread(runtime) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         yield runtime, client

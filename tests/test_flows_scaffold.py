@@ -13,7 +13,8 @@ import time
 import httpx
 
 from console_plugin import ConsoleThread
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
@@ -42,10 +43,10 @@ def test_plugin_new_flow_writes_a_flow_that_lints_clean_and_passes_its_tests(tmp
 
 
 def test_the_example_flow_runs_from_the_console_form_and_is_answered_on_the_job_page(tmp_path):
-    from oz0.edge.plugins.scaffold import scaffold_plugin
+    from oz0.edge.flows.scaffold import scaffold_plugin
 
     scaffold_plugin("demo", tmp_path / "demo", flow=True)
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(tmp_path / "demo"), actor="test")
     with ConsoleThread(runtime) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         form = client.get("/flows/demo-release")

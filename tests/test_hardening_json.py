@@ -55,8 +55,9 @@ import httpx  # noqa: E402
 
 from console_plugin import ConsoleThread  # noqa: E402
 from oz0.adapters.cli import main  # noqa: E402
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
-from oz0.edge.plugins.install import install_plugin  # noqa: E402
+from oz0.edge.runtime.install import install_plugin  # noqa: E402
 from oz0.edge.runtime.runner import Runtime  # noqa: E402
 from oz0.renderers import RENDERERS  # noqa: E402
 from plugin_kit import make_plugin  # noqa: E402
@@ -70,7 +71,7 @@ def nan(x): return {"n": float("nan")}
 def inf(x): return [{"n": math.inf}]
 def fine(x): return {"n": 1}
 def partial_nan(x):
-    from oz0.edge.runtime.jobs import JobFailure
+    from oz0.edge.model.job import JobFailure
     raise JobFailure("Upstream", "half done", partial_output={"done": float("nan")})
 def big(x): return {"n": %d, "rows": [{"id": %d, "name": "a"}]}
 def big70(x): return 2**70
@@ -94,7 +95,7 @@ def _runtime(tmp_path: Path) -> Runtime:
                         "command": ["python", "-c", f"print('{{\"n\": {BIG}}}')"]},
     }, files={"answers.py": ANSWERS, "schemas/loose.json": LOOSE, "schemas/any.json": ANY,
               "schemas/int.json": {"type": "integer"}})
-    runtime = Runtime(tmp_path / "home", backoff_s=0.01)
+    runtime = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(root))
     return runtime
 

@@ -7,15 +7,16 @@ import json
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SECRET = "interaction-token-7f3a9c"
 
 
 def test_jobs_json_shows_where_the_answer_went_but_not_the_token(oz0_home, capsys):
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(example_plugin_dir()))
     job, created = runtime.submit("deploys", "all", requester="discord:1", channel="discord:2",
                                   reply_to={"platform": "discord", "channel": "2", "token": SECRET,

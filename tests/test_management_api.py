@@ -15,7 +15,8 @@ from openapi_spec_validator import validate
 
 from console_plugin import ConsoleThread
 from oz0.adapters.console.plugins_api import MAX_UPLOAD_BYTES
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from test_compat import obj, write_plugin
@@ -43,7 +44,7 @@ def zipped(folder: Path) -> bytes:
 @pytest.fixture
 def home(tmp_path):
     """team 0.1.0 installed (its agent `helper` takes and answers text)."""
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(write_plugin(tmp_path / "team-0.1.0", version="0.1.0",
                                                      agents={"helper": {}})), actor="test")
     yield runtime
@@ -85,7 +86,7 @@ def test_list_and_read_a_plugin_with_its_versions_agents_and_audit(http):
 
 
 def test_an_install_with_the_admin_token_is_seen_by_another_replica_at_once(http, home, tmp_path):
-    other = Runtime(home.home)  # a second replica over the same store
+    other = Runtime(home.home, flow_engine=FLOW_ENGINE)  # a second replica over the same store
     try:
         with ConsoleThread(other) as replica, httpx.Client(base_url=replica.url, timeout=30) as second:
             assert second.get("/v1/plugins").json()["plugins"][0]["version"] == "0.1.0"

@@ -13,9 +13,10 @@ from typing import Iterator
 import pytest
 
 from oz0.adapters.cli import main
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from mcp_harness import SERVER, http_server
 
@@ -134,7 +135,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
         (root / "agents" / f"{name}.yaml").write_text(
             f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\n{extra}\n"
             "limits:\n  timeout_s: 20\n")
-    rt = Runtime(tmp_path_factory.mktemp("home"))
+    rt = Runtime(tmp_path_factory.mktemp("home"), flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(root), actor="test")
     yield rt
     servers().close()

@@ -17,8 +17,9 @@ import httpx
 import pytest
 
 from console_plugin import ConsoleThread
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -39,7 +40,7 @@ def mcp_plugin(root: Path, agents: dict[str, str]) -> Path:
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
     root = tmp_path_factory.mktemp("elicit")
-    runtime = Runtime(root / "home")
+    runtime = Runtime(root / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(mcp_plugin(root / "plugin", {"deploy": "tool: deploy"})), actor="test")
     with ConsoleThread(runtime) as server:
         yield server

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from oz0.adapters.console.api_doc import api_document
-from oz0.edge.contracts.openapi import agent_path
+from oz0.edge.documents.openapi import agent_path
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -37,7 +38,7 @@ def runtime(tmp_path: Path):
     (root / "agents" / "lookup.yaml").write_text(agent("lookup", "lookup"))
     (root / "agents" / "evolve.yaml").write_text(agent("evolve", "evolve"))
     servers().close()
-    rt = Runtime(tmp_path / "home")
+    rt = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(root), actor="test")
     yield rt
     servers().close()

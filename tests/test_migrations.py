@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, insert, inspect, text
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime import migrate
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.store import Store, metadata
@@ -84,7 +85,7 @@ def test_head_is_the_newest_revision_alembic_finds():
 
 
 def test_a_new_database_is_made_by_the_revisions_and_matches_the_tables(tmp_path):
-    runtime = Runtime(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     assert runtime.store.schema == migrate.SchemaChange(None, migrate.HEAD)
     runtime.close()
     url = f"sqlite:///{tmp_path / 'home' / 'oz0.db'}"
@@ -108,7 +109,7 @@ def test_a_database_made_by_create_all_before_migrations_is_stamped_and_keeps_it
     done = oz0("db", "upgrade", env={"OZ0_HOME": str(home), "OZ0_DATABASE_URL": ""})
     assert done.returncode == 0, done.stderr
     assert f"tables made before migrations, stamped at the baseline, now at revision {migrate.HEAD}" in done.stdout
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     job = runtime.job("a" * 32)
     assert (job.agent, job.status, job.output, job.requester) == ("echo", "succeeded", "hello back", "ana")
     assert runtime.submit("echo", "again", dedupe_key="evt-old")[1] is False  # the unique key survived
@@ -131,7 +132,7 @@ def test_oz0_db_upgrade_says_what_it_did_and_is_idempotent(tmp_path):
 
 def test_a_database_newer_than_this_oz0_is_left_alone_and_db_upgrade_says_so(tmp_path, caplog):
     url = f"sqlite:///{tmp_path / 'home' / 'oz0.db'}"
-    Runtime(tmp_path / "home").close()
+    Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE).close()
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
@@ -194,7 +195,7 @@ def test_postgres_a_pre_migration_database_is_stamped_and_keeps_its_rows(postgre
     assert done.returncode == 0, done.stderr
     assert f"stamped at the baseline, now at revision {migrate.HEAD}" in done.stdout
     assert "oz0@127.0.0.1" in done.stdout
-    runtime = Runtime(database_url=url)
+    runtime = Runtime(database_url=url, flow_engine=FLOW_ENGINE)
     assert runtime.job("a" * 32).output == "hello back"
     assert runtime.audit_log()[0].detail == {"n": 1}
     runtime.close()

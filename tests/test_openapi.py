@@ -10,7 +10,7 @@ from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from oz0.edge.contracts.openapi import openapi_document
+from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.plugins.manifest import load_plugin
 from test_compat import write_plugin
 

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from console_plugin import ConsoleThread, installed_runtime
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.questions import Question
 from oz0.edge.runtime.runner import Runtime
@@ -168,12 +169,12 @@ def test_the_job_page_draws_the_answer_form_and_takes_the_answer(console):
 
 def test_a_question_asked_before_a_restart_is_shown_and_answered_after_it(tmp_path):
     home = tmp_path / "home"
-    before = with_asking_agents(Runtime(home), tmp_path / "asking")
+    before = with_asking_agents(Runtime(home, flow_engine=FLOW_ENGINE), tmp_path / "asking")
     job, _ = before.submit("approve", "v9", requester="api-local", channel="api")
     before.store.update_job(job.id, status="running")
     before.ask(Question(job.id, "approve", "Ship v9?", SCHEMA, {}, None))
     before.close()
-    after = Runtime(home)
+    after = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         with ConsoleThread(after) as server, httpx.Client(base_url=server.url, timeout=20) as http:
             shown = http.get(f"/v1/jobs/{job.id}").json()["job"]

@@ -16,6 +16,7 @@ import yaml
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.lint import lint_plugin
 from plugin_kit import make_plugin
 
@@ -35,14 +36,7 @@ def findings(root: Path) -> list[str]:
     return [f.describe() for f in lint_plugin(root).findings]
 
 
-# the manifest schemas --------------------------------------------------------------------------
-
-def test_schema_copies_are_identical():
-    shipped = sorted(p.name for p in (ROOT / "edge" / "schemas").glob("*.json"))
-    assert {"plugin.schema.json", "agent.schema.json"} <= set(shipped)
-    for name in shipped:
-        assert (ROOT / "schemas" / name).read_bytes() == (ROOT / "edge" / "schemas" / name).read_bytes(), name
-
+# package data ----------------------------------------------------------------------------------
 
 def test_the_example_plugin_is_package_data():
     pyproject = (ROOT / "pyproject.toml").read_text()
@@ -274,7 +268,7 @@ def test_install_records_the_plugin_its_agents_and_contracts(tmp_path, capsys, o
     assert agents["echo"]["input"] == "text" and agents["count"]["input"].startswith("schemas/in.json (sha256:")
     # the contracts themselves are stored, and agents run from the stored copy
     from oz0.edge.runtime.runner import Runtime
-    rt = Runtime(oz0_home)
+    rt = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     stored = rt.installed()[0]
     assert {a.name: a.input_schema for a in stored.agents}["count"] == {
         "type": "object", "properties": {"n": {"type": "integer"}}}
@@ -325,11 +319,11 @@ def test_every_example_agent_answers_its_example_with_its_card(oz0_home):
 
     from oz0.edge.plugins.lint import lint_plugin as lint
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.runtime.runner import Runtime
 
     assert lint(example_plugin_dir()).findings == ()
-    rt = Runtime(oz0_home)
+    rt = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(example_plugin_dir()))
     assert {a.name for a in rt.agents()} == set(EXPECTED_FORMS)
     for spec in rt.agents():
@@ -366,7 +360,7 @@ def test_jobs_list_and_show(tmp_path, capsys, oz0_home):
 
 def test_an_interrupted_job_is_listed_as_failed_interrupted(tmp_path, capsys, oz0_home):
     from oz0.edge.runtime.runner import Runtime
-    rt = Runtime(oz0_home)
+    rt = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     job, _ = rt.submit("echo", "x")
     import socket
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)

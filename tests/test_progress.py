@@ -24,10 +24,12 @@ import pytest
 
 from oz0.adapters.chat.cards import agent_help_card, help_card
 from oz0.adapters.chat.slack_wire import SlackWire
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.progress import JournalProgress, Progress
+from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.runner import Runtime
 from console_plugin import ConsoleThread
 from flow_kit import RELEASE, approval, flow_plugin
@@ -67,7 +69,7 @@ def counter_plugin(root: Path) -> Path:
 
 @pytest.fixture
 def counter(oz0_home: Path, tmp_path: Path) -> Runtime:
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(counter_plugin(tmp_path / "counter")), actor="test")
     yield runtime
     runtime.close()
@@ -126,7 +128,7 @@ def mcp_runtime(root: Path, home: Path, server: str) -> Runtime:
     shutil.copy(SERVER, root / "cards_server.py")
     (root / "plugin.yaml").write_text("name: mcp-progress\nversion: 1.0.0\n")
     (root / "agents" / "count.yaml").write_text(f"kind: mcp\nserver:\n{server}\ntool: count\nlimits:\n  timeout_s: 20\n")
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(root), actor="test")
     return runtime
 
@@ -151,7 +153,7 @@ def test_mcp_progress_notifications_reach_the_job(tmp_path: Path, transport: str
 # ---- flows -------------------------------------------------------------------------------------
 
 def test_a_flow_reports_which_step_of_how_many_it_is_at(oz0_home: Path, tmp_path: Path) -> None:
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     flows = {"release": RELEASE, "approval": approval()}
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", flows=flows)), actor="test")
     try:
@@ -181,7 +183,7 @@ def test_a_flow_reports_which_step_of_how_many_it_is_at(oz0_home: Path, tmp_path
 def test_a_durable_flow_journals_its_step_for_the_console(tmp_path: Path) -> None:
     """Under the job engine (a real DBOS workflow in its own process) the flow's job row says where it is."""
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme", flows={"approval": approval()})), actor="test")
     runtime.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
@@ -192,7 +194,7 @@ def test_a_durable_flow_journals_its_step_for_the_console(tmp_path: Path) -> Non
         line = proc.stdout.readline().strip()
         assert line.startswith("waiting "), proc.stderr.read() if proc.poll() is not None else line
         job_id = line.split()[1]
-        reader = Runtime(home)
+        reader = Runtime(home, flow_engine=FLOW_ENGINE)
         try:
             deadline = time.monotonic() + 15
             while (reader.job(job_id).progress or {}).get("message") != "step 2 of 4: approve":
@@ -211,7 +213,7 @@ def test_under_the_engine_a_step_s_own_reports_follow_its_line(oz0_home: Path, t
     (root / "flows" / "twice.yaml").write_text(
         "description: Counts twice\ninput: text\noutput: text\n"
         "steps:\n  - {id: first, agent: count}\n  - {id: second, agent: count, input: \"'2'\"}\n")
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(root), actor="test")
     runtime.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
@@ -236,7 +238,7 @@ def test_the_console_job_page_shows_the_latest_progress_while_the_job_runs(count
     job, _ = counter.submit("hold", "go", requester="t", channel="cli")
     worker = threading.Thread(target=lambda: asyncio.run(counter.execute(job.id)))
     worker.start()
-    console = Runtime(oz0_home)   # another runtime over the same journal, as another replica's console is
+    console = Runtime(oz0_home, flow_engine=FLOW_ENGINE)   # another runtime over the same journal, as another replica's console is
     try:
         with ConsoleThread(console) as server, httpx.Client(base_url=server.url, timeout=20) as http:
             deadline = time.monotonic() + 15

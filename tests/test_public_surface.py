@@ -20,7 +20,8 @@ def test_edge_surface():
 
 def test_every_module_declares_all_and_it_resolves():
     for package_name in ("oz0.edge", "oz0.edge.cards", "oz0.edge.contracts", "oz0.edge.flows", "oz0.edge.mcp",
-                         "oz0.edge.plugins", "oz0.edge.qzx", "oz0.edge.runtime", "oz0.renderers", "oz0.adapters", "oz0.adapters.chat",
+                         "oz0.edge.plugins", "oz0.edge.results", "oz0.edge.model", "oz0.edge.documents", "oz0.edge.runtime",
+                         "oz0.renderers", "oz0.adapters", "oz0.adapters.chat",
                          "oz0.adapters.cli", "oz0.adapters.console"):
         package = importlib.import_module(package_name)
         for info in pkgutil.iter_modules(package.__path__):
@@ -75,7 +76,7 @@ def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
     assert top == {"oz0"}
     for expected in ("oz0/edge/cards/choice.py", "oz0/adapters/cli/__main__.py", "oz0/renderers/slack_blocks.py",
-                     "oz0/edge/schemas/qzx-result-v1.schema.json", "oz0/edge/example_plugin/plugin.yaml",
+                     "oz0/schemas/qzx-result-v1.schema.json", "oz0/schemas/agent.schema.json", "oz0/edge/example_plugin/plugin.yaml",
                      "oz0/adapters/console/templates/base.html", "oz0/edge/runtime/migrations/env.py",
                      "oz0/edge/runtime/migrations/script.py.mako",
                      "oz0/edge/runtime/migrations/versions/0001_baseline.py"):

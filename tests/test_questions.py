@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.questions import Answer, AnswerRefused, Question, check_answer_schema
+from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime import recovery
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
@@ -48,7 +50,7 @@ def agent(entry: str) -> dict:
 
 @pytest.fixture
 def runtime(oz0_home: Path, tmp_path: Path) -> Runtime:
-    rt = Runtime(oz0_home)
+    rt = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     make_plugin(tmp_path / "asks", name="asks", agents={"merge": agent("merge"), "mine": agent("mine"),
                                                          "blocking": agent("blocking")},
                 files={"impl.py": IMPL})
@@ -188,7 +190,7 @@ def test_asking_twice_is_a_no_op(runtime: Runtime) -> None:
 
 
 def test_the_first_answer_wins_across_two_runtimes_on_one_database(runtime: Runtime, oz0_home: Path) -> None:
-    other = Runtime(oz0_home)
+    other = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         job, _ = runtime.submit("merge", "x", requester="cli:me")
         runtime.ask(Question(job.id, "go", "go?", APPROVE, {}, None))
@@ -223,7 +225,7 @@ def test_a_restart_ends_a_waiting_job_interrupted_and_closes_its_question(runtim
                               text=True, check=True)  # a process that died, on this host
         runtime.store.update_job(job.id, status="running", runner=f"{recovery._HOST}:{gone.stdout.strip()}:dead")
         runtime.ask(Question(job.id, "approve", "go?", APPROVE, {}, None))
-        later = Runtime(oz0_home)
+        later = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
         try:
             recovered = later.recover_interrupted()
             assert [j.id for j in recovered] == [job.id]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 SCRIPT = Path(__file__).with_name("person_workflow.py")
@@ -24,7 +25,7 @@ def env(home: Path) -> dict[str, str]:
 
 
 def a_job(home: Path) -> str:
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         job, _ = runtime.submit("someflow", "{}", requester="console:maria")
         runtime.store.update_job(job.id, status="running")
@@ -42,7 +43,7 @@ def test_an_answer_given_after_a_restart_resumes_the_workflow(oz0_home: Path) ->
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         assert runtime.job(job_id).status == "waiting"
         assert runtime.question(job_id).message == "Merge?"
@@ -53,7 +54,7 @@ def test_an_answer_given_after_a_restart_resumes_the_workflow(oz0_home: Path) ->
     assert second.returncode == 0, second.stderr
     answer = json.loads(second.stdout.strip().splitlines()[-1])
     assert (answer["action"], answer["content"], answer["by"]) == ("accept", {"approved": True}, "console:maria")
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         assert runtime.job(job_id).status == "running"
         assert [r.detail["step"] for r in runtime.audit_log() if r.action == "flow.answered"] == ["approve"]
@@ -71,11 +72,11 @@ def test_an_unanswered_durable_question_times_out(oz0_home: Path) -> None:
 
 
 def test_a_job_waiting_inside_its_step_when_the_engine_stops_ends_interrupted_once(oz0_home: Path, tmp_path: Path) -> None:
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from plugin_kit import make_plugin
 
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         make_plugin(tmp_path / "asks", name="asks", files={"impl.py": """
             async def ask(text, ctx):
@@ -101,7 +102,7 @@ def test_a_job_waiting_inside_its_step_when_the_engine_stops_ends_interrupted_on
         seen = json.loads(again.stdout.strip().splitlines()[-1])
         assert seen["status"] == "interrupted" and "waited for an answer" in seen["reason"]
         assert seen["open"] == [] and (seen["closed"]["action"], seen["closed"]["by"]) == ("cancel", "interrupted")
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         assert [r.detail["action"] for r in runtime.audit_log() if r.action == "flow.answered"] == ["cancel"]
     finally:

@@ -16,7 +16,8 @@ import referencing
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.json_out import emit_result
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, check_core
+from oz0.edge.results.qzx import check_core
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
 RESULT_ORACLE = jsonschema.Draft202012Validator(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL
-from oz0.edge.qzx.profiles import validate_document
-from oz0.edge.qzx.tools import check_output_schema
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx_profiles import validate_document
+from oz0.edge.results.qzx_tools import check_output_schema
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 OFFICIAL = json.loads((SHARED / "spec" / "result-contract-v1.schema.json").read_text())
@@ -209,7 +209,7 @@ def _changed(schema, value, *path):
     _without(OFFICIAL, "examples"),
     _without(OFFICIAL, "title"),
     _changed(OFFICIAL, "https://example.com/mine.schema.json", "$id"),
-    __import__("oz0.edge.qzx.tools", fromlist=["canonical_schema"]).canonical_schema(),
+    __import__("oz0.edge.results.qzx_tools", fromlist=["canonical_schema"]).canonical_schema(),
 ], ids=["description", "nested-description", "no-examples", "no-title", "other-id", "oz0s-own-copy"])
 def test_an_inline_schema_that_differs_in_any_keyword_is_structural_core(schema):
     verdict = check_output_schema(tool(schema))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from oz0.edge.plugins.manifest import manifest_contract
+from oz0.edge.plugins.declared import manifest_contract
 from oz0.edge.plugins.yaml_safe import safe_load
 
 ROOT = Path(__file__).resolve().parents[1]

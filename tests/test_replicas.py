@@ -15,6 +15,7 @@ import sys
 import aiohttp
 
 from mcp_harness import SERVER
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 from replica_harness import Replica, install_replica_plugin, runs
@@ -184,7 +185,7 @@ def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp
     async def main() -> None:
         async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
             (a,) = replicas(tmp_path, slack, ["solo"], database_url=None, files=files)
-            journal = Runtime(a.home)
+            journal = Runtime(a.home, flow_engine=FLOW_ENGINE)
             try:
                 await asyncio.to_thread(a.start)
                 assert await post_mention(http, a, 'slowtool {"seconds": 30}', event_id="EvMcp") == 200
@@ -209,6 +210,6 @@ def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp
             cards = [c for c in slack.of("chat.update") if not str(c.args.get("text", "")).startswith("⏳ Working")]
             assert len(cards) == 1, [c.args.get("text") for c in cards]  # progress may update "working..." first
             assert "live mcp call, which cannot be resumed" in str(posted[0].args)
-            job = Runtime(a.home).jobs()[0]
+            job = Runtime(a.home, flow_engine=FLOW_ENGINE).jobs()[0]
             assert (job.status, job.failure_kind) == ("interrupted", "Interrupted")
     asyncio.run(main())

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.job import JobFailure
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
-from oz0.edge.runtime.jobs import UnknownAgent
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.model.job import UnknownAgent
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
@@ -25,7 +26,7 @@ from oz0.renderers import RENDERERS
 AGENT_PY = """
 import asyncio, json, os, time
 from pathlib import Path
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 CALLS = {}
 
@@ -128,7 +129,7 @@ def runtime(tmp_path):
     root = make_plugin(tmp_path / "plugin", agents=AGENTS, files={
         "agent.py": AGENT_PY, "schemas/count.json": COUNT_SCHEMA, "schemas/count-out.json": COUNT_OUT,
         "schemas/rows.json": ROWS_OUT})
-    rt = Runtime(tmp_path / "home", backoff_s=0.05)
+    rt = Runtime(tmp_path / "home", backoff_s=0.05, flow_engine=FLOW_ENGINE)
     install_plugin(rt, load_plugin(root))
     yield rt
     rt.close()
@@ -262,7 +263,7 @@ def test_an_answer_is_checked_against_its_contract_once(runtime, monkeypatch):
     real = Contract.validate
     monkeypatch.setattr(Contract, "validate", lambda self, value, **kw: calls.append(value) or real(self, value, **kw))
     assert runtime.card(job).form == "table" and calls == []  # checked when the job ran, not again
-    other = Runtime(runtime.home)  # another process did not check this answer, so its card does
+    other = Runtime(runtime.home, flow_engine=FLOW_ENGINE)  # another process did not check this answer, so its card does
     try:
         assert other.card(job).form == "table" and calls.count(job.output) == 1
     finally:
@@ -333,7 +334,7 @@ def test_a_job_left_running_by_a_crash_is_marked_interrupted_on_the_next_start(r
     assert runtime.job(job_id).status == "running"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    fresh = Runtime(runtime.home)
+    fresh = Runtime(runtime.home, flow_engine=FLOW_ENGINE)
     recovered = fresh.recover_interrupted()
     assert [j.id for j in recovered] == [job_id]
     job = fresh.job(job_id)
@@ -346,7 +347,7 @@ def test_a_job_left_running_by_a_crash_is_marked_interrupted_on_the_next_start(r
 def test_database_url_moves_the_journal(tmp_path, monkeypatch):
     other = tmp_path / "elsewhere.db"
     monkeypatch.setenv("OZ0_DATABASE_URL", f"sqlite:///{other}")
-    rt = Runtime(tmp_path / "home")
+    rt = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
     rt.submit("any", "x")
     rt.close()
     assert other.is_file() and not (tmp_path / "home" / "oz0.db").exists()

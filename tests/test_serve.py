@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from console_plugin import installed_runtime
+from oz0.edge.flows.engine import FLOW_ENGINE
 
 OZ0 = str(Path(sys.executable).with_name("oz0"))
 
@@ -114,7 +115,7 @@ def test_a_missing_channel_module_is_a_log_line_not_a_crash(home, caplog):
     from oz0.adapters.cli.serve import serve_channels
     from oz0.edge.runtime.runner import Runtime
 
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
 
     async def main() -> int:
         task = asyncio.create_task(serve_channels(

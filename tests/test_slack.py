@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.access import Asker
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SIGNING_SECRET, SlackStandIn, block_action_body, signed_headers, slash_command_body
@@ -351,7 +352,7 @@ def test_a_job_cut_short_by_a_stop_is_reported_as_interrupted_in_its_thread(home
         assert "Failed" in update.args["text"] and "interrupted" in texts(update.args["blocks"])
     run(main())
     from oz0.edge.runtime.runner import Runtime
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     [job] = runtime.jobs()
     assert job.status == "interrupted"
     runtime.close()
@@ -364,7 +365,7 @@ def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
     dead_pid = int(dead.stdout)
-    crashed = Runtime(home)
+    crashed = Runtime(home, flow_engine=FLOW_ENGINE)
     job, _ = crashed.submit("echo", "sleep 100", requester="slack:U0ASKER", channel="slack:C0GENERAL",
                             dedupe_key="slack:event:EvCRASH",
                             reply_to={"platform": "slack", "channel": "C0GENERAL", "user": "U0ASKER",
@@ -375,7 +376,7 @@ def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
 
     async def main():
         async with SlackStandIn() as slack:
-            restarted = Runtime(home)
+            restarted = Runtime(home, flow_engine=FLOW_ENGINE)
             jobs = restarted.recover_interrupted()
             restarted.close()
             assert [j.id for j in jobs] == [job.id]

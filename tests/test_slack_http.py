@@ -14,6 +14,7 @@ import pytest
 
 from oz0.adapters.chat import slack_http
 from oz0.adapters.chat.slack_http import signature_problem
+from oz0.edge.flows.engine import FLOW_ENGINE
 from slack_harness import install_test_plugin, running_channel
 from slack_sdk.signature import SignatureVerifier
 from slack_standin import SIGNING_SECRET, block_action_body, signed_headers, slash_command_body
@@ -174,7 +175,7 @@ def test_a_listener_that_fails_before_its_ack_is_a_500_without_details(home, cap
 def test_an_agent_installed_while_the_channel_runs_is_never_refused_as_unknown(home, tmp_path):
     """The ack answers from the channel's snapshot of the installed agents; a name it does not know
     is read again before it is refused."""
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
     from oz0.edge.runtime.runner import Runtime
 
@@ -189,7 +190,7 @@ def test_an_agent_installed_while_the_channel_runs_is_never_refused_as_unknown(h
         async with running_channel(home) as h:
             _, first, _ = await h.command("echo before", trigger_id="before")
             assert first["text"].startswith("\u23f3 Working on echo")
-            other = Runtime(home)
+            other = Runtime(home, flow_engine=FLOW_ENGINE)
             try:
                 install_plugin(other, load_plugin(later), actor="test")
             finally:

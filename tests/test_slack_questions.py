@@ -13,6 +13,7 @@ import pytest
 
 from ask_plugin import install_ask_plugin
 from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import block_action_body, signed_headers, view_submission_body
@@ -24,7 +25,7 @@ ACK_LIMIT_S = 3.0
 @pytest.fixture
 def home(oz0_home: Path) -> Path:
     install_test_plugin(oz0_home)
-    runtime = Runtime(oz0_home)
+    runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:
         install_ask_plugin(runtime, oz0_home.parent / "ask-plugin")
     finally:

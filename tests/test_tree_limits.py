@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.delegation import Delegation
@@ -27,7 +29,7 @@ OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 @pytest.fixture()
 def runtime(tmp_path, monkeypatch):
     monkeypatch.setenv("TREE_LOG", str(tmp_path / "calls.log"))
-    rt = Runtime(tmp_path / "home", backoff_s=0.01)
+    rt = Runtime(tmp_path / "home", backoff_s=0.01, flow_engine=FLOW_ENGINE)
     flows = {**FLOWS, "wait-excluded": waiting(False), "wait-counted": waiting(True)}
     install_plugin(rt, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
     yield rt
@@ -240,7 +242,7 @@ def test_tree_limits_enter_the_contract_hash_only_when_set(tmp_path):
         "max_steps": 100, "max_depth": 5, "max_children": 50, "count_waits": False}}})).flow("loop")
     bounded = load_plugin(tree_plugin(tmp_path / "c", flows={"loop": {**FLOWS["loop-done"], "limits": {
         "max_steps": 7}}})).flow("loop")
-    assert plain.contract_hash == same.contract_hash != bounded.contract_hash
+    assert contract_hash(plain) == contract_hash(same) != contract_hash(bounded)
     assert json.dumps(plain.limits.max_steps) == "100"
 
 

@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.runner import Runtime
 from tree_kit import tree_plugin
@@ -35,7 +36,7 @@ def run_engine(home: Path, *args: str) -> dict:
 
 def test_a_durable_flow_loop_is_stopped_by_max_steps_and_a_delegation_by_max_depth(tmp_path):
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees")), actor="test")
     runtime.close()
     job = run_engine(home, "loop", '{"n": 0}')
@@ -57,7 +58,7 @@ def test_a_durable_flow_loop_is_stopped_by_max_steps_and_a_delegation_by_max_dep
 
 def test_a_durable_loop_killed_midway_resumes_the_same_way(tmp_path):
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees")), actor="test")
     first = subprocess.Popen([sys.executable, str(SCRIPT), "start", "loop-slow", '{"n": 0}'], env=env(home),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -87,7 +88,7 @@ def test_a_durable_flow_waiting_for_a_person_is_stopped_by_its_tree_time_when_wa
     from tree_kit import FLOWS, waiting
 
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     flows = {**FLOWS, "wait-counted": waiting(True)}
     install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
     runtime.close()
@@ -103,7 +104,7 @@ def test_a_durable_flow_past_its_tree_time_stops_its_running_step_at_the_deadlin
     from tree_kit import FLOWS, flow
 
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     flows = {**FLOWS, "slow-3": flow([{"id": "a", "agent": "counter"}, {"id": "b", "agent": "sleeper"}],
                                      tree_timeout_s=3)}
     install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees", flows=flows)), actor="test")
@@ -121,7 +122,7 @@ def test_a_durable_flow_past_its_tree_time_stops_its_running_step_at_the_deadlin
 
 def test_a_durable_flow_past_its_tree_time_cancels_its_child_workflow_still_queued(tmp_path):
     home = tmp_path / "home"
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(tree_plugin(tmp_path / "trees")), actor="test")
     runtime.close()
     job = run_engine(home, "slow-queued", '{"n": 0}', "sleeper-one")  # step b waits behind another sleeper
@@ -140,7 +141,7 @@ def test_a_durable_flow_past_its_tree_time_cancels_its_child_workflow_still_queu
 def assert_stopped_with_the_tree(home: Path, job: dict, *, deadline_s: float, started_before: bool = False) -> None:
     """The stopped step ended at the tree's deadline with the tree's reason, and nothing of the tree is
     left running."""
-    runtime = Runtime(home)
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     try:
         stopped = runtime.children(job["id"])[-1]
         assert (stopped.status, stopped.failure_reason) == ("failed", job["reason"])

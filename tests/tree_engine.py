@@ -9,6 +9,7 @@ import json
 import sys
 import time
 
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
 
@@ -38,7 +39,7 @@ def workflows(runtime: Runtime) -> dict[str, str]:
 
 
 def main() -> None:
-    runtime = Runtime()
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
     runtime.launch_engine()
     if sys.argv[1] == "start":  # prints the job id, then runs it (the test kills this process)
         job, _ = runtime.submit(sys.argv[2], sys.argv[3])

@@ -17,7 +17,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 def _note(what):
     log = os.environ.get("TREE_LOG")

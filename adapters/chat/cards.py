@@ -12,9 +12,9 @@ import orjson
 
 from oz0.adapters.chat.wire import Syntax
 from oz0.edge.cards.model import Action, Card, Status
-from oz0.edge.contracts.summary import example_input, input_summary, schema_summary
-from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.documents.summary import example_input, input_summary, schema_summary
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.progress import Progress
 
 __all__ = ["NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card", "no_agents_card",
            "shareable", "working_card"]

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 from oz0.adapters.chat.wire import ChatRuntime
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["CATALOG_TTL_S", "MAX_DRAWN", "Catalog"]

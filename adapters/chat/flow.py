@@ -35,9 +35,9 @@ from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge.cards.model import Card
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered

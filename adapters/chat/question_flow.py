@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.questions import AnswerRefused
 
 if TYPE_CHECKING:

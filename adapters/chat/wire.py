@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
 
 from oz0.edge.cards.model import Attachment, Card
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import Asker
-from oz0.edge.runtime.jobs import Job
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.job import Job
+from oz0.edge.model.progress import Progress
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.adapters.chat.cards import working_card
 from oz0.adapters.chat.wire import RateLimited
 from oz0.edge.runtime.metrics import count_channel_error
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping, Sequence
 
 from oz0.edge.contracts.changes import Change
-from oz0.edge.contracts.compat import refusal_message
+from oz0.edge.documents.compat import refusal_message
 
 __all__ = ["ActionError", "Check", "Inputs", "confine", "main", "read_inputs", "summary_markdown"]
 

@@ -2,7 +2,7 @@
 
 Progress and incidental output go to stderr; stdout carries exactly one JSON document; the exit code
 is 0 on success, 1 on failure, 2 on a usage error. The envelope is checked against QZX Result
-Contract v1 before it is printed (edge.qzx.result_envelope), so a producer bug surfaces as a
+Contract v1 before it is printed (edge.results.qzx.result_envelope), so a producer bug surfaces as a
 conforming `invalid_result_contract` failure rather than as a malformed document.
 """
 
@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, Mapping, Sequence, TextIO
 
-from oz0.edge.qzx.core import result_envelope
+from oz0.edge.results.qzx import result_envelope
 
 __all__ = ["USAGE_ERROR", "emit_result", "usage_failure"]
 

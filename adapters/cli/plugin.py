@@ -69,7 +69,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def _new(args: argparse.Namespace) -> int:
-    from oz0.edge.plugins.scaffold import ScaffoldError, scaffold_plugin
+    from oz0.edge.flows.scaffold import ScaffoldError, scaffold_plugin
 
     try:
         files = scaffold_plugin(args.name, args.dir, flow=args.flow)
@@ -134,10 +134,11 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from oz0.edge.contracts.compat import UpgradeRefused
-    from oz0.edge.plugins.install import install_plugin
+    from oz0.edge.documents.compat import UpgradeRefused
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.lint import lint_plugin
-    from oz0.edge.plugins.manifest import PluginError, load_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.plugins.declared import PluginError
 
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")

@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import IO, Any
 
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 
 __all__ = ["TerminalProgress"]
 

@@ -1,6 +1,6 @@
 """`oz0 qzx validate` and `oz0 qzx receipt`: QZX Result Contract v1 checks from the command line.
 
-The rules live in edge.qzx; this module reads files, prints, and writes the receipt atomically.
+The rules live in edge.results; this module reads files, prints, and writes the receipt atomically.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result, usage_failure
-from oz0.edge.qzx.core import InputError, check_core, parse_document
-from oz0.edge.qzx.profiles import PROFILES, validate_document
-from oz0.edge.qzx.receipts import Evidence, build_receipt, receipt_bytes
+from oz0.edge.results.qzx import InputError, check_core, parse_document
+from oz0.edge.results.qzx_profiles import PROFILES, validate_document
+from oz0.edge.results.qzx_receipts import Evidence, build_receipt, receipt_bytes
 
 __all__ = ["register"]
 

@@ -14,7 +14,7 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
-from oz0.edge.runtime.jobs import Job, snake_case
+from oz0.edge.model.job import Job, snake_case
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -33,8 +33,8 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.runtime.jobs import UnknownAgent
-    from oz0.edge.runtime.runner import local_user
+    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input

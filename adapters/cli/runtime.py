@@ -19,10 +19,11 @@ def open_runtime(home: str | Path | None = None) -> Runtime:
 
     The runtime (SQLAlchemy, the agent kinds, MCP) is imported here, when a command opens it, not
     when the command line starts."""
+    from oz0.edge.flows.engine import FLOW_ENGINE
     from oz0.edge.runtime.runner import Runtime, default_home
 
     try:
-        return Runtime(home)
+        return Runtime(home, flow_engine=FLOW_ENGINE)
     except OSError as exc:
         where = Path(home).expanduser() if home is not None else default_home()
         raise CommandError(f"cannot use OZ0_HOME {where}: {exc.strerror or exc}", code=1) from None

@@ -80,7 +80,7 @@ def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
     """Jobs run as durable workflows (edge.runtime.durable), launched before the event loop so that
     they run on the engine's own loop thread."""
     from oz0.adapters.cli.errors import CommandError
-    from oz0.edge.runtime.durable import EngineError
+    from oz0.edge.runtime.leases import EngineError
 
     try:
         runtime.launch_engine(env=env)

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
+from oz0.edge.documents.contract_hash import contract_hash
 
 if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
     from oz0.edge.contracts.changes import Change
-    from oz0.edge.contracts.compat import UpgradeRefused
+    from oz0.edge.documents.compat import UpgradeRefused
     from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
@@ -34,7 +35,8 @@ __all__ = [
 
 
 def _load(folder: str) -> Plugin:
-    from oz0.edge.plugins.manifest import PluginError, load_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.plugins.declared import PluginError
 
     try:
         return load_plugin(folder)
@@ -55,7 +57,7 @@ def register_openapi(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from oz0.edge.contracts.openapi import openapi_document
+    from oz0.edge.documents.openapi import openapi_document
 
     plugin = _load(args.dir)
     document = openapi_document((*plugin.agents, *plugin.flows), title=plugin.name, version=plugin.version)
@@ -82,8 +84,8 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 def _diff(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.contracts.changes import CompatError, breaking_changes
-    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
-    from oz0.edge.contracts.diff import compare_agents
+    from oz0.edge.documents.compat import is_major_bump, required_version_bump
+    from oz0.edge.documents.diff import compare_agents
 
     started = time.monotonic()
     old, new = _load(args.old), _load(args.new)
@@ -107,8 +109,8 @@ def _diff(args: argparse.Namespace) -> int:
                     rows=tuple((c.agent, c.direction, c.json_path, c.what,
                                 "breaking" if c.breaking else "not breaking") for c in changes))
         print(render_payload(card, "text").rstrip("\n"))
-    for line in contract_hash_lines({a.name: a.contract_hash for a in (*old.agents, *old.flows)},
-                                    {a.name: a.contract_hash for a in (*new.agents, *new.flows)}):
+    for line in contract_hash_lines({a.name: contract_hash(a) for a in (*old.agents, *old.flows)},
+                                    {a.name: contract_hash(a) for a in (*new.agents, *new.flows)}):
         print(line)
     return 0
 
@@ -122,7 +124,7 @@ def contract_hash_lines(old: Mapping[str, str | None], new: Mapping[str, str | N
 
 def _verdict(old: Plugin, new: Plugin, changes: list[Change]) -> str:
     from oz0.edge.contracts.changes import breaking_changes
-    from oz0.edge.contracts.compat import is_major_bump, required_version_bump
+    from oz0.edge.documents.compat import is_major_bump, required_version_bump
 
     n, b = len(changes), len(breaking_changes(changes))
     counts = f"{n} change{'s' * (n != 1)}, {b} breaking."

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.qzx.core import result_envelope
+from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.questions import AnswerRefused, Question
 
 __all__ = [

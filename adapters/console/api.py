@@ -1,7 +1,7 @@
 """The runtime API served beside the console: run an agent or a flow, read a job, answer it, list agents.
 
 Every answer is a QZX result (`success`, `message`, `meta.command`, and on failure `error` and
-`error_code`), built by edge.qzx.result_envelope so it is checked before it leaves. A run answers with
+`error_code`), built by edge.results.qzx.result_envelope so it is checked before it leaves. A run answers with
 the job, its neutral card and the raw output. Input that breaks the contract is 422 `InvalidInput`
 with the JSON path and the rule, before any job is journaled; a job that ends with one of the agent's
 failure kinds is 502, as the OpenAPI document (adapters/console/api_doc.py) says.
@@ -20,13 +20,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, JobFailure, snake_case
-from oz0.edge.plugins.manifest import INVALID_INPUT, FailureKind
-from oz0.edge.qzx.core import result_envelope
+from oz0.edge.model.job import BUILTIN_FAILURES, JobFailure, snake_case
+from oz0.edge.model.agent import INVALID_INPUT, FailureKind
+from oz0.edge.results.qzx import result_envelope
 
 __all__ = [
     "API_PREFIX",
@@ -262,7 +263,7 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "failures": [{"name": f.name, "retryable": f.retryable, "partial": f.partial, "person": f.person,
                       "description": f.description} for f in failure_kinds(spec)],
         "annotations": known_annotations(spec),
-        "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "contract_hash": contract_hash(spec), "contract_version": spec.contract_version,
         "budget": spec.budget.as_json() if getattr(spec, "budget", None) is not None else None,
         "price": spec.price.as_json() if getattr(spec, "price", None) is not None else None,
         "examples": [{"description": e.description, "input": e.input,
@@ -278,12 +279,12 @@ def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | No
     if header is None:
         return None
     pins = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
-    if "*" in pins or spec.contract_hash in pins:
+    if "*" in pins or contract_hash(spec) in pins:
         return None
-    return failure(f"{spec.name}'s installed contract is {spec.contract_hash} (since version "
+    return failure(f"{spec.name}'s installed contract is {contract_hash(spec)} (since version "
                    f"{spec.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read its contract "
                    f"at GET {API_PREFIX}/agents and pin the new hash", "contract_changed", status_code=412,
-                   command=command, details={"agent": spec.name, "pinned": pins, "installed": spec.contract_hash,
+                   command=command, details={"agent": spec.name, "pinned": pins, "installed": contract_hash(spec),
                                              "contract_version": spec.contract_version})
 
 

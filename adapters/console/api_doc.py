@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of the runtime API, served at `/openapi.json`.
 
-It is the upgrade check's document (edge.contracts.openapi, a function of the installed contracts
+It is the upgrade check's document (edge.documents.openapi, a function of the installed contracts
 only) with what this server adds around it: the `/v1` prefix, the QZX envelope around the output
 contract, 422 for `InvalidInput`, and the read-only endpoints.
 """
@@ -16,7 +16,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
-from oz0.edge.contracts.openapi import INVALID_INPUT_STATUS, openapi_document
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
 from oz0.edge.runtime.confirm import known_annotations
 
 __all__ = ["api_document", "routes"]
@@ -47,7 +48,7 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
             continue
         spec = by_name.get(op.get("x-oz0-agent") or op.get("x-oz0-flow"))
         if spec is not None:
-            op["x-contract-hash"], op["x-contract-version"] = spec.contract_hash, spec.contract_version
+            op["x-contract-hash"], op["x-contract-version"] = contract_hash(spec), spec.contract_version
         if hints.get(op.get("x-oz0-agent")):
             op["x-annotations"] = hints[op["x-oz0-agent"]]
         responses = op["responses"]

@@ -2,7 +2,7 @@
 
 The spec puts the upgrade check here, "before anything reaches a node". An upload is a plugin as a
 .tar.gz or .zip (the raw body, or a multipart field `plugin`), unpacked safely (edge.plugins.archive)
-into a temporary folder, linted, upgrade-checked and installed atomically (edge.plugins.install: files
+into a temporary folder, linted, upgrade-checked and installed atomically (edge.runtime.install: files
 copied beside their place and renamed, the version made current in one transaction). `POST
 /v1/plugins/diff` runs the same checks and stores nothing.
 
@@ -32,7 +32,7 @@ from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
-from oz0.edge.qzx.core import result_envelope
+from oz0.edge.results.qzx import result_envelope
 
 __all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
            "routes"]
@@ -128,7 +128,7 @@ class _PluginsApi:
 
     async def diff(self, request: Request) -> Response:
         from oz0.edge.contracts.changes import breaking_changes
-        from oz0.edge.contracts.compat import UpgradeRefused, check_upgrade, is_major_bump, required_version_bump
+        from oz0.edge.documents.compat import UpgradeRefused, check_upgrade, is_major_bump, required_version_bump
 
         command = "plugins.diff"
         upload = await self._upload(request, command)
@@ -156,9 +156,9 @@ class _PluginsApi:
             shutil.rmtree(upload.folder, ignore_errors=True)
 
     async def install(self, request: Request) -> Response:
-        from oz0.edge.contracts.compat import UpgradeRefused
-        from oz0.edge.plugins.install import install_plugin
-        from oz0.edge.plugins.manifest import PluginError
+        from oz0.edge.documents.compat import UpgradeRefused
+        from oz0.edge.runtime.install import install_plugin
+        from oz0.edge.plugins.declared import PluginError
 
         command = "plugins.install"
         guard = request.state.guard
@@ -204,7 +204,8 @@ class _PluginsApi:
         or the failure to answer (the folder already removed)."""
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
-        from oz0.edge.plugins.manifest import PluginError, load_plugin
+        from oz0.edge.plugins.manifest import load_plugin
+        from oz0.edge.plugins.declared import PluginError
 
         data = await _archive_bytes(request, command)
         if isinstance(data, Response):

@@ -17,8 +17,9 @@ from markupsafe import Markup
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
 from oz0.edge.cards.model import Card
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
-from oz0.edge.runtime.progress import Progress
+from oz0.edge.model.progress import Progress
 
 __all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "drawn_card", "example_values", "job_view"]
 
@@ -82,7 +83,7 @@ def agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
         "path": f"/{'flows' if spec.kind == 'flow' else 'agents'}/{quote(spec.name, safe='')}",
         "steps": [{"id": s.id, "what": f"asks: {s.ask}" if s.is_ask else f"runs {s.agent}",
                    "condition": s.condition} for s in getattr(spec, "steps", ())],
-        "contract_hash": spec.contract_hash, "contract_version": spec.contract_version,
+        "contract_hash": contract_hash(spec), "contract_version": spec.contract_version,
         "budget": budget_text(getattr(spec, "budget", None)),
         "price": spec.price.describe() if getattr(spec, "price", None) is not None else None,
         "examples": [{"description": e.description, "input": e.input_text,
@@ -128,7 +129,7 @@ def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str,
 
 def budget_rows(states: Any) -> list[dict[str, Any]]:
     """The job page's budgets: whose each is, and a row per limited dimension (edge.runtime.budget_view)."""
-    from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, format_dimension
+    from oz0.edge.model.budget import BUDGET_DIMENSIONS, format_dimension
     from oz0.edge.runtime.budget_view import budget_table
 
     return [{"label": s.ref.label, "on_exhausted": s.ref.budget.on_exhausted, "rows": budget_table(s),

@@ -21,9 +21,9 @@ from oz0.edge.cards.qzx_status import disagreement_status, qzx_status
 from oz0.edge.cards.text_kind import text_format_of
 from oz0.edge.contracts.schema import Contract, load_contract, violation_sentence
 from oz0.edge.contracts.view import SchemaView
-from oz0.edge.mcp.blocks import BlockSummary, read_blocks
-from oz0.edge.mcp.jsonrpc import RpcResponse, read_rpc_response
-from oz0.edge.mcp.result import ToolResult, is_call_tool_result, read_tool_result
+from oz0.edge.results.blocks import BlockSummary, read_blocks
+from oz0.edge.results.jsonrpc import RpcResponse, read_rpc_response
+from oz0.edge.results.tool_result import ToolResult, is_call_tool_result, read_tool_result
 
 __all__ = [
     "ENVELOPE_FIELDS",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 from oz0.edge.contracts.schema import Violation
+from oz0.edge.model.attachment import Attachment  # part of the card model: what a card carries
 
 __all__ = [
     "FORMS",
@@ -79,22 +80,6 @@ class Status:
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """The full result, for the adapters to upload when the card does not carry all of it."""
-
-    filename: str
-    content_type: str
-    data: bytes = field(repr=False)
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"filename": self.filename, "content_type": self.content_type, "size": self.size}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A result with a boolean `success` and a message gets a status header; when it breaks the contract
 (`success: true` with an `error`, `details: null`, `meta.schema_version: 2`...) the header says so and
 names the rule, as QZX's runtime does with an invalid producer result (an `invalid_result_contract`
-failure), while the card still draws the result's evidence. The rules are edge.qzx.core's, checked on
+failure), while the card still draws the result's evidence. The rules are edge.results.qzx's, checked on
 the envelope fields only, so the cost does not grow with the evidence.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from oz0.edge.cards.model import Status
-from oz0.edge.qzx.core import check_core
+from oz0.edge.results.qzx import check_core
 
 __all__ = ["BREACH_CODE", "CORE_FIELDS", "disagreement_status", "qzx_status"]
 

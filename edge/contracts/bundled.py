@@ -2,7 +2,7 @@
 
 The JSON Schema meta-schemas are known to the validator itself; the QZX Result Contract v1 schema is
 another published schema tools declare by reference (an MCP outputSchema of `{"$ref": <its URL>}`), and
-the edge resolves that URL to its bundled copy (edge/schemas/qzx-result-v1.schema.json) the same way.
+the edge resolves that URL to its bundled copy (schemas/qzx-result-v1.schema.json) the same way.
 The table is explicit: one line per schema.
 """
 
@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL
+__all__ = ["BUNDLED_SCHEMAS", "CONTRACT_SCHEMA_URL", "bundled_schema", "shipped_schema"]
 
-__all__ = ["BUNDLED_SCHEMAS", "bundled_schema"]
+CONTRACT_SCHEMA_URL = "https://qzx.yumbale.com/schemas/result-contract-v1.schema.json"  # QZX Result Contract v1
 
 BUNDLED_SCHEMAS: dict[str, str] = {
     CONTRACT_SCHEMA_URL: "qzx-result-v1.schema.json",
 }
 _loaded: dict[str, Any] = {}
+
+
+def shipped_schema(name: str) -> Traversable:
+    """A schema file the package ships: the repository's top-level `schemas/`, package data of `oz0`."""
+    return resources.files("oz0") / "schemas" / name
 
 
 def bundled_schema(uri: str) -> Any | None:
@@ -31,5 +37,5 @@ def bundled_schema(uri: str) -> Any | None:
     if name is None:
         return None
     if name not in _loaded:
-        _loaded[name] = json.loads((resources.files("oz0.edge") / "schemas" / name).read_text("utf-8"))
+        _loaded[name] = json.loads(shipped_schema(name).read_text("utf-8"))
     return _loaded[name]

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from oz0.edge.contracts.pointer import json_path
+
 __all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_exact"]
 
 MAX_JSON_DEPTH = 128
@@ -34,8 +36,6 @@ class JsonDataError(ValueError):
 
 
 def _path(trail: Any) -> str:
-    from oz0.edge.contracts.schema import json_path
-
     parts: list[Any] = []
     while trail is not None:
         trail, key = trail

@@ -7,11 +7,13 @@ it is percent-decoded first (as `referencing` does) and then read as a pointer, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Iterable
 from urllib.parse import unquote
 
-__all__ = ["PointerError", "format_pointer", "fragment_pointer", "locate", "parse_pointer", "resolve_pointer"]
+__all__ = ["PointerError", "format_pointer", "fragment_pointer", "json_path", "locate", "parse_pointer",
+           "resolve_pointer"]
 
 
 class PointerError(LookupError):
@@ -62,3 +64,16 @@ def locate(document: Any, pointer: str) -> tuple[tuple[str | int, ...], Any]:
 def resolve_pointer(document: Any, pointer: str) -> Any:
     """The value a pointer names in `document`; PointerError (a LookupError) if it names nothing."""
     return locate(document, pointer)[1]
+
+
+def json_path(parts: Any) -> str:
+    """Render an instance location as a JSONPath (`$.rows[3].name`, `$['odd key']`)."""
+    out = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif part.isidentifier():
+            out.append(f".{part}")
+        else:
+            out.append("[" + json.dumps(part, ensure_ascii=False) + "]")
+    return "".join(out)

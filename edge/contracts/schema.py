@@ -24,7 +24,7 @@ import orjson
 
 from oz0.edge.contracts.bundled import bundled_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
-from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate
+from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
 from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
 
 __all__ = [
@@ -93,19 +93,6 @@ def violation_sentence(violations: Any, *, subject: str = "the value", rules_of:
     if rules_of is None:
         return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' ({first.message}){more}"
     return f"{subject} at {first.json_path} breaks the rule '{first.keyword}' of {rules_of}: {first.message}{more}"
-
-
-def json_path(parts: Any) -> str:
-    """Render an instance location as a JSONPath (`$.rows[3].name`, `$['odd key']`)."""
-    out = ["$"]
-    for part in parts:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif part.isidentifier():
-            out.append(f".{part}")
-        else:
-            out.append("[" + json.dumps(part, ensure_ascii=False) + "]")
-    return "".join(out)
 
 
 def _refuse_retrieval(uri: str) -> Any:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from oz0.edge.contracts.changes import Change, resolve_pointer
-from oz0.edge.contracts.schema import json_path as _json_path
+from oz0.edge.contracts.pointer import json_path as _json_path
 
 __all__ = [
     "ANNOTATIONS",

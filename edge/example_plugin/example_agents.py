@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 
 _DEPLOYS = [
     {"service": "api", "version": "2.14.0", "status": "ok", "started": "2026-11-30T09:12:00Z", "by": "mara"},

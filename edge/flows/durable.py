@@ -6,7 +6,7 @@ DBOS checkpoints: a child job journaled once (its dedupe key is the parent and t
 child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
 recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (DBOS.recv). The
 expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
-Imported by edge.runtime.durable (it imports dbos), before DBOS launches, so the workflow is registered.
+Imported through the runtime's flow engine (edge.flows.engine) before DBOS launches, so the workflow is registered.
 """
 
 from __future__ import annotations
@@ -17,19 +17,18 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
-from oz0.edge.flows.model import FLOW_KIND, FlowSpec, FlowStep
+from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
-from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.runtime.questions import wait_in_workflow
 
 __all__ = ["flow_workflow"]
 
 
 @DBOS.workflow(name="oz0.flow")
 async def flow_workflow(job_id: str) -> str:
-    from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name  # the engine this process runs
-    from oz0.edge.runtime.questions import wait_in_workflow
-
     engine = _current()
     runtime = engine.runtime
     started = await DBOS.run_step_async({"name": "oz0.flow.start"}, _start, runtime, job_id)

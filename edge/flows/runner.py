@@ -15,10 +15,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from oz0.edge.contracts.json_data import dumps_exact
-from oz0.edge.flows.expressions import ExpressionError, evaluate, render_text, truthy
-from oz0.edge.flows.model import FlowSpec, FlowStep
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure
-from oz0.edge.runtime.progress import Progress, ProgressSink
+from oz0.edge.plugins.expressions import ExpressionError, evaluate, render_text, truthy
+from oz0.edge.model.flow import FlowSpec, FlowStep
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.model.progress import Progress, ProgressSink
+from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -192,8 +193,6 @@ def journal_skipped(runtime: "Runtime", job: Job, step: FlowStep) -> None:
 
 def person_question(job: Job, step: FlowStep, message: str) -> Any:
     """The Question (edge.runtime.questions) a person step asks."""
-    from oz0.edge.runtime.questions import Question
-
     assert step.answer_schema is not None
     expires = time.time() + step.timeout_s if step.timeout_s else None
     return Question(job_id=job.id, step=step.id, message=message, answer_schema=step.answer_schema.schema,

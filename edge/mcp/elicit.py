@@ -22,17 +22,16 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.mcp.spec import ServerSpec
-from oz0.edge.runtime.questions import check_answer_schema
+from oz0.edge.mcp.stdio import StdioServer
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
-    from oz0.edge.mcp.stdio import StdioServer
 
-__all__ = ["ELICIT_OPTIONS", "Elicitor", "ElicitingSessions", "MAX_ELICITING_SESSIONS", "elicitor_for"]
+__all__ = ["Elicitor", "ElicitingSessions", "MAX_ELICITING_SESSIONS", "elicitor_for"]
 
 MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
-ELICIT_OPTIONS = {"mode": "legacy"}  # the handshake protocol: the server has a back-channel to ask
 
 
 @dataclass
@@ -93,8 +92,6 @@ class ElicitingSessions:
 
     @contextlib.asynccontextmanager
     async def borrow(self, server: ServerSpec, elicitor: Elicitor) -> AsyncIterator["StdioServer"]:
-        from oz0.edge.mcp.stdio import StdioServer
-
         if self._changed is None:
             self._changed = asyncio.Condition()
         async with self._changed:

@@ -1,19 +1,20 @@
 """The `mcp` agent kind: an agent file that names a server and a tool; a job calls the tool.
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
-outputSchema), and the tool's CallToolResult becomes the job's output (edge.mcp.result reads it).
+outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.mcp.result import read_tool_result
+from oz0.edge.results.tool_result import read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
@@ -92,13 +93,15 @@ def tool_name(spec: Any) -> str:
     return tool
 
 
-async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None) -> Any:
+async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
+                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
 
     The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
     as the agent's output contract), or its text (parsed when it is JSON). `isError` and a result that
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
-    with the edge's validator when the runtime has not already done so.
+    with the edge's validator when the runtime has not already done so. `reserve` (the runtime's budgets,
+    edge.runtime.budgets) is entered around the tool call: a refusal never reaches the server.
     """
     import orjson
 
@@ -126,9 +129,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
                                              f"{violation_sentence(violations)}")
     if ctx is not None:
         ctx.progress(f"calling tool {tool} on {server.label()}")
-    from oz0.edge.runtime.budgets import budget_call, call_need  # here: it brings the store (SQLAlchemy)
-
-    async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the server
+    async with reserve() if reserve is not None else nullcontext():
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
                                     elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)

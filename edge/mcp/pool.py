@@ -15,12 +15,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Coroutine, Mapping, TypeVar
 
-from oz0.edge.mcp.elicit import ELICIT_OPTIONS, Elicitor, ElicitingSessions
+from oz0.edge.mcp.elicit import Elicitor, ElicitingSessions
+from oz0.edge.mcp.spec import ELICIT_OPTIONS
 from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
     protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.model.progress import ProgressSink
 from oz0.edge.mcp.stdio import STOP_TIMEOUT_S, StdioServer
 
 __all__ = [

@@ -13,7 +13,7 @@ import asyncio
 from typing import Any, Awaitable, Iterator, Mapping, TypeVar
 
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.runtime.progress import Progress, ProgressSink
+from oz0.edge.model.progress import Progress, ProgressSink
 
 __all__ = [
     "MAX_TOOL_PAGES",

@@ -11,14 +11,17 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 __all__ = [
+    "ELICIT_OPTIONS",
     "REASON_TAIL_LINES",
     "McpFailure",
     "ServerSpec",
     "ToolInfo",
 ]
+
+ELICIT_OPTIONS = {"mode": "legacy"}  # the elicitation handshake: the server has a back-channel to ask
 
 REASON_TAIL_LINES = 5
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.mcp.list_changed import listening
 from oz0.edge.mcp.session import describe, edge_session, is_connection_error, leaves
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.mcp.spec import ELICIT_OPTIONS
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -172,8 +173,6 @@ class StdioServer:
     def _elicit_options(self) -> dict[str, Any]:
         if not self.eliciting:
             return {}
-        from oz0.edge.mcp.elicit import ELICIT_OPTIONS
-
         return {"elicitation_callback": self._elicit, **ELICIT_OPTIONS}
 
     async def _elicit(self, context: Any, params: Any) -> Any:

@@ -14,7 +14,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from oz0.edge.plugins.manifest import PluginError
+from oz0.edge.plugins.declared import PluginError
 
 __all__ = ["IGNORED", "copy_plugin", "plugin_files", "plugin_problems"]
 

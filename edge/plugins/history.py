@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from oz0.edge.contracts.changes import Change
+
 __all__ = ["MAX_AUDIT_SCAN", "latest_changes", "latest_json"]
 
 MAX_AUDIT_SCAN = 10_000  # audit records read, newest first, to find each plugin's latest changes
@@ -14,8 +16,6 @@ MAX_AUDIT_SCAN = 10_000  # audit records read, newest first, to find each plugin
 def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Per plugin, the changes its latest install recorded (newest audit records first, as the
     store lists them): {"previous_version", "version", "changes": [Change]}."""
-    from oz0.edge.contracts.changes import Change
-
     latest: dict[str, dict[str, Any]] = {}
     for record in audit:
         detail: Mapping[str, Any] = record.detail

@@ -18,13 +18,16 @@ from typing import Any, Literal, Mapping
 import orjson
 
 from oz0.edge.contracts.pointer import parse_pointer
-from oz0.edge.contracts.schema import Contract, ContractError, json_path, load_contract
+from oz0.edge.contracts.schema import Contract, ContractError, load_contract
+from oz0.edge.contracts.pointer import json_path
 from oz0.edge.contracts.view import SchemaView, walk_schema
-from oz0.edge.plugins.budgets import budget_findings
+from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.files import plugin_problems
 from oz0.edge.plugins.lint_examples import lint_examples
-from oz0.edge.plugins.manifest import (AGENT_NAME_RE, VERSION_RE, AgentSpec, PluginError, manifest_contract,
-                                      read_yaml)
+from oz0.edge.plugins.manifest import VERSION_RE
+from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.plugins.flow_lint import AgentSides, lint_flows
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -83,7 +86,7 @@ class _Linter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.findings: list[Finding] = []
-        self.sides: dict[str, Any] = {}  # agent name -> edge.flows.lint.AgentSides, for the flows' lint
+        self.sides: dict[str, Any] = {}  # agent name -> edge.plugins.flow_lint.AgentSides, for the flows' lint
 
     def rel(self, path: Path) -> str:
         try:
@@ -153,8 +156,6 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
     flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
         if flows_dir.is_dir() and "flows" not in refused else []
     if flow_files:
-        from oz0.edge.flows.lint import AgentSides, lint_flows
-
         unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
         known = None if installed is None else {
             a.name: AgentSides(*(c if c is not None else (None if a.kind == unknown else "text")
@@ -228,8 +229,6 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
                      f"add `{direction}: text`, or `{direction}_schema: schemas/{name}-{direction}.json`")
         if isinstance(schema_ref, str) and schema_ref:
             contracts[direction] = _lint_schema(lint, file, direction, schema_ref)
-    from oz0.edge.flows.lint import AgentSides  # small: no JMESPath until a flow is linted
-
     lint.sides[name] = AgentSides(*(contracts.get(d) or ("text" if data.get(d) == "text" else None)
                                     for d in ("input", "output")),
                                   input_file=data.get("input_schema"), output_file=data.get("output_schema"))

@@ -22,15 +22,16 @@ never a silent "allow".
 from __future__ import annotations
 
 import fnmatch
+import getpass
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
-from oz0.edge.plugins.budgets import Budget, BudgetDeclarationError, parse_budget
+from oz0.edge.model.budget import Budget, BudgetDeclarationError, parse_budget
 
-__all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker"]
+__all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker", "local_user"]
 
 _CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
 
@@ -201,3 +202,11 @@ def _scalar(value: Any, where: str) -> str | None:
     if not isinstance(value, (str, int)):
         raise AccessError(f"{where}: expected one name or id")
     return str(value)
+
+
+def local_user() -> str:
+    """Who is asking from this machine's shell: `cli:<login>`, for the journal and the audit log."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no user name in this environment (a container without passwd)
+        return "cli"

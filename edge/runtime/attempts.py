@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.plugins.manifest import AgentSpec, FailureKind
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext
+from oz0.edge.model.agent import AgentSpec, FailureKind
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.progress import ProgressSink
+    from oz0.edge.runtime.flow_engine import FlowEngine
+    from oz0.edge.model.progress import ProgressSink
     from oz0.edge.runtime.store import Store
 
 __all__ = ["CHECKED_JOBS_MAX", "AgentAttempts"]
@@ -34,15 +37,17 @@ class AgentAttempts:
     """Runtime's attempt and output-check methods."""
 
     store: "Store"
+    flow_engine: "FlowEngine | None"
     _checked: "OrderedDict[str, str]"
 
     async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
                         on_progress: "ProgressSink | None") -> Any:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
-        from oz0.edge.flows.runner import run_here
-
+        if self.flow_engine is None:
+            raise JobFailure("Misconfigured", NO_FLOW_ENGINE)
         self.store.update_job(job.id, attempts=1)
-        output, _ = await run_here(self, job, spec, value, on_progress=on_progress)  # type: ignore[arg-type]
+        output = await self.flow_engine.run_here(self, job, spec, value,  # type: ignore[arg-type]
+                                                 on_progress=on_progress)
         return self._checked_flow_output(job.id, spec, output)
 
     def _checked_flow_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:

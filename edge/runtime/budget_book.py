@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, Budget
+from oz0.edge.model.budget import BUDGET_DIMENSIONS, Budget
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budget_spend, budgets
 
 if TYPE_CHECKING:

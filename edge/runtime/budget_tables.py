@@ -1,6 +1,6 @@
 """The tables of budgets (edge.runtime.budgets), made by revision 0008 (migrations/versions/0008_budgets.py).
 
-Every amount is a whole number: tokens, calls, and money in micro-units (edge.plugins.budgets.MICRO),
+Every amount is a whole number: tokens, calls, and money in micro-units (edge.model.budget.MICRO),
 so sums never drift. A budget row is one budget in one period (`job:<job id>` or `day:<UTC date>`);
 its `reserved_*` and `spent_*` change only by conditional UPDATEs (edge.runtime.budget_book).
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, amount_text, format_dimension
+from oz0.edge.model.budget import BUDGET_DIMENSIONS, amount_text, format_dimension
 from oz0.edge.runtime.budget_book import BudgetState
 
 __all__ = ["FIGURES", "budget_json", "budget_lines", "budget_table"]

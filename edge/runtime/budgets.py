@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from oz0.edge.plugins.budgets import BUDGET_DIMENSIONS, Price, format_dimension
+from oz0.edge.model.budget import BUDGET_DIMENSIONS, Price, format_dimension
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_book import Amounts, BudgetBook, BudgetRef, BudgetState, Refusal
-from oz0.edge.runtime.jobs import Job, JobFailure, RunContext
+from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.context import RunContext
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime

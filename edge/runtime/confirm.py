@@ -14,15 +14,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.agent import ANNOTATION_KEYS
+from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.questions import Question
+from oz0.edge.mcp.kind import server_for_agent
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.spec import McpFailure
 
 if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+    from oz0.edge.model.agent import AgentSpec
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [
-    "ANNOTATION_KEYS",
     "CONFIRM",
     "CONFIRM_SCHEMA",
     "CONFIRM_STEP",
@@ -33,7 +36,6 @@ __all__ = [
     "needs_confirmation",
 ]
 
-ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 CONFIRM_STEP = "confirm"
 CONFIRM = "Confirm"
 CONFIRM_TIMEOUT_S = 900.0   # how long a confirmation waits for its asker; then the job is cancelled
@@ -54,10 +56,6 @@ def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
     """The agent's annotations without reaching a server: declared, over the tool's last listing."""
     listed = None
     if spec.kind == "mcp":
-        from oz0.edge.mcp.kind import server_for_agent
-        from oz0.edge.mcp.pool import servers
-        from oz0.edge.mcp.spec import McpFailure
-
         try:
             tool = (servers().listed(server_for_agent(spec)) or {}).get(str(spec.config.get("tool")))
         except McpFailure:
@@ -70,9 +68,6 @@ async def agent_annotations(spec: "AgentSpec") -> dict[str, Any]:
     """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own."""
     if spec.kind != "mcp":
         return _merged(None, spec)
-    from oz0.edge.mcp.kind import server_for_agent
-    from oz0.edge.mcp.pool import servers
-
     tool = await servers().tool(server_for_agent(spec), str(spec.config.get("tool")),
                                 timeout_s=spec.limits.timeout_s)
     return _merged(tool.annotations, spec)

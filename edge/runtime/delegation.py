@@ -20,7 +20,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.json_data import dumps_exact
-from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.model.job import Job, JobFailure
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
-from oz0.edge.runtime.leases import Leases
-from oz0.edge.runtime.progress import ProgressSink
+from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.model.progress import ProgressSink
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [
@@ -64,10 +64,6 @@ CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its ch
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 _ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
-
-
-class EngineError(RuntimeError):
-    """The engine cannot start as configured: names the setting and what to change."""
 
 
 def replica_id(env: dict[str, str] | None = None) -> str:
@@ -190,8 +186,8 @@ class Engine(Leases):
         }
         _ENGINE = self
         try:
-            import oz0.edge.flows.durable  # noqa: F401  registers the flow workflow before DBOS launches
-
+            if self.runtime.flow_engine is not None:
+                self.runtime.flow_engine.workflow()  # registers the flow workflow before DBOS launches
             DBOS(config=config)
             DBOS.launch()
             for spec in self.runtime.agents():
@@ -317,11 +313,9 @@ class Engine(Leases):
             loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
 
     def _workflow_for(self, agent: str) -> Any:
-        """A flow's job runs as the flow workflow (edge.flows.durable), every other job as `oz0.job`."""
-        if self._kind(agent) == "flow":
-            from oz0.edge.flows.durable import flow_workflow
-
-            return flow_workflow
+        """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
+        if self._kind(agent) == "flow" and self.runtime.flow_engine is not None:
+            return self.runtime.flow_engine.workflow()
         return _job_workflow
 
     def _kind(self, agent: str) -> str | None:

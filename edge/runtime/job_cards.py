@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
-from oz0.edge.flows.model import FLOW_KIND
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_known_contracts
-from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.jobs import FAILED_STATUSES, Job, UnknownAgent, snake_case
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, snake_case
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -52,11 +52,9 @@ class JobCards:
 
     def _with_steps(self, card: Card, spec: AgentSpec | None, job: Job) -> Card:
         """A flow's card: its steps' status in one collapsed line (a note) under the card."""
-        if spec is None or spec.kind != FLOW_KIND:
+        if spec is None or spec.kind != FLOW_KIND or self.flow_engine is None:
             return card
-        from oz0.edge.flows.runner import step_note, step_results
-
-        return replace(card, notes=(*card.notes, step_note(step_results(self, spec, job))))  # type: ignore[arg-type]
+        return replace(card, notes=(*card.notes, self.flow_engine.step_note(self, spec, job)))  # type: ignore[arg-type]
 
 
 def _failure_note(runtime: "Runtime", spec: AgentSpec | None, job: Job) -> str:

@@ -23,10 +23,11 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
 
 __all__ = [
@@ -355,6 +356,11 @@ def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:
     return content
 
 
+async def run_mcp(spec: AgentSpec, value: Any, ctx: RunContext | None = None) -> Any:
+    """An `mcp` agent's job (edge.mcp.kind), its tool call reserved against the job's budgets first."""
+    return await run_mcp_agent(spec, value, ctx, reserve=lambda: budget_call(ctx, call_need(spec)))
+
+
 # the table ------------------------------------------------------------------------------------
 
 AGENT_KINDS: dict[str, AgentKind] = {
@@ -362,5 +368,5 @@ AGENT_KINDS: dict[str, AgentKind] = {
     "command": run_command,
     "http": run_http,
     "model": run_model,
-    "mcp": run_mcp_agent,
+    "mcp": run_mcp,
 }

@@ -19,9 +19,13 @@ from dbos import DBOS
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["Leases"]
+__all__ = ["EngineError", "Leases"]
 
 log = logging.getLogger("oz0.engine")
+
+
+class EngineError(RuntimeError):
+    """The engine cannot start as configured: names the setting and what to change."""
 
 
 def _lock_key(replica: str) -> int:
@@ -41,8 +45,6 @@ class Leases:
         """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
         recover this replica's jobs, and refuse a duplicate replica id."""
         import sqlalchemy as sa
-
-        from oz0.edge.runtime.durable import EngineError  # durable imports this module
 
         self._lease_conn = self.runtime.store.engine.connect()
         deadline = time.monotonic() + 2 * self.lease_s

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
+from oz0.edge.model.budget import MICRO
 
 __all__ = [
     "CHANNEL_ERRORS",
@@ -143,8 +144,6 @@ class SpendCollector(Collector):
         self.runtime = runtime  # its budget book is read at each scrape
 
     def collect(self) -> Iterator[Metric]:
-        from oz0.edge.plugins.budgets import MICRO
-
         families = {d: CounterMetricFamily(f"oz0_budget_spent_{d}", f"{what}, by agent and channel "
                                            "(journal-wide).", labels=["agent", "channel"])
                     for d, what in (("tokens", "Model tokens spent (prompt and answer)"),

@@ -1,9 +1,8 @@
-"""What a running job says it is doing: one `Progress` value, from every source alike.
+"""Where a running job's progress is kept: its journal row, for readers on other replicas.
 
-Sources: a command agent's stderr lines, MCP `notifications/progress` (progress, total, message), a
-python agent's `ctx.progress(message, done, total)` and a flow's "step 2 of 3: approve". Every sink
-(the chat working message, `oz0 run`, the console through the journal) gets the same value and draws
-it its own way; `JournalProgress` keeps the latest in the job's row for readers on other replicas.
+The value itself is edge.model.progress.Progress, from every source alike (a command's stderr lines, MCP
+`notifications/progress`, a python agent's `ctx.progress`, a flow's "step 2 of 3: approve");
+`JournalProgress` keeps the latest in the job's row and passes every report on to the caller's sink.
 """
 
 from __future__ import annotations
@@ -12,91 +11,18 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING
+
+from oz0.edge.model.progress import Progress, ProgressSink
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["JOURNAL_EVERY_S", "MAX_PROGRESS_CHARS", "JournalProgress", "Progress", "ProgressSink"]
+__all__ = ["JOURNAL_EVERY_S", "JournalProgress"]
 
 log = logging.getLogger(__name__)
 
-MAX_PROGRESS_CHARS = 1000   # a progress message is cut to this many characters
 JOURNAL_EVERY_S = 2.0       # a job's latest progress is written to the journal at most this often
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One report of a job's progress: what it does now and, when it knows, how far it is (`done` of
-    `total`, in whatever unit the source counts: items, steps, percent)."""
-
-    message: str
-    done: float | None = None
-    total: float | None = None
-
-    @classmethod
-    def of(cls, message: Any, done: Any = None, total: Any = None) -> "Progress":
-        """A Progress from what a source sent: the message cut to MAX_PROGRESS_CHARS, a count that is
-        not a finite number >= 0 dropped (a source's bad number must not fail its job)."""
-        return cls(str(message if message is not None else "")[:MAX_PROGRESS_CHARS], _count(done), _count(total))
-
-    @property
-    def fraction(self) -> float | None:
-        """How far, 0..1, when both counts are known and the total is positive."""
-        if self.done is None or not self.total:
-            return None
-        return max(0.0, min(1.0, self.done / self.total))
-
-    def counts(self) -> str:
-        """`3/10`, `3` with no total, or "" with no count."""
-        if self.done is None:
-            return ""
-        return f"{_num(self.done)}/{_num(self.total)}" if self.total is not None else _num(self.done)
-
-    def bar(self, width: int = 10) -> str:
-        """`3/10 ▓▓▓░░░░░░░` as text (the counts alone without a total), "" with no count."""
-        fraction = self.fraction
-        if fraction is None:
-            return self.counts()
-        filled = round(fraction * width)
-        return f"{self.counts()} {'▓' * filled}{'░' * (width - filled)}"
-
-    def summary(self) -> str:
-        """The message and the bar, as chat and the console show it: `reading · 3/10 ▓▓▓░░░░░░░`."""
-        return " · ".join(p for p in (self.message, self.bar()) if p)
-
-    def line(self) -> str:
-        """The message with its counts: `reading files (3/10)`."""
-        counts = self.counts()
-        if not counts:
-            return self.message
-        return f"{self.message} ({counts})" if self.message else counts
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"message": self.message, "done": self.done, "total": self.total}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "Progress | None":
-        if not isinstance(data, Mapping):
-            return None
-        return cls.of(data.get("message"), data.get("done"), data.get("total"))
-
-
-ProgressSink = Callable[[Progress], Any]
-
-
-def _count(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and number >= 0 else None
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "?"
-    return str(int(value)) if value == int(value) else f"{value:g}"
 
 
 class JournalProgress:

@@ -12,8 +12,9 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 
 __all__ = ["load_entry", "run_python"]
 

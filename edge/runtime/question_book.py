@@ -13,23 +13,13 @@ from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.runtime.questions import (
-    ACTIONS,
-    MAX_MESSAGE_CHARS,
-    POLL_S,
-    Answer,
-    AnswerListener,
-    AnswerRefused,
-    Question,
-    QuestionListener,
-    answer_topic,
-    check_answer_schema,
-    job_platform,
-)
+from oz0.edge.runtime.questions import (ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerListener, AnswerRefused,
+                                        Question, QuestionListener, answer_topic, job_platform)
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["Questions"]
@@ -276,7 +266,7 @@ class Questions:
         if engine is not None and getattr(engine, "launched", False):
             waiter = self._waiter(job_id, step)
             if waiter:
-                from oz0.edge.runtime.durable import send_answer
+                from oz0.edge.runtime.durable import send_answer  # imports dbos (about a second)
 
                 send_answer(waiter, answer_topic(step))
 

@@ -20,33 +20,28 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
-from oz0.edge.contracts.schema import ContractError, load_contract
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.jobs import Job
+    from oz0.edge.model.job import Job
     from oz0.edge.runtime.question_book import Questions
 
 __all__ = [
     "ACTIONS",
     "Answer",
     "AnswerRefused",
-    "MAX_FIELDS",
     "POLL_S",
     "Question",
     "PersonSteps",
     "answer_topic",
-    "check_answer_schema",
     "job_platform",
     "wait_in_workflow",
 ]
 
 
 ACTIONS = ("accept", "decline", "cancel", "timeout")
-MAX_FIELDS = 20                 # fields in one answer schema (a modal of inputs, a form)
 MAX_MESSAGE_CHARS = 3_000       # a question's text
 POLL_S = 1.0                    # how often an in-process waiter looks for an answer given on another replica
 WORKFLOW_POLL_S = 60.0          # how often a durable waiter re-reads the store (a lost DBOS.send costs this)
-PRIMITIVE_TYPES = ("string", "number", "integer", "boolean")
 
 QuestionListener = Callable[["Job", "Question"], Awaitable[None]]
 AnswerListener = Callable[["Job", "Question", "Answer"], Awaitable[None]]
@@ -102,28 +97,6 @@ def answer_topic(step: str) -> str:
     return f"oz0.answer:{step}"
 
 
-def check_answer_schema(schema: Any) -> dict[str, Any]:
-    """An answer schema is an object of primitive fields (MCP's requestedSchema shape): a form or a
-    modal can draw it. Raises ValueError naming the field and what is wrong."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ValueError('an answer schema is an object: {"type": "object", "properties": {...}}')
-    props = schema.get("properties")
-    if not isinstance(props, dict) or not props:
-        raise ValueError("an answer schema has at least one field under properties")
-    if len(props) > MAX_FIELDS:
-        raise ValueError(f"an answer schema has {len(props)} fields; the limit is {MAX_FIELDS}")
-    for name, field in props.items():
-        kind = field.get("type") if isinstance(field, dict) else None
-        if kind not in PRIMITIVE_TYPES:
-            raise ValueError(f"answer field {name!r} must have a type of {', '.join(PRIMITIVE_TYPES)}, "
-                             f"not {kind!r} (an answer is an object of primitive fields)")
-    try:
-        load_contract(schema, source="the answer schema")
-    except ContractError as exc:
-        raise ValueError(str(exc)) from None
-    return schema
-
-
 class PersonSteps:
     """Runtime's person-step methods (mixed into edge.runtime.runner.Runtime, which sets `questions`)."""
 
@@ -172,7 +145,7 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
     `expires_at` when it has one) the step is closed with a timeout answer, unless a person was first."""
     from dbos import DBOS
 
-    from oz0.edge.runtime.durable import current_runtime
+    from oz0.edge.runtime.durable import current_runtime  # imports dbos (about a second): only inside a workflow
 
     runtime = current_runtime()
     book = runtime.questions

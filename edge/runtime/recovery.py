@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from oz0.edge.runtime.jobs import Job
+from oz0.edge.model.job import Job
 from oz0.edge.runtime.store import ACTIVE_STATUSES
 
 if TYPE_CHECKING:

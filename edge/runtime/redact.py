@@ -17,7 +17,8 @@ from typing import Any, Awaitable, Iterable
 from urllib.parse import quote, quote_plus
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from oz0.edge.runtime.jobs import JobFailure, RunContext
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.context import RunContext
 
 __all__ = ["MIN_RUN", "REDACTED", "Redactor"]
 

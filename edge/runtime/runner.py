@@ -14,7 +14,6 @@ end the job with a typed failure kind and a reason a person can act on.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import logging
 import os
 import time
@@ -27,22 +26,30 @@ import orjson
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.schema import violation_sentence
-from oz0.edge.flows.model import FLOW_KIND
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
-from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError, load_plugin
-from oz0.edge.plugins.tool_contracts import with_stored_contracts
+from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.mcp.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.job_cards import JobCards
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES, Job, JobFailure, RunContext, UnknownAgent
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.progress import JournalProgress, ProgressSink
+from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
-from oz0.edge.runtime.store import AuditRecord, InstalledVersion, Store
+from oz0.edge.runtime.store import AuditRecord, Store
+from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
+from oz0.edge.runtime.flow_engine import FlowEngine
+from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
 
 __all__ = [
     "AuditRecord",
@@ -52,7 +59,6 @@ __all__ = [
     "RunContext",
     "Runtime",
     "default_home",
-    "local_user",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,12 +84,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
-                 backoff_s: float = 0.5) -> None:
+                 backoff_s: float = 0.5, flow_engine: FlowEngine | None = None) -> None:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("OZ0_DATABASE_URL") or f"sqlite:///{self.home / 'oz0.db'}"
         self.store = Store(url)
         self.backoff_s = backoff_s
+        self.flow_engine = flow_engine  # runs flows (edge.flows.engine.FLOW_ENGINE); None: flows end Misconfigured
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
@@ -91,13 +98,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
-        from oz0.edge.plugins.tool_refresh import watch_tools  # edge.plugins imports this module
-
         watch_tools(self)
 
     def close(self) -> None:
-        from oz0.edge.plugins.tool_refresh import unwatch_tools
-
         unwatch_tools(self)
         if self.engine is not None:
             self.engine.shutdown()
@@ -167,7 +170,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
 
     def flows(self) -> list[AgentSpec]:
-        """Installed flows (edge.flows.model.FlowSpec, run by name like agents), by name."""
+        """Installed flows (edge.plugins.flow_manifest.FlowSpec, run by name like agents), by name."""
         return sorted((f for p in self.plugins() for f in p.flows), key=lambda f: f.name)
 
     def agent(self, name: str) -> AgentSpec:
@@ -214,7 +217,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             spec, found = self._lookup(agent)
             plugin, version = found.name, found.version
-            contract, contract_version = spec.contract_hash, spec.contract_version
+            contract, contract_version = contract_hash(spec), spec.contract_version
         except UnknownAgent:
             pass  # journaled anyway; execute ends it with UnknownAgent
         parent = self.store.job(parent_id) if parent_id is not None else None
@@ -383,11 +386,3 @@ def _job(row: Mapping[str, Any]) -> Job:
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
         limit_reached=row.get("limit_reached"), progress=row.get("progress"),
     )
-
-
-def local_user() -> str:
-    """Who is asking from this machine's shell: `cli:<login>`, for the journal and the audit log."""
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # no user name in this environment (a container without passwd)
-        return "cli"

@@ -36,13 +36,12 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.model.installed import InstalledAgent, InstalledVersion
 from oz0.edge.runtime.migrate import SchemaChange, upgrade_schema
 
 __all__ = [
     "ACTIVE_STATUSES",
     "AuditRecord",
-    "InstalledAgent",
-    "InstalledVersion",
     "Store",
     "metadata",
 ]
@@ -86,7 +85,7 @@ agents = Table(
     Column("output_hash", String(64), nullable=True),
     Column("failures", JSON, nullable=False),
     Column("limits", JSON, nullable=False),
-    Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.contracts.contract_hash
+    Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.documents.contract_hash
     Column("contract_version", String(64), nullable=True),  # revision 0006: the version that introduced it
     UniqueConstraint("version_id", "name", name="uq_agent_per_version"),
 )
@@ -169,39 +168,6 @@ class AuditRecord:
     action: str
     actor: str
     detail: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class InstalledAgent:
-    """An agent as the store keeps it: its contracts themselves, so versions can be compared later."""
-
-    name: str
-    kind: str
-    description: str
-    input_schema_file: str | None
-    input_schema: Any
-    input_hash: str | None
-    output_schema_file: str | None
-    output_schema: Any
-    output_hash: str | None
-    failures: Mapping[str, Any]
-    limits: Mapping[str, Any]
-    contract_hash: str | None = None     # None: installed before revision 0006
-    contract_version: str | None = None
-
-
-@dataclass(frozen=True)
-class InstalledVersion:
-    id: int
-    plugin: str
-    version: str
-    content_hash: str
-    path: str
-    description: str
-    installed_at: float
-    installed_by: str
-    agents: tuple[InstalledAgent, ...]
-    current: bool = False
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -369,7 +335,7 @@ class Store:
 
     def update_agent_contracts(self, version_id: int, name: str, *, contracts: Mapping[str, Any]) -> None:
         """Replace one stored agent's contracts (`contracts`: its `input_schema*`/`output_schema*`/`*_hash`
-        columns): an `mcp` agent's tool changed compatibly (edge.plugins.tool_refresh)."""
+        columns): an `mcp` agent's tool changed compatibly (edge.runtime.tool_refresh)."""
         with self.engine.begin() as conn:
             conn.execute(update(agents).where(agents.c.version_id == version_id, agents.c.name == name)
                          .values(**contracts))

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Coroutine
 
 from sqlalchemy import func, select, update
 
-from oz0.edge.plugins.manifest import AgentSpec
-from oz0.edge.runtime.jobs import Job, JobFailure
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """agents.contract_hash/contract_version and jobs.contract_hash/contract_version: the contract an agent
-version declares (edge.contracts.contract_hash) and the one each job ran under.
+version declares (edge.documents.contract_hash) and the one each job ran under.
 
 Revision ID: 0006
 Revises: 0005

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, check_core, is_number, kind_of, non_finite, \
-    same_json, unique
-from oz0.edge.qzx.tools import check_output_schema
+from oz0.edge.results.qzx import Finding, at_key, check_core, is_number, kind_of, non_finite, same_json, unique
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx_tools import check_output_schema
 
 __all__ = [
     "PROFILES",

@@ -1,4 +1,4 @@
-"""What changed between two versions of a plugin's contracts: two OpenAPI documents (edge.contracts.openapi)
+"""What changed between two versions of a plugin's contracts: two OpenAPI documents (edge.documents.openapi)
 compared operation by operation, each schema by edge.contracts.schema_diff, each change with its verdict."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from oz0.edge.contracts.changes import Change, deref
-from oz0.edge.contracts.openapi import openapi_document
+from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.contracts.schema_diff import SchemaComparison
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 
 __all__ = [
     "compare_agents",

@@ -15,24 +15,21 @@ price are shown as `x-budget` and `x-price` (money as decimal strings); the upgr
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterable
-from urllib.parse import quote, urldefrag
 
-from oz0.edge.contracts.pointer import PointerError, fragment_pointer, locate
+from oz0.edge.contracts.embed import embed_contract, escape_token
 from oz0.edge.contracts.schema import Contract
-from oz0.edge.contracts.view import walk_schema
-from oz0.edge.runtime.jobs import BUILTIN_FAILURES
-from oz0.edge.plugins.manifest import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.model.agent import INVALID_INPUT, AgentSpec, FailureKind
+from oz0.edge.model.flow import FLOW_FAILURES, FLOW_KIND
+from oz0.edge.model.job import BUILTIN_FAILURES
 
 __all__ = [
     "FAILURE_STATUS",
-    "FLOW_KIND",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
     "agent_path",
     "component_key",
-    "embed_contract",
     "failure_kinds",
     "failure_schema",
     "flow_failures",
@@ -48,10 +45,7 @@ FAILURE_STATUS = "502"
 TEXT = "text/plain"
 JSON = "application/json"
 
-FLOW_KIND = "flow"  # as edge.flows.model's (imported lazily: flows import JMESPath)
 _NOT_RUN_FAILURES = frozenset({INVALID_INPUT.name, "UnknownAgent"})
-_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
-_DROPPED = ("$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema")
 
 
 def agent_path(name: str) -> str:
@@ -105,7 +99,7 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "x-oz0-flow" if flow else "x-oz0-agent": agent.name,
             "x-oz0-plugin": agent.plugin,
             "x-oz0-kind": agent.kind,
-            "x-contract-hash": agent.contract_hash,
+            "x-contract-hash": contract_hash(agent),
         }
         if getattr(agent, "budget", None) is not None:
             operation["x-budget"] = agent.budget.as_json()
@@ -131,8 +125,8 @@ def _body(agent: AgentSpec, direction: str, contract: Contract | None, schemas: 
     if contract is None:
         return {"content": {TEXT: {"schema": {"type": "string"}}}}
     key = component_key(agent.name, direction)
-    schemas[key] = embed_contract(contract, f"#/components/schemas/{_escape(key)}")
-    return {"content": {JSON: {"schema": {"$ref": f"#/components/schemas/{_escape(key)}"}}}}
+    schemas[key] = embed_contract(contract, f"#/components/schemas/{escape_token(key)}")
+    return {"content": {JSON: {"schema": {"$ref": f"#/components/schemas/{escape_token(key)}"}}}}
 
 
 def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
@@ -148,8 +142,6 @@ def failure_kinds(agent: AgentSpec) -> list[FailureKind]:
 def flow_failures(flow: AgentSpec) -> dict[str, FailureKind]:
     """The kinds a flow itself may end with: a step failed with a kind it does not declare, and for a
     flow with person steps, nobody answered or the person declined."""
-    from oz0.edge.flows.model import FLOW_FAILURES
-
     asks = any(s.is_ask for s in getattr(flow, "steps", ()))
     return {name: kind for name, kind in FLOW_FAILURES.items() if asks or name == "StepFailed"}
 
@@ -178,77 +170,3 @@ def _failure_response(description: str, kinds: Iterable[FailureKind]) -> dict[st
     branches = [failure_schema(k) for k in sorted(kinds, key=lambda k: k.name)]
     schema = branches[0] if len(branches) == 1 else {"oneOf": branches}
     return {"description": description, "content": {JSON: {"schema": schema}}}
-
-
-def _escape(token: str) -> str:
-    return quote(token.replace("~", "~0").replace("/", "~1"), safe="~.-_!$&'()*+,;=:@")
-
-
-def _pointer(parts: tuple[Any, ...]) -> str:
-    return "".join("/" + _escape(str(p)) for p in parts)
-
-
-def embed_contract(contract: Contract, prefix: str) -> Any:
-    """A copy of the contract's schema whose local references are pointers from the document root."""
-    schema = contract.schema
-    if not isinstance(schema, dict):
-        return schema
-    root_id = schema.get("$id")
-    root_base = urldefrag(root_id)[0] if isinstance(root_id, str) else "urn:oz0:root"
-    nodes = list(walk_schema(schema, root_base))
-    where = {id(node): path for node, _, path in nodes}
-    rewrites: dict[tuple[Any, ...], dict[str, str]] = {}
-    for node, base, path in nodes:
-        for key in _REF_KEYS:
-            ref = node.get(key)
-            if not isinstance(ref, str):
-                continue
-            target = contract.resolve(ref, base=base)
-            target_path = where.get(id(target))
-            if target_path is None:
-                target_path = _pointer_target(schema, ref)
-            if target_path is not None:
-                rewrites.setdefault(path, {})[key] = prefix + _pointer(_as_2020_12(schema, target_path))
-    copied = copy.deepcopy(schema)
-    for node, _, path in list(walk_schema(copied, root_base)):
-        for key, ref in rewrites.get(path, {}).items():
-            node[key] = ref
-        for key in _DROPPED:
-            node.pop(key, None)
-        _to_2020_12(node)
-    return copied
-
-
-def _pointer_target(schema: Any, ref: str) -> tuple[Any, ...] | None:
-    """A `#/...` pointer to a value that is not itself a schema object (`true`, `false`)."""
-    if not ref.startswith("#/"):
-        return None
-    try:
-        parts, _ = locate(schema, fragment_pointer(ref[1:]))
-    except PointerError:
-        return None
-    return parts
-
-
-def _as_2020_12(schema: Any, path: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Where `path` lands once `_to_2020_12` has renamed tuple `items` on the way."""
-    out: list[Any] = []
-    node = schema
-    for part in path:
-        tuple_items = isinstance(node, dict) and isinstance(node.get("items"), list)
-        if tuple_items and part == "items":
-            out.append("prefixItems")
-        elif tuple_items and part == "additionalItems":
-            out.append("items")
-        else:
-            out.append(part)
-        node = node[part] if isinstance(node, (dict, list)) else None
-    return tuple(out)
-
-
-def _to_2020_12(node: dict[str, Any]) -> None:
-    """Older dialects' tuple `items` become `prefixItems`, so every schema reads one way."""
-    if isinstance(node.get("items"), list):
-        node["prefixItems"] = node.pop("items")
-        if "additionalItems" in node:
-            node["items"] = node.pop("additionalItems")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.model.agent import AgentSpec
 
 __all__ = ["MAX_ENUM_SHOWN", "example_input", "input_summary", "schema_example", "schema_summary", "type_name"]
 

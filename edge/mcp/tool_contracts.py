@@ -12,8 +12,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import AgentSpec, Plugin, PluginError
+from oz0.edge.plugins.manifest import Plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.session import pick
+from oz0.edge.mcp.spec import McpFailure
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -33,11 +40,6 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
     """
     if not any(map(_needs_tool, plugin.agents)):
         return plugin
-    from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name  # only for mcp agents
-    from oz0.edge.mcp.pool import servers
-    from oz0.edge.mcp.session import pick
-    from oz0.edge.mcp.spec import McpFailure
-
     pool = pool or servers()
     agents = []
     for spec in plugin.agents:
@@ -81,6 +83,6 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
 
 def _with_version(spec: AgentSpec, row: Any) -> AgentSpec:
     """The spec with the contract_version stored at install, while its contract is the one stored."""
-    if row is None or row.contract_version is None or row.contract_hash != spec.contract_hash:
+    if row is None or row.contract_version is None or row.contract_hash != contract_hash(spec):
         return spec
     return replace(spec, contract_version=row.contract_version)

@@ -7,19 +7,17 @@ answer schemas of its person steps, its declared annotations, its failure kinds 
 defaults, so contracts that leave them alone keep their hash). The
 file it was read from, descriptions of the agent and its prose are not part of it: editing the words
 changes nothing a caller relies on. A `contract_version` is the plugin version that introduced the
-hash (edge.plugins.install keeps the previous one while the hash stays equal).
+hash (edge.runtime.install keeps the previous one while the hash stays equal).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from oz0.edge.runtime.confirm import ANNOTATION_KEYS
-
-if TYPE_CHECKING:
-    from oz0.edge.plugins.manifest import AgentSpec
+from oz0.edge.contracts.embed import embed_contract
+from oz0.edge.model.agent import ANNOTATION_KEYS, TREE_LIMIT_DEFAULTS, AgentSpec
 
 __all__ = ["canonical_json", "contract_hash", "contract_parts"]
 
@@ -31,12 +29,10 @@ def canonical_json(value: Any) -> bytes:
 
 
 def _schema(contract: Any, prefix: str) -> Any:
-    from oz0.edge.contracts.openapi import embed_contract
-
     return "text" if contract is None else embed_contract(contract, prefix)
 
 
-def contract_parts(spec: "AgentSpec") -> dict[str, Any]:
+def contract_parts(spec: AgentSpec) -> dict[str, Any]:
     """The parts of `spec`'s contract, as the hash reads them."""
     limits = spec.limits
     annotations = spec.config.get("annotations") or {}
@@ -57,8 +53,6 @@ def contract_parts(spec: "AgentSpec") -> dict[str, Any]:
 def _tree_limits(limits: Any) -> dict[str, Any]:
     """The limits over the job tree that differ from their defaults: a contract written before they
     existed (or that leaves them at their defaults) keeps the hash it had."""
-    from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS
-
     out = {key: getattr(limits, key) for key, default in TREE_LIMIT_DEFAULTS.items()
            if getattr(limits, key) != default}
     if out.get("tree_timeout_s") is not None:
@@ -66,6 +60,10 @@ def _tree_limits(limits: Any) -> dict[str, Any]:
     return out
 
 
-def contract_hash(spec: "AgentSpec") -> str:
-    """SHA-256 (hex) of the canonical JSON of `spec`'s contract parts."""
-    return hashlib.sha256(canonical_json(contract_parts(spec))).hexdigest()
+def contract_hash(spec: AgentSpec) -> str:
+    """SHA-256 (hex) of the canonical JSON of `spec`'s contract parts, computed once per spec (a frozen value)."""
+    known = spec.__dict__.get("_contract_hash")
+    if known is None:
+        known = hashlib.sha256(canonical_json(contract_parts(spec))).hexdigest()
+        object.__setattr__(spec, "_contract_hash", known)
+    return known

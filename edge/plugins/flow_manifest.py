@@ -3,79 +3,26 @@
 A FlowSpec is an AgentSpec of kind `flow`, so everything that takes an agent by name (the input check,
 the OpenAPI document, access rules, the card) takes a flow the same way; only the runtime's execute
 tells them apart. Loading is strict (PluginError naming the file and the JSON path); `oz0 plugin lint`
-reports every finding instead (edge.flows.lint). The file's shape is schemas/flow.schema.json.
+reports every finding instead (edge.plugins.flow_lint). The file's shape is schemas/flow.schema.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.flows.expressions import ExpressionError, compile_expression, holes
-from oz0.edge.plugins.manifest import (AGENT_NAME_RE, AgentSpec, FailureKind, Limits, PluginError, budget_of,
-                                      examples_of, read_yaml)
+from oz0.edge.model.agent import FailureKind, Limits
+from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
+from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, budget_of, examples_of, manifest_contract, read_yaml
+from oz0.edge.plugins.expressions import ExpressionError, compile_expression, holes
 
 __all__ = [
-    "FLOW_FAILURES",
-    "FLOW_KIND",
-    "FlowSpec",
-    "FlowStep",
     "load_flow",
     "step_expressions",
     "stored_steps",
 ]
-
-FLOW_KIND = "flow"
-
-# How a flow itself may end, beside its steps' kinds and the runtime's own.
-FLOW_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
-    FailureKind("NoAnswer", description="A person step was not answered within its timeout_s.", person=True),
-    FailureKind("Declined", description="The person asked declined or cancelled a person step.", person=True),
-    FailureKind("StepFailed", description="A step's agent failed with a kind the flow does not declare.",
-                partial=True),
-)}
-
-
-@dataclass(frozen=True)
-class FlowStep:
-    """One step: an agent run (`agent`, with an optional `input` mapping and `if` condition) or a
-    person step (`ask`, with its answer schema, answerers and timeout)."""
-
-    id: str
-    agent: str | None = None
-    ask: str | None = None
-    input: Any = None                   # None (the previous output), a JMESPath string, or {key: JMESPath}
-    condition: str | None = None        # `if:`
-    answer_schema_file: str | None = None
-    answer_schema: Contract | None = None
-    answerers: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    timeout_s: float | None = None
-    on_timeout: Mapping[str, Any] | None = None
-    until: str | None = None            # run again (steps.ID.runs counting) until this is truthy
-
-    @property
-    def is_ask(self) -> bool:
-        return self.ask is not None
-
-
-@dataclass(frozen=True)
-class FlowSpec(AgentSpec):
-    """A flow: an agent of kind `flow` whose work is its steps."""
-
-    steps: tuple[FlowStep, ...] = ()
-
-    def failure(self, name: str) -> FailureKind | None:
-        return super().failure(name) or FLOW_FAILURES.get(name)
-
-    def step(self, step_id: str) -> FlowStep:
-        return next(s for s in self.steps if s.id == step_id)
-
-    @property
-    def person_steps(self) -> tuple[FlowStep, ...]:
-        return tuple(s for s in self.steps if s.is_ask)
 
 
 def step_expressions(step: Mapping[str, Any] | FlowStep) -> list[tuple[str, str]]:
@@ -112,8 +59,6 @@ def _contract(root: Path, file: Path, ref: str, where: str) -> Contract:
 def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
     """One flow file, strictly: its shape, its contracts, its expressions (not its references to
     agents, which may be installed later: lint and the run check those)."""
-    from oz0.edge.plugins.manifest import manifest_contract
-
     data = read_yaml(file)
     violations = manifest_contract("flow").validate(data)
     if violations:
@@ -162,7 +107,7 @@ def load_flow(root: Path, file: Path, plugin: str) -> FlowSpec:
 
 
 def stored_steps(rows: list[Mapping[str, Any]], *, source: str) -> tuple[FlowStep, ...]:
-    """A flow's person steps as the plugin store keeps them (edge.contracts.openapi.person_steps'
+    """A flow's person steps as the plugin store keeps them (edge.documents.openapi.person_steps'
     shape), for the upgrade check: the steps callers must answer, with their answer schemas."""
     return tuple(FlowStep(
         id=r["step"], ask=r.get("message") or "", answer_schema_file=None,

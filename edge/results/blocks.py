@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from oz0.edge.cards.model import Attachment
+from oz0.edge.model.attachment import Attachment
 
 __all__ = ["MAX_BLOCK_FILE_BYTES", "BlockSummary", "EmbeddedText", "read_blocks"]
 

@@ -2,7 +2,7 @@
 breaks them without a new major version.
 
 A change is breaking when a caller that worked with the old contract can fail with the new one
-(edge.contracts.diff finds the changes). A breaking change needs a new major version in the sense of
+(edge.documents.diff finds the changes). A breaking change needs a new major version in the sense of
 Cargo and npm carets, or an install with `--allow-breaking`.
 """
 
@@ -12,10 +12,13 @@ import re
 from typing import Any, Iterable
 
 from oz0.edge.contracts.changes import Change, CompatError
-from oz0.edge.contracts.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import AgentSpec, FailureKind, Plugin
-from oz0.edge.runtime.store import InstalledVersion
+from oz0.edge.documents.diff import compare_agents
+from oz0.edge.model.agent import AgentSpec, FailureKind
+from oz0.edge.model.flow import FlowSpec
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.plugins.flow_manifest import stored_steps
+from oz0.edge.plugins.manifest import Plugin
 
 __all__ = [
     "UpgradeRefused",
@@ -78,7 +81,7 @@ class UpgradeRefused(ValueError):
 
 def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
     """The agents and flows of an installed version as the store keeps them: their contracts, not
-    their files (a flow's person steps are kept with it, edge.plugins.install)."""
+    their files (a flow's person steps are kept with it, edge.runtime.install)."""
     def contract(schema: Any, file: str | None) -> Any:
         if schema is None:
             return None
@@ -87,8 +90,6 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
             return AgentSpec(**fields)
-        from oz0.edge.flows.model import FlowSpec, stored_steps
-
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))
 
     return [make(a,

@@ -93,15 +93,16 @@ import asyncio
 import json
 from pathlib import Path
 
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 PLUGIN = Path(__file__).resolve().parents[1]
 
 
 def run(tmp_path, change, answer):
-    runtime = Runtime(tmp_path)
+    runtime = Runtime(tmp_path, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(PLUGIN))
 
     async def scenario():

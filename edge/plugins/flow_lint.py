@@ -17,8 +17,11 @@ from typing import Any, Callable, Mapping, Union
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.contracts.schema_diff import SchemaComparison
-from oz0.edge.flows.expressions import ExpressionError, compile_expression, field_paths
-from oz0.edge.flows.model import step_expressions
+from oz0.edge.plugins.expressions import ExpressionError, compile_expression, field_paths
+from oz0.edge.plugins.flow_manifest import step_expressions
+from oz0.edge.model.budget import budget_findings
+from oz0.edge.plugins.lint_examples import lint_examples
+from oz0.edge.plugins.declared import manifest_contract
 
 __all__ = ["AgentSides", "TEXT", "lint_flows"]
 
@@ -44,10 +47,6 @@ Add = Callable[..., None]
 def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], add: Add,
                agents: Mapping[str, AgentSides], installed: Mapping[str, AgentSides] | None) -> None:
     """Every finding of the plugin's flow files, through `add(severity, file, path, message, fix)`."""
-    from oz0.edge.plugins.budgets import budget_findings
-    from oz0.edge.plugins.lint_examples import lint_examples
-    from oz0.edge.plugins.manifest import manifest_contract
-
     for file in files:
         data = read(file)
         if data is None:

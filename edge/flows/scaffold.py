@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from oz0.edge.flows.scaffold_flow import flow_files
+
 __all__ = ["NAME_RE", "ScaffoldError", "scaffold_plugin"]
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -48,7 +50,7 @@ _AGENT_PY = '''\
 
 from __future__ import annotations
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 
 
 def answer(text: str) -> str:
@@ -70,10 +72,10 @@ from pathlib import Path
 
 import pytest
 
-from oz0.edge.runtime.jobs import JobFailure
+from oz0.edge.model.job import JobFailure
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.install import install_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 PLUGIN = Path(__file__).resolve().parents[1]
@@ -129,7 +131,7 @@ Schema under `schemas/`), its failure kinds and its limits.
 
 def scaffold_plugin(name: str, folder: str | Path | None = None, *, flow: bool = False) -> list[Path]:
     """Write a new plugin named `name` into `folder` (default ./NAME); returns the files written. With
-    `flow`, also a complete example flow (edge.plugins.scaffold_flow) and its agents.
+    `flow`, also a complete example flow (edge.flows.scaffold_flow) and its agents.
 
     Raises ScaffoldError for a bad name or a folder that exists and is not empty.
     """
@@ -150,8 +152,6 @@ def scaffold_plugin(name: str, folder: str | Path | None = None, *, flow: bool =
     }
     texts = {rel: template.format(**values) for rel, template in files.items()}
     if flow:
-        from oz0.edge.plugins.scaffold_flow import flow_files
-
         texts.update(flow_files(name))
     written = []
     for rel, text in texts.items():

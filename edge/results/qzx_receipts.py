@@ -8,8 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, InputError, parse_document
-from oz0.edge.qzx.profiles import PROFILES, Verdict, blank_facts, validate_document
+from oz0.edge.results.qzx import Finding, InputError, parse_document
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx_profiles import PROFILES, Verdict, blank_facts, validate_document
 
 __all__ = [
     "RECEIPT_SCHEMA_URL",

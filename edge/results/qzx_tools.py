@@ -5,7 +5,7 @@ weaker one lacks.
 (descriptions and examples included; only key order may differ), as qzx's own validator decides. The
 published schema's text is not shipped here; its fingerprint is (`CANONICAL_SCHEMA_SHA256`, the SHA-256
 of its JSON with sorted keys), so an inline copy is recognised exactly. The project's own schema of
-the envelope (edge/schemas/qzx-result-v1.schema.json) has the same constraints but its own wording, so
+the envelope (schemas/qzx-result-v1.schema.json) has the same constraints but its own wording, so
 inlining it is `structural_core`, like any other schema that differs in a keyword.
 """
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from oz0.edge.contracts.bundled import bundled_schema
-from oz0.edge.qzx.core import CONTRACT_SCHEMA_URL, Finding, at_key, is_number, kind_of
+from oz0.edge.results.qzx import Finding, at_key, is_number, kind_of
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 
 __all__ = [
     "CANONICAL_SCHEMA_SHA256",

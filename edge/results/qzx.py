@@ -1,7 +1,7 @@
 """QZX Result Contract v1: the core rules of a result, and building one that keeps them.
 
-The MCP profiles (edge.qzx.profiles), tool definitions (edge.qzx.tools) and conformance receipts
-(edge.qzx.receipts) build on these rules. Every check is a pure function that returns findings (a JSON path and a sentence) instead of raising,
+The MCP profiles (edge.results.qzx_profiles), tool definitions (edge.results.qzx_tools) and conformance receipts
+(edge.results.qzx_receipts) build on these rules. Every check is a pure function that returns findings (a JSON path and a sentence) instead of raising,
 so the same code serves `oz0 qzx validate`, the pair receipt and the runtime that validates its own
 envelope before printing it (`result_envelope`). Hand-written rules rather than a schema engine,
 because the contract asks for things a schema cannot say (a finite `duration_ms`, a present-but-null
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
-    "CONTRACT_SCHEMA_URL",
     "MAX_INPUT_BYTES",
     "Finding",
     "InputError",
@@ -35,7 +34,6 @@ __all__ = [
     "unique",
 ]
 
-CONTRACT_SCHEMA_URL = "https://qzx.yumbale.com/schemas/result-contract-v1.schema.json"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]*")

@@ -2,7 +2,7 @@
 contracts of the installed `mcp` agents on it follow, by the upgrade check's rules.
 
 Each agent whose contracts come from a tool of that server has the tool's new schemas compared with the
-stored ones (edge.contracts.diff, as between two plugin versions). A change that breaks no caller is
+stored ones (edge.documents.diff, as between two plugin versions). A change that breaks no caller is
 stored, so validation and the OpenAPI document follow it. A breaking change is not applied: callers keep
 the contract they were promised, and the change is recorded once in the audit log (`mcp.tools.breaking`)
 and logged once, so an operator sees it.
@@ -17,10 +17,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change, CompatError
-from oz0.edge.contracts.compat import installed_agents
-from oz0.edge.contracts.diff import compare_agents
+from oz0.edge.documents.compat import installed_agents
+from oz0.edge.documents.diff import compare_agents
 from oz0.edge.contracts.schema import ContractError
-from oz0.edge.plugins.manifest import PluginError, load_plugin
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.mcp.pool import servers
+from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.runtime.install import agent_row
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.spec import ServerSpec, ToolInfo
@@ -33,15 +38,11 @@ log = logging.getLogger(__name__)
 
 def watch_tools(runtime: "Runtime") -> None:
     """Have `runtime`'s stored contracts follow the tool changes the process-wide MCP pool hears."""
-    from oz0.edge.mcp.pool import servers
-
     runtime._tools_watcher = lambda server, tools: refresh_tool_contracts(runtime, server, tools)  # type: ignore[attr-defined]
     servers().changes.watch(runtime._tools_watcher)  # type: ignore[attr-defined]
 
 
 def unwatch_tools(runtime: "Runtime") -> None:
-    from oz0.edge.mcp.pool import servers
-
     watcher = getattr(runtime, "_tools_watcher", None)
     if watcher is not None:
         servers().changes.unwatch(watcher)
@@ -50,10 +51,6 @@ def unwatch_tools(runtime: "Runtime") -> None:
 def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dict[str, ToolInfo]") -> list[Change]:
     """Compare the tools `server` lists now with the stored contracts of the installed mcp agents on it;
     store the compatible changes, audit the breaking ones. Returns every change found."""
-    from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
-    from oz0.edge.mcp.spec import McpFailure
-    from oz0.edge.plugins.install import agent_row
-
     found: list[Change] = []
     for version in runtime.installed():
         if not any(a.kind == "mcp" for a in version.agents):

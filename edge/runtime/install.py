@@ -1,5 +1,5 @@
 """Installing a plugin: its files copied under OZ0_HOME, its version, agents and contracts recorded,
-after the upgrade check (edge.contracts.compat) has passed them. Installing the same content again
+after the upgrade check (edge.documents.compat) has passed them. Installing the same content again
 changes nothing: a version is known by a hash of every file of its folder."""
 
 from __future__ import annotations
@@ -7,17 +7,25 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change
-from oz0.edge.contracts.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.plugins.files import copy_plugin, plugin_files
-from oz0.edge.plugins.manifest import TREE_LIMIT_DEFAULTS, AgentSpec, Plugin, PluginError, load_plugin
-from oz0.edge.plugins.tool_contracts import with_listed_contracts
-from oz0.edge.runtime.runner import Runtime, local_user
-from oz0.edge.runtime.store import InstalledVersion
+from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
+from oz0.edge.mcp.tool_contracts import with_listed_contracts
+from oz0.edge.runtime.access import local_user
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.documents.openapi import person_steps
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
+
 
 def content_hash(root: str | Path) -> str:
     """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
@@ -44,7 +52,7 @@ def contract_version(spec: AgentSpec, version: str, previous: InstalledVersion |
     """The plugin version that introduced `spec`'s contract hash: the previous version's, while the
     hash it stored is equal, else `version` (the one being installed)."""
     before = next((a for a in previous.agents if a.name == spec.name), None) if previous is not None else None
-    if before is not None and before.contract_hash == spec.contract_hash and before.contract_version:
+    if before is not None and before.contract_hash == contract_hash(spec) and before.contract_version:
         return before.contract_version
     return version
 
@@ -56,8 +64,6 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
                               "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
-        from oz0.edge.contracts.openapi import person_steps
-
         limits["person_steps"] = person_steps(spec)
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
@@ -70,23 +76,23 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person,
                               "description": f.description} for f in spec.failures},
         "limits": limits,
-        "contract_hash": spec.contract_hash,
+        "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
     }
 
 
-def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
+def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool = False,
                    actor: str | None = None) -> InstallResult:
     """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made
     current in one transaction. Installing the same content again changes nothing.
 
     An `mcp` agent without declared contracts gets its tool's inputSchema/outputSchema from the server's
-    listing now (edge.plugins.tool_contracts), stored and upgrade-checked like any other contract.
+    listing now (edge.mcp.tool_contracts), stored and upgrade-checked like any other contract.
 
     Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
     cannot be listed, and UpgradeRefused
-    (edge.contracts.compat) when the new version breaks the installed one's contracts without a new major version
+    (edge.documents.compat) when the new version breaks the installed one's contracts without a new major version
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
     is recorded in the audit log as `plugin.contracts.breaking`.
     """

@@ -1,0 +1,118 @@
+"""An agent as declared, as the edge passes it around: its spec, failure kinds, limits and examples.
+
+Plain frozen values, loaded by edge.plugins.manifest and read by every floor above; the contract hash of a
+spec is edge.documents.contract_hash's (`contract_hash(spec)`, computed once per spec).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
+
+import orjson
+
+from oz0.edge.model.budget import Budget, Price
+
+if TYPE_CHECKING:
+    from oz0.edge.contracts.schema import Contract
+
+__all__ = [
+    "AGENT_KINDS",
+    "ANNOTATION_KEYS",
+    "AgentSpec",
+    "BUDGET_EXHAUSTED",
+    "Example",
+    "FailureKind",
+    "INVALID_INPUT",
+    "Limits",
+    "TREE_LIMIT_DEFAULTS",
+]
+
+AGENT_KINDS: tuple[str, ...] = ("python", "command", "http", "mcp", "model")
+# The MCP tool annotations an agent file may declare (`annotations:`); the contract hash reads them.
+ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    """A typed way an agent may end a job: whether to retry it, whether it left partial work,
+    whether a person must act."""
+
+    name: str
+    retryable: bool = False
+    partial: bool = False
+    person: bool = False
+    description: str = ""
+
+
+INVALID_INPUT = FailureKind("InvalidInput", description="The input does not match the agent's input contract.")
+# Built in and never retried, whatever an agent file declares (edge.runtime.budgets raises it).
+BUDGET_EXHAUSTED = FailureKind("BudgetExhausted", partial=True, description=(
+    "A budget covering the job had no room for the next call's maximum; the call was not made."))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per call (timeout_s, max_output_bytes, max_attempts, concurrency) and over the job tree a job
+    roots (max_steps, max_depth, max_children, tree_timeout_s, count_waits: edge.runtime.tree)."""
+
+    timeout_s: float = 60.0
+    max_output_bytes: int = 1_048_576
+    max_attempts: int = 3
+    concurrency: int | None = None  # jobs of this agent running at once, across every replica
+    max_steps: int = 100            # steps run below the job: every child job, retry and loop run
+    max_depth: int = 5              # flows within flows, delegations within delegations (the job: 0)
+    max_children: int = 50          # children one job of the tree may start
+    tree_timeout_s: float | None = None  # the tree's wall time; None: each call's own timeout_s only
+    count_waits: bool = False       # whether time waiting for a person counts toward tree_timeout_s
+
+
+TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
+    "max_steps": 100, "max_depth": 5, "max_children": 50, "tree_timeout_s": None, "count_waits": False})
+
+
+@dataclass(frozen=True)
+class Example:
+    """One declared example of an agent's contract: an input (text, or JSON data), what it shows, and
+    optionally the answer it gives (lint checks both against the contracts)."""
+
+    input: Any
+    description: str = ""
+    output: Any = None
+    has_output: bool = False
+
+    @property
+    def input_text(self) -> str:
+        """The input as one types it: the text itself, or compact JSON."""
+        return self.input if isinstance(self.input, str) else orjson.dumps(self.input).decode()
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent as declared. `input`/`output` are None for text, else the loaded Contract."""
+
+    name: str
+    plugin: str
+    kind: str
+    file: str
+    description: str = ""
+    input: Contract | None = None
+    output: Contract | None = None
+    input_schema_file: str | None = None
+    output_schema_file: str | None = None
+    failures: tuple[FailureKind, ...] = ()
+    limits: Limits = Limits()
+    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    example: str | None = None
+    examples: tuple[Example, ...] = ()
+    contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
+    budget: Budget | None = None  # `budget:` (edge.model.budget)
+    price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+
+    def failure(self, name: str) -> FailureKind | None:
+        if name == INVALID_INPUT.name:
+            return INVALID_INPUT
+        if name == BUDGET_EXHAUSTED.name:
+            return BUDGET_EXHAUSTED
+        return next((f for f in self.failures if f.name == name), None)

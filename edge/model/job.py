@@ -1,0 +1,133 @@
+"""What a job is and how it fails: Job, JobFailure and the built-in failure kinds.
+
+At the ground floor so that every floor above (documents, agent kinds, the runtime, flows) can read them;
+what an agent kind gets beside its input is edge.runtime.context.RunContext.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
+
+__all__ = [
+    "BUILTIN_FAILURES",
+    "FAILED_STATUSES",
+    "Job",
+    "JobFailure",
+    "JobStatus",
+    "REPLY_TO_SHOWN",
+    "UnknownAgent",
+    "snake_case",
+]
+
+JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
+FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
+
+BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
+    INVALID_INPUT,
+    FailureKind("InvalidOutput", description="The agent's answer does not match its output contract."),
+    FailureKind("Timeout", description="The agent did not answer within limits.timeout_s."),
+    FailureKind("OutputTooLarge", description="The agent's answer is over limits.max_output_bytes."),
+    FailureKind("Crashed", description="The agent raised an error or its process exited abnormally."),
+    FailureKind("AgentError", description="The agent reported a failure whose kind it did not declare."),
+    FailureKind("Unavailable", description="The agent's service could not be reached or was overloaded."),
+    FailureKind("Rejected", description="The agent's service refused the request."),
+    FailureKind("Misconfigured", description="The agent cannot run as configured (a missing key or file).",
+                person=True),
+    FailureKind("UnknownAgent", description="No installed agent has this name."),
+    FailureKind("Interrupted", description="The process running the job stopped before it ended.",
+                partial=True),
+    FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
+                                         "did not get it; nothing ran.", person=True),
+    FailureKind("LimitExceeded", description="The job's tree reached one of its limits (max_steps, max_depth, "
+                                             "max_children, tree_timeout_s); what finished is kept.", partial=True),
+    BUDGET_EXHAUSTED,
+)}
+
+
+class JobFailure(Exception):
+    """How an agent ends a job without an answer: a failure kind (declared, or built in) and a reason
+    a person can act on. Raise it from any agent kind; the runtime decides about retries."""
+
+    def __init__(self, kind: str, reason: str, *, partial_output: Any = None) -> None:
+        super().__init__(f"{kind}: {reason}")
+        self.kind = kind
+        self.reason = reason
+        self.partial_output = partial_output
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ask of one agent, as journaled."""
+
+    id: str
+    agent: str
+    requester: str
+    channel: str
+    input: str
+    status: JobStatus
+    output: Any | None
+    failure_kind: str | None
+    failure_reason: str | None
+    created: float
+    started: float | None
+    ended: float | None
+    attempts: int
+    dedupe_key: str | None
+    reply_to: Mapping[str, Any] | None
+    plugin: str | None = None
+    plugin_version: str | None = None
+    parent_id: str | None = None  # a flow step's job: the flow's job
+    contract_hash: str | None = None     # the contract the job ran under (edge.documents.contract_hash)
+    contract_version: str | None = None
+    root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
+    limit_reached: str | None = None     # on a root: the limit that ended its tree
+    progress: Mapping[str, Any] | None = None  # the latest progress journaled ({message, done, total})
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_STATUSES
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("succeeded", "failed", "interrupted", "skipped")
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as JSON-ready data for people and APIs: `reply_to` only where the answer went,
+        never the credential a channel keeps to answer (a Discord interaction token, a response_url)."""
+        out = {name: getattr(self, name) for name in (
+            "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
+            "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
+            "parent_id", "contract_hash", "contract_version", "progress")}
+        out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
+                           if self.reply_to else self.reply_to)
+        return out
+
+
+# What of a job's `reply_to` may be shown: where the answer went. The rest is a credential a chat
+# channel keeps to answer, and it stays in the journal.
+REPLY_TO_SHOWN = ("platform", "team", "guild", "channel", "user", "thread_ts", "ts")
+
+
+def snake_case(name: str) -> str:
+    """`InvalidInput` -> `invalid_input`: a failure kind as a QZX error_code."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+class UnknownAgent(ValueError):
+    """No installed agent has this name; the message lists the ones there are."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        listing = ", ".join(known) if known else "none installed; try `oz0 plugin install DIR`"
+        super().__init__(f"no agent named {name!r}; installed agents: {listing}")

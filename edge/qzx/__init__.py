@@ -1,1 +1,0 @@
-"""QZX Result Contract v1: the core rules, MCP profiles, tool definitions and receipts."""
