@@ -32,14 +32,15 @@ def drawn_card(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
     """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON with the
     files each uploads beside it, and whether the full result is offered as a file (the card was cut,
     or not drawn)."""
-    from oz0.renderers import discord_message, html_console, slack_blocks
+    from oz0.renderers import discord_message, html_console, slack_blocks, teams_adaptive
 
     drawn = html_console.render(card)
     # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
     card_html = Markup(drawn.payload)
     payloads = []
     for key, label, renderer in (("slack", "Slack", slack_blocks.render),
-                                 ("discord", "Discord", discord_message.render)):
+                                 ("discord", "Discord", discord_message.render),
+                                 ("teams", "Teams", teams_adaptive.render)):
         try:
             rendered = renderer(card)
         except Exception as exc:
