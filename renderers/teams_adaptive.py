@@ -32,7 +32,7 @@ import orjson
 
 from oz0.edge.cards.model import Action, Card, cell_text, cell_texts
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
+from oz0.renderers.attachments import files_for, size_text, uploads_for, within_limits
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, clip, one_line, one_line_each
 from oz0.renderers.teams_text import INERT, md_blocks, mono, rich, run
@@ -269,15 +269,7 @@ def render(card: Card) -> Rendered:
 
     Should the drawing break a limit despite the budgets (a bug), the reader gets a short card saying
     which limit, with the full result beside it; an activity Teams would refuse is never returned."""
-    rendered, problem = _render(card)
-    if problem is None:
-        return rendered
-    log.error("Teams card over a limit despite its budgets (%s); sending it shortened", problem)
-    rendered, problem = _render(shortened(card, f"This result did not fit in a Teams message ({problem}); "
-                                                "the full result is attached."))
-    if problem is not None:
-        raise RuntimeError(f"a shortened Teams card is still over a limit: {problem}")
-    return rendered
+    return within_limits(_render, card, platform="Teams", log=log)
 
 
 def _activity(body: list[dict[str, Any]], actions: list[dict[str, Any]], summary: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import aiohttp
+import pytest
 
 from chat_plugin import install_chat_plugin
 from discord_harness import IMPL
@@ -20,7 +21,18 @@ from oz0.adapters.chat import teams
 from oz0.edge.runtime.runner import Runtime
 from teams_standin import TeamsStandIn
 
-__all__ = ["Harness", "free_port", "running_channel"]
+__all__ = ["Harness", "free_port", "home", "run", "running_channel"]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+@pytest.fixture
+def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """OZ0_HOME, with the chat plugin's agents writing their runs beside it."""
+    monkeypatch.setenv("OZ0_TEST_RUNS", str(oz0_home.parent / "runs.txt"))
+    return oz0_home
 
 
 def free_port() -> int:

@@ -5,7 +5,6 @@ and what is refused before anything runs."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,18 +12,8 @@ import pytest
 from oz0.adapters.chat.flow import PROGRESS_EVERY_S
 from renderer_oracles import check_teams
 from oz0.renderers import Rendered
-from teams_harness import running_channel
+from teams_harness import home, run, running_channel  # noqa: F401 (home is a fixture)
 from teams_standin import APP_ID, cards, runs_text
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-@pytest.fixture
-def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("OZ0_TEST_RUNS", str(oz0_home.parent / "runs.txt"))
-    return oz0_home
 
 
 def updates(h: Any, message: str) -> list[Any]:

@@ -12,18 +12,8 @@ import pytest
 
 from ask_plugin import install_ask_plugin
 from renderer_oracles import adaptive_card_validator
-from teams_harness import running_channel
+from teams_harness import home, run, running_channel  # noqa: F401 (home is a fixture)
 from teams_standin import cards, runs_text
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-@pytest.fixture
-def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("OZ0_TEST_RUNS", str(oz0_home.parent / "runs.txt"))
-    return oz0_home
 
 
 def channel(home: Path):
