@@ -4,6 +4,7 @@
   `activity_token(...)` signing inbound activity JWTs as the Bot Framework does (RS256, `kid`,
   issuer `https://api.botframework.com`, audience the app id, `serviceUrl` claim, expiry);
 - the Entra token endpoint (`/token`): the client-credentials grant, refusing a wrong secret;
+- OneDrive's upload URL of a file consent (`PUT /upload/{name}`, one Content-Range);
 - the Bot Framework connector at the activity's `serviceUrl` (`/v3/conversations/{id}/activities[/{id}]`):
   reply (POST), send (POST), update (PUT), each needing the token it issued; `throttle(n, after_s)`
   makes the next n calls answer 429 with `Retry-After`, as the connector does.
@@ -54,12 +55,14 @@ class TeamsStandIn:
         self.port = 0
         self._ids = 0
         self.changed = asyncio.Event()
+        self.uploaded: dict[str, tuple[bytes, str]] = {}
 
     async def start(self) -> "TeamsStandIn":
         app = web.Application()
         app.router.add_get("/openid", self._openid)
         app.router.add_get("/keys", self._keys)
         app.router.add_post("/token", self._token)
+        app.router.add_put("/upload/{name}", self._upload)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities", self._connector)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities/{activity}", self._connector)
         self._runner = web.AppRunner(app, access_log=None)
@@ -112,6 +115,15 @@ class TeamsStandIn:
             return web.json_response({"error": "invalid_client"}, status=401)
         self.tokens_issued += 1
         return web.json_response({"token_type": "Bearer", "expires_in": 3600, "access_token": f"bot-token-{self.tokens_issued}"})
+
+    # -- OneDrive's upload session (the file consent's uploadUrl) --
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        data = await request.read()
+        self.uploaded[request.match_info["name"]] = (data, request.headers.get("Content-Range", ""))
+        self.changed.set()
+        return web.json_response({"id": "drive-item-1", "name": request.match_info["name"], "size": len(data)},
+                                 status=201)
 
     # -- the connector --
 

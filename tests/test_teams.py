@@ -5,6 +5,7 @@ and what is refused before anything runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -144,4 +145,35 @@ def test_an_unknown_agent_and_a_denied_one_are_refused_in_words(home):
             [said] = await h.standin.wait_for(lambda calls: [c for c in calls if c.path.endswith(denied["id"])])
             assert "not allowed" in runs_text(cards(said)).lower() or "denied" in runs_text(cards(said)).lower()
             assert h.runs() == []
+    run(scenario())
+
+
+def test_in_a_personal_chat_a_cut_card_offers_the_full_result_as_a_file_and_uploads_it_once_accepted(home):
+    async def scenario():
+        async with running_channel(home, env={"OZ0_PUBLIC_URL": "https://oz0.example.com"}) as h:
+            ask = h.standin.message('deploys {"service": "api", "rows": 400}', conversation="a:personal", kind="personal",
+                                    mention=False)
+            assert (await h.post(ask))[0] == 200
+            [consent] = await h.standin.wait_for(lambda calls: [
+                c for c in calls if c.body.get("attachments", [{}])[0].get("contentType", "").endswith("file.consent")])
+            offered = consent.body["attachments"][0]
+            assert offered["name"] == "result.json" and offered["content"]["sizeInBytes"] > 10_000
+            _, final = await answered(h, ask, "more rows, full result attached")
+            shown = runs_text(cards(final))
+            assert "The full result is offered as a file (result.json) below." in shown
+            assert "Full result on the console: https://oz0.example.com/jobs/" in shown
+            invoke = h.standin.invoke({}, conversation="a:personal")
+            invoke.update({"name": "fileConsent/invoke", "value": {
+                "type": "fileUpload", "action": "accept", "context": offered["content"]["acceptContext"],
+                "uploadInfo": {"name": "result.json", "uploadUrl": h.standin.base + "/upload/result.json",
+                               "contentUrl": "https://contoso.sharepoint.example/result.json", "uniqueId": "u1",
+                               "fileType": "json"}}})
+            status, _ = await h.post(invoke)
+            assert status == 200
+            data, span = h.standin.uploaded["result.json"]
+            rows = json.loads(data)
+            assert len(rows) == 400 and span == f"bytes 0-{len(data) - 1}/{len(data)}"
+            [info] = await h.standin.wait_for(lambda calls: [
+                c for c in calls if c.body.get("attachments", [{}])[0].get("contentType", "").endswith("file.info")])
+            assert info.body["attachments"][0]["contentUrl"] == "https://contoso.sharepoint.example/result.json"
     run(scenario())

@@ -177,6 +177,9 @@ class TeamsChannel:
             if not answered.done():
                 answered.set_result(value)
 
+        if body.get("name") == "fileConsent/invoke":
+            await self._file_consent(body)
+            return web.json_response({"status": 200})
         try:
             click = to_click(body, respond)
         except ValueError as exc:
@@ -191,6 +194,25 @@ class TeamsChannel:
         except asyncio.TimeoutError:
             value = {"statusCode": 200, "type": MESSAGE, "value": "Done."}
         return web.json_response(value)
+
+    async def _file_consent(self, body: Mapping[str, Any]) -> None:
+        """The person accepted (or declined) the full result offered as a file: upload it to the URL
+        Teams gave, if they asked the job."""
+        activity = Activity.model_validate(body)
+        value = activity.value if isinstance(activity.value, dict) else {}
+        context = value.get("context") if isinstance(value.get("context"), dict) else {}
+        info = value.get("uploadInfo") if isinstance(value.get("uploadInfo"), dict) else {}
+        if value.get("action") != "accept" or not info.get("uploadUrl"):
+            return
+        reply = _reply(activity)
+        job = await self.flow.jobs.call(self.flow.runtime.job, str(context.get("job", "")))
+        if job is None or job.requester != f"teams:{reply.user}":
+            log.info("a file consent for a job this person did not ask; nothing uploaded")
+            return
+        card = await self.flow.jobs.call(self.flow.runtime.card, job)
+        uploads = self.flow.draw(card).uploads
+        if uploads:
+            await self.wire.upload(reply, str(info["uploadUrl"]), uploads[0], info)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Listen on the messaging endpoint until `stop` is set; then let the jobs wind down."""

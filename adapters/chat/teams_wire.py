@@ -12,7 +12,8 @@ ephemeral messages), so an answer is never "private" and carries no "Share in ch
 person alone must see (a refusal of their click, the answer form) goes in the invoke's own response,
 which Teams shows to the clicker alone (`Reply.respond`). Files: a bot cannot attach a file to a
 channel message, so a card cut to fit links the full result on the console's job page
-(`OZ0_PUBLIC_URL`), or names the `oz0 jobs show` command where no public URL is set.
+(`OZ0_PUBLIC_URL`), or names the `oz0 jobs show` command where no public URL is set; in a personal
+chat the file is also offered with Teams' file consent card and uploaded once the person accepts.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ RETRIES = 3
 RETRY_AFTER_MAX_S = 30.0
 MESSAGE = "application/vnd.microsoft.activity.message"
 CARD = "application/vnd.microsoft.card.adaptive"
+FILE_CONSENT = "application/vnd.microsoft.teams.card.file.consent"
+FILE_INFO = "application/vnd.microsoft.teams.card.file.info"
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,32 @@ class TeamsWire:
 
     async def place_uploads(self, reply: Reply, uploads: Sequence[Attachment], *, private: bool,
                             job_id: str | None = None) -> tuple[Reply, str | None]:
-        if self.public_url and job_id:
-            return reply, f"Full result on the console: {self.public_url}/jobs/{job_id}"
-        return reply, f"Full result: oz0 jobs show {job_id}" if job_id else None
+        """In a personal chat, the full result is offered as a file (Teams' file consent card: the
+        person accepts, and the bot uploads it to their OneDrive); elsewhere, and besides, the
+        console's job page is linked."""
+        link = (f"Full result on the console: {self.public_url}/jobs/{job_id}" if self.public_url and job_id
+                else f"Full result: oz0 jobs show {job_id}" if job_id else None)
+        if reply.kind != "personal" or not uploads or not job_id:
+            return reply, link
+        first = uploads[0]
+        consent = {"contentType": FILE_CONSENT, "name": first.filename,
+                   "content": {"description": f"The full result of job {job_id}", "sizeInBytes": first.size,
+                               "acceptContext": {"job": job_id}, "declineContext": {"job": job_id}}}
+        await self._call(replace(reply, message=None), "reply", {"attachments": [consent]})
+        return reply, f"The full result is offered as a file ({first.filename}) below. " + (link or "")
+
+    async def upload(self, reply: Reply, upload_url: str, attachment: Attachment, info: Mapping[str, Any]) -> None:
+        """The accepted file: its bytes PUT to the upload URL Teams gave (one range), then a file card."""
+        size = attachment.size
+        headers = {"Content-Length": str(size), "Content-Range": f"bytes 0-{size - 1}/{size}"}
+        async with aiohttp.ClientSession() as session:
+            async with session.put(upload_url, data=attachment.data, headers=headers) as response:
+                if response.status not in (200, 201):
+                    raise WireRefused(f"the file upload answered {response.status}")
+        card = {"contentType": FILE_INFO, "name": str(info.get("name") or attachment.filename),
+                "contentUrl": str(info.get("contentUrl") or ""),
+                "content": {"uniqueId": str(info.get("uniqueId") or ""), "fileType": str(info.get("fileType") or "")}}
+        await self._call(replace(reply, message=None), "reply", {"attachments": [card]})
 
     async def deliver(self, reply: Reply, rendered: Rendered) -> None:
         await self._call(reply, "update" if reply.message else "reply", rendered.payload)
