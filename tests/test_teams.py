@@ -177,3 +177,14 @@ def test_in_a_personal_chat_a_cut_card_offers_the_full_result_as_a_file_and_uplo
                 c for c in calls if c.body.get("attachments", [{}])[0].get("contentType", "").endswith("file.info")])
             assert info.body["attachments"][0]["contentUrl"] == "https://contoso.sharepoint.example/result.json"
     run(scenario())
+
+
+def test_unreadable_signing_keys_are_503_and_run_nothing(home):
+    async def scenario():
+        from teams_harness import free_port
+        async with running_channel(home, env={"TEAMS_OPENID_METADATA_URL": f"http://127.0.0.1:{free_port()}/openid"}) as h:
+            status, body = await h.post(h.standin.message("echo nope"))
+            assert (status, body) == (503, {"error": "the signing keys are unavailable"})
+            await asyncio.sleep(0.2)
+            assert h.standin.calls == [] and h.runs() == []
+    run(scenario())

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ import jwt
 
 from oz0.adapters.chat.teams_settings import BOT_SCOPE, TeamsSettings
 
-__all__ = ["InboundAuth", "TokenSource", "Unauthorized"]
+__all__ = ["InboundAuth", "KeysUnavailable", "TokenSource", "Unauthorized"]
 
 SKEW_S = 300
 METADATA_TTL_S = 24 * 3600
@@ -42,6 +41,10 @@ TOKEN_MARGIN_S = 300
 
 class Unauthorized(Exception):
     """A request the endpoint refuses with 401, and why (for the log; never the token)."""
+
+
+class KeysUnavailable(Exception):
+    """The OpenID metadata or its keys could not be read: no token can be checked (503, not 401)."""
 
 
 @dataclass
@@ -63,11 +66,16 @@ class InboundAuth:
     async def _metadata(self) -> _Keys:
         async with self._lock:
             if self._keys is None or time.monotonic() - self._keys.fetched > METADATA_TTL_S:
-                async with self.session.get(self.settings.openid_metadata_url) as response:
-                    response.raise_for_status()
-                    doc = await response.json(content_type=None)
-                self._keys = _Keys(str(doc["issuer"]), jwt.PyJWKClient(str(doc["jwks_uri"]), cache_keys=True),
-                                   time.monotonic())
+                url = self.settings.openid_metadata_url
+                try:
+                    async with self.session.get(url) as response:
+                        response.raise_for_status()
+                        doc = await response.json(content_type=None)
+                    issuer, jwks_uri = str(doc["issuer"]), str(doc["jwks_uri"])
+                except (aiohttp.ClientError, ValueError, KeyError, TypeError) as exc:
+                    raise KeysUnavailable(f"the OpenID metadata at {url} could not be read ({type(exc).__name__})") \
+                        from None
+                self._keys = _Keys(issuer, jwt.PyJWKClient(jwks_uri, cache_keys=True), time.monotonic())
             return self._keys
 
     async def check(self, authorization: str | None, activity: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,15 +89,17 @@ class InboundAuth:
             claims: dict[str, Any] = jwt.decode(token, key.key, algorithms=["RS256"], audience=self.settings.app_id,
                                                 issuer=keys.issuer, leeway=SKEW_S,
                                                 options={"require": ["exp", "iss", "aud"]})
+        except jwt.PyJWKClientConnectionError as exc:
+            raise KeysUnavailable(f"the signing keys could not be read ({exc})") from None
         except jwt.PyJWKClientError as exc:
             raise Unauthorized(f"its signing key is not the issuer's ({exc})") from None
         except jwt.InvalidTokenError as exc:
             raise Unauthorized(f"its token is not valid: {exc}") from None
-        service_url = str(activity.get("serviceUrl") or "")
-        if claims.get("serviceUrl") is not None and claims["serviceUrl"].rstrip("/") != service_url.rstrip("/"):
-            raise Unauthorized("its token's serviceUrl claim is not the activity's serviceUrl")
-        if "serviceUrl" not in claims:
+        claimed = claims.get("serviceUrl")
+        if not isinstance(claimed, str):
             raise Unauthorized("its token has no serviceUrl claim")
+        if claimed.rstrip("/") != str(activity.get("serviceUrl") or "").rstrip("/"):
+            raise Unauthorized("its token's serviceUrl claim is not the activity's serviceUrl")
         return claims
 
 
@@ -135,6 +145,3 @@ class TokenSource:
         return {"client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
                 "client_assertion": assertion}
 
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import replace
 from typing import Any, Mapping
 
 import aiohttp
@@ -34,7 +35,7 @@ from microsoft_agents.activity import Activity
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
-from oz0.adapters.chat.teams_auth import InboundAuth, TokenSource, Unauthorized
+from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
 from oz0.adapters.chat.teams_settings import TeamsSettings
 from oz0.adapters.chat.teams_wire import MESSAGE, Reply, TeamsWire
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
@@ -110,8 +111,7 @@ def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
     data = action.get("data") if isinstance(action.get("data"), dict) else {}
     if activity.type != "invoke" or activity.name != "adaptiveCard/action":
         raise ValueError(f"not a card action: {activity.type} {activity.name}")
-    reply = _reply(activity)
-    reply = Reply(**{**reply.__dict__, "respond": respond})
+    reply = replace(_reply(activity), respond=respond)
     asker = asker_of(reply)
     ident, val = str(data.get("id", "")), str(data.get("value", ""))
     if ident == SHARE_ACTION:
@@ -154,6 +154,9 @@ class TeamsChannel:
         except Unauthorized as exc:
             log.info("refused a Teams request: %s", exc)
             return web.json_response({"error": "unauthorized"}, status=401)
+        except KeysUnavailable as exc:
+            log.warning("could not check a Teams request: %s", exc)
+            return web.json_response({"error": "the signing keys are unavailable"}, status=503)
         kind = body.get("type")
         try:
             if kind == "message":
