@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean bench bench-startup browser postgres
+.PHONY: run test install clean bench bench-startup browser postgres node
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/oz0 plugin install --example --quiet-if-current
 	$(BIN)/oz0 serve
 
-test: $(STAMP) browser postgres
+test: $(STAMP) browser postgres node
 	$(BIN)/python -m pytest -q
 
 # The console's browser tests drive Debian's chromium (never playwright's download); installed when missing.
@@ -36,6 +36,15 @@ postgres:
 	  { command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] && SUDO= || SUDO=sudo; \
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; } ; } || \
 	  echo "make: the Postgres server is not installed and apt-get is unavailable; the replica tests will be skipped"
+
+# The tests' Node tools (tests/node/package.json, pinned by its package-lock.json): the reference MCP server
+# @modelcontextprotocol/server-everything and Redocly's OpenAPI linter. Skipped, and those tests with it, without npm.
+NODE_TOOLS := tests/node
+node:
+	@if command -v npm >/dev/null 2>&1; then \
+	  [ $(NODE_TOOLS)/node_modules/.package-lock.json -nt $(NODE_TOOLS)/package-lock.json ] || \
+	  npm ci --prefix $(NODE_TOOLS) --no-audit --no-fund --loglevel=error; \
+	else echo "make: Node.js and npm are not installed; the tests that need server-everything or Redocly will be skipped"; fi
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py

@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 import aiohttp  # noqa: E402
 
 from postgres_server import PostgresServer  # noqa: E402
-from replica_harness import Replica, install_replica_plugin  # noqa: E402
+from replica_harness import bench_replicas, install_replica_plugin  # noqa: E402
 from slack_harness import free_port  # noqa: E402
 from slack_standin import SlackStandIn, signed_headers, slash_command_body  # noqa: E402
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -125,12 +125,7 @@ async def replicas_ack(tmp: Path, server: PostgresServer, count: int) -> None:
     async with SlackStandIn() as slack, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
         floor, client_ms = await bare_floor(http, slack, count)
     async with SlackStandIn() as slack, aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        made = []
-        for name in ("bench-a", "bench-b"):
-            home = tmp / f"home-{name}"
-            install_replica_plugin(home, database_url=url)
-            made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
-                                     runs_file=tmp / "runs.txt", database_url=url))
+        made = bench_replicas(tmp, api_url=slack.api_url, database_url=url)
         try:
             await asyncio.gather(*(asyncio.to_thread(r.start) for r in made))
             for i, r in enumerate(made):  # warm each replica's connections and the agent's queue

@@ -16,7 +16,7 @@ description of 100; a custom_id of 100; a text input of 4,000 characters; a plac
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from oz0.renderers.safety import clean, clip, one_line
 
@@ -46,18 +46,38 @@ def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]
     return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
 
 
-def _select(custom_id: str, labels: list[str], *, required: bool) -> dict[str, Any]:
+def _select(custom_id: str, labels: list[str], *, required: bool, most: int = 1,
+            chosen: Iterable[int] = ()) -> dict[str, Any]:
+    picked = set(chosen)
     return {"type": 3, "custom_id": custom_id, "required": required, "min_values": 1 if required else 0,
-            "max_values": 1, "options": [{"label": clip(one_line(label), OPTION_MAX) or "-", "value": str(i)}
-                                         for i, label in enumerate(labels)]}
+            "max_values": most, "options": [{"label": clip(one_line(label), OPTION_MAX) or "-", "value": str(i),
+                                             **({"default": True} if i in picked else {})}
+                                            for i, label in enumerate(labels)]}
+
+
+def _indices(values: list[Any], chosen: Any) -> list[int]:
+    return [values.index(c) for c in (chosen if isinstance(chosen, list) else [chosen]) if c in values]
+
+
+def _labels(prop: Mapping[str, Any]) -> list[str]:
+    """A select's labels: its `enumNames` when there is one per value, else the values."""
+    values, names = prop["enum"], prop.get("enumNames")
+    labels = names if isinstance(names, list) and len(names) == len(values) else values
+    return [v if isinstance(v, str) else json.dumps(v) for v in labels]
 
 
 def _component(custom_id: str, prop: Mapping[str, Any], required: bool) -> dict[str, Any]:
     kind, values = prop.get("type"), prop.get("enum")
     if kind == "boolean":
         return _select(custom_id, ["Yes", "No"], required=required)
+    items = prop.get("items") if kind == "array" and isinstance(prop.get("items"), Mapping) else None
+    if items is not None and isinstance(items.get("enum"), list) and 0 < len(items["enum"]) <= OPTIONS_MAX:
+        most = prop.get("maxItems") if isinstance(prop.get("maxItems"), int) and prop["maxItems"] > 0 else None
+        return _select(custom_id, _labels(items), required=required, most=min(most or OPTIONS_MAX, len(items["enum"])),
+                       chosen=_indices(items["enum"], prop.get("default") or []))
     if isinstance(values, list) and 0 < len(values) <= OPTIONS_MAX:
-        return _select(custom_id, [v if isinstance(v, str) else json.dumps(v) for v in values], required=required)
+        return _select(custom_id, _labels(prop), required=required,
+                       chosen=_indices(values, prop["default"]) if "default" in prop else ())
     most = prop.get("maxLength")
     most = min(most, TEXT_INPUT_MAX) if isinstance(most, int) and most > 0 else TEXT_INPUT_MAX
     if kind in ("integer", "number"):
@@ -123,8 +143,9 @@ def ask_modal(agents: list[str], text: str) -> dict[str, Any]:
 
 
 def submitted(answer_schema: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
-    """A modal submit's values (custom_id -> text, or a select's first value) as field -> what was
-    entered: a select as the enum's value (or true/false); "" -> the text of the JSON input."""
+    """A modal submit's values (custom_id -> text, or a select's chosen indices joined by commas) as
+    field -> what was entered: a select as the enum's value (or true/false), a multi-select as the list
+    of its values; "" -> the text of the JSON input."""
     if JSON_ID in values:
         return {"": values[JSON_ID]}
     out: dict[str, Any] = {}
@@ -133,7 +154,10 @@ def submitted(answer_schema: Mapping[str, Any], values: Mapping[str, str]) -> di
         if value is None:
             continue
         component = _component("x", prop, False)
-        if component["type"] == 3:
+        if component["type"] == 3 and prop.get("type") == "array":
+            choices = (prop.get("items") or {}).get("enum") or []
+            out[name] = [choices[int(c)] for c in value.split(",") if c.isdigit() and int(c) < len(choices)]
+        elif component["type"] == 3:
             if not value.isdigit():
                 continue
             choice = int(value)

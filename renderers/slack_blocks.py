@@ -338,9 +338,12 @@ def _render(card: Card) -> Rendered:
     if unsaid:
         tail.append(context(unsaid))
     uploads = uploads_for(card, cut=bool(cuts))
+    where = f", {card.files_at}" if card.files_at else ""
     if uploads:
         a = uploads[0]
-        tail.append(context([f"📎 Full result attached: {a.filename} ({a.content_type}, {size_text(a.size)})"]))
+        tail.append(context([f"📎 Full result attached: {a.filename} ({a.content_type}, {size_text(a.size)}){where}"]))
+    elif card.files and where:
+        tail.append(context([f"📎 {len(card.files)} file(s) beside this card{where}"]))
     blocks = head + body + notes + tail + actions
     if not blocks:
         blocks = [context(["(empty result)"])]

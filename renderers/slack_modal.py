@@ -44,6 +44,15 @@ def _plain(text: str, limit: int) -> dict[str, Any]:
 _fields = fields
 
 
+def _options(prop: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A select's options: each value's label (its `enumNames` entry, else the value), by index."""
+    values = prop["enum"]
+    names = prop.get("enumNames")
+    labels = names if isinstance(names, list) and len(names) == len(values) else values
+    return [{"text": _plain(one_line(v if isinstance(v, str) else json.dumps(v)), OPTION_TEXT_MAX),
+             "value": str(i)} for i, v in enumerate(labels)]
+
+
 def _element(prop: Mapping[str, Any]) -> dict[str, Any]:
     kind, values = prop.get("type"), prop.get("enum")
     if kind == "boolean":
@@ -52,9 +61,18 @@ def _element(prop: Mapping[str, Any]) -> dict[str, Any]:
         if prop.get("default") is True:
             element["initial_options"] = [option]
         return element
+    items = prop.get("items") if kind == "array" and isinstance(prop.get("items"), Mapping) else None
+    if items is not None and isinstance(items.get("enum"), list) and 0 < len(items["enum"]) <= OPTIONS_MAX:
+        options = _options(items)
+        element = {"type": "multi_static_select", "action_id": ACTION, "options": options}
+        if isinstance(prop.get("maxItems"), int) and prop["maxItems"] > 0:
+            element["max_selected_items"] = prop["maxItems"]
+        chosen = [options[items["enum"].index(d)] for d in prop.get("default") or () if d in items["enum"]]
+        if chosen:
+            element["initial_options"] = chosen
+        return element
     if isinstance(values, list) and 0 < len(values) <= OPTIONS_MAX:
-        options = [{"text": _plain(one_line(v if isinstance(v, str) else json.dumps(v)), OPTION_TEXT_MAX),
-                    "value": str(i)} for i, v in enumerate(values)]
+        options = _options(prop)
         element = {"type": "static_select", "action_id": ACTION, "options": options}
         if prop.get("default") in values:
             element["initial_option"] = options[values.index(prop["default"])]
@@ -124,6 +142,10 @@ def submitted(answer_schema: Mapping[str, Any], state_values: Mapping[str, Any])
             values = prop.get("enum") or []
             if chosen is not None and str(chosen).isdigit() and int(chosen) < len(values):
                 out[name] = values[int(chosen)]
+        elif state.get("type") == "multi_static_select":
+            values = (prop.get("items") or {}).get("enum") or []
+            out[name] = [values[int(c)] for c in (o.get("value") for o in state.get("selected_options") or ())
+                         if str(c).isdigit() and int(c) < len(values)]
         elif state.get("value") is not None:
             out[name] = str(state["value"])
         else:

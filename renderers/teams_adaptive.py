@@ -294,10 +294,14 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
     all_cuts = cuts + room.cut
     uploads = uploads_for(card, cut=bool(all_cuts))
     tail = [rich([run(clip(c, 200), isSubtle=True)], spacing="Small") for c in all_cuts[:6]]
+    where = f", {card.files_at}" if card.files_at else ""
     if uploads:
         a = uploads[0]
-        tail.append(rich([run(f"📎 Full result: {a.filename} ({a.content_type}, {size_text(a.size)})",
+        tail.append(rich([run(f"📎 Full result: {a.filename} ({a.content_type}, {size_text(a.size)}){where}",
                               isSubtle=True)], spacing="Small"))
+    elif card.files and where:
+        tail.append(rich([run(f"📎 {len(card.files)} file(s) with this result{where}", isSubtle=True)],
+                         spacing="Small"))
     uploads += files_for(card)
     elements = head + ([{**body[0], "separator": True}] + body[1:] if head and body else body) + notes + tail
     payload = _activity(elements or [rich([run("(empty result)")])], actions, summary)

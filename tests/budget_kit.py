@@ -82,17 +82,33 @@ def mcp_counter(**extra: Any) -> dict[str, Any]:
 
 
 class Asker:
-    """The asker at a channel (the terminal's, "cli"): draws each question the runtime asks there and
-    answers it as `by`, yes or no as `allow` says at the time (None: never); `asked` keeps the questions."""
+    """The asker at a channel (the terminal's, "cli"): runs jobs while reading their event streams,
+    answers each question as `by`, yes or no as `allow` says at the time (None: never); `asked` keeps
+    the questions."""
 
     def __init__(self, rt: Runtime, *, allow: bool | None, by: str = "cli:ana", platform: str = "cli") -> None:
         self.allow, self.by, self.rt = allow, by, rt
         self.asked: list[Any] = []
-        rt.on_question(platform, self._answer)
+        rt.shows_questions(platform)
 
-    async def _answer(self, job: Any, question: Any) -> None:
-        self.asked.append(question)
-        await asyncio.sleep(0.05)  # a person takes a moment
-        if self.allow is None:
-            return
-        self.rt.questions.answer(job.id, question.step, action="accept", content={"allow": self.allow}, by=self.by)
+    def run(self, agent: str, text: str, **submit: Any) -> Any:
+        """The job run to its end, its questions answered as they come."""
+        async def scenario() -> Any:
+            job, _ = self.rt.submit(agent, text, **submit)
+            reader = asyncio.create_task(self._answer_all(job.id))
+            await asyncio.sleep(0)
+            ended = await self.rt.execute(job.id)
+            await asyncio.wait_for(reader, 10)
+            return ended
+        return asyncio.run(scenario())
+
+    async def _answer_all(self, job_id: str) -> None:
+        from oz0.edge.runtime.events import QuestionAsked
+
+        async for event in self.rt.events(job_id):
+            if isinstance(event, QuestionAsked):
+                self.asked.append(event.question)
+                await asyncio.sleep(0.05)  # a person takes a moment
+                if self.allow is not None:
+                    self.rt.questions.answer(job_id, event.question.step, action="accept",
+                                             content={"allow": self.allow}, by=self.by)

@@ -23,9 +23,8 @@ def oz0_home(tmp_path, monkeypatch) -> Path:
     return home
 
 
-@pytest.fixture(scope="session")
-def postgres_server():
-    """One Postgres cluster for the run (skipped, saying why, where the server binaries are missing)."""
+def _started_postgres():
+    """A Postgres cluster started here (skipped, saying why, where the server binaries are missing)."""
     from postgres_server import PostgresServer, find_binaries
 
     if find_binaries() is None:
@@ -37,6 +36,18 @@ def postgres_server():
         pytest.skip(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One Postgres cluster for the run."""
+    yield from _started_postgres()
+
+
+@pytest.fixture(scope="module")
+def own_postgres():
+    """A Postgres cluster of the test module's own, which its tests may stop and start (halt, resume)."""
+    yield from _started_postgres()
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ class PostgresServer:
     folder: Path
     port: int
     process: subprocess.Popen
+    command: tuple[str, ...] = ()
 
     @classmethod
     def start(cls, *, max_connections: int = 300) -> "PostgresServer":
@@ -65,13 +66,28 @@ class PostgresServer:
         if made.returncode != 0:
             raise RuntimeError(f"initdb failed: {made.stderr[-2000:]}")
         port = _free_port()
-        process = subprocess.Popen([*as_user, postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1",
-                                    "-k", str(folder), "-c", f"max_connections={max_connections}",
-                                    "-c", "fsync=off"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        server = cls(folder, port, process)
+        command = (*as_user, postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1", "-k", str(folder),
+                   "-c", f"max_connections={max_connections}", "-c", "fsync=off")
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = cls(folder, port, process, command)
         server._wait_ready()
         return server
+
+    def halt(self) -> None:
+        """Stop the server as an outage does (a fast shutdown: every session cut), keeping its data."""
+        pid_file = self.folder / "data" / "postmaster.pid"
+        if pid_file.exists() and self.process.poll() is None:
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+        self.process.wait(timeout=30)
+
+    def resume(self) -> None:
+        """Start the halted server again, on the same port and data."""
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._wait_ready()
+
+    def restart(self) -> None:
+        self.halt()
+        self.resume()
 
     def _wait_ready(self) -> None:
         import psycopg

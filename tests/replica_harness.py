@@ -19,7 +19,7 @@ from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 from slack_standin import BOT_TOKEN, SIGNING_SECRET
 
-__all__ = ["IMPL", "Replica", "install_replica_plugin", "runs"]
+__all__ = ["IMPL", "Replica", "bench_replicas", "install_replica_plugin", "runs"]
 
 OZ0 = str(Path(sys.executable).with_name("oz0"))
 
@@ -146,3 +146,16 @@ class Replica:
                 self.process.kill()
                 self.process.wait(timeout=10)
         return self.process.returncode
+
+
+def bench_replicas(tmp: Path, *, api_url: str, database_url: str, **extra: str) -> list[Replica]:
+    """The two replicas of the benchmarks (bench-a, bench-b), each with the plugin installed, not started."""
+    from slack_harness import free_port
+
+    made = []
+    for name in ("bench-a", "bench-b"):
+        home = tmp / f"home-{name}"
+        install_replica_plugin(home, database_url=database_url)
+        made.append(Replica.make(name, home, api_url=api_url, slack_port=free_port(), runs_file=tmp / "runs.txt",
+                                 database_url=database_url, **extra))
+    return made

@@ -5,6 +5,7 @@ GITHUB_STEP_SUMMARY file, and GITHUB_WORKSPACE. Judged by the summary text and t
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -71,7 +72,7 @@ def test_a_clean_plugin_passes_every_check(workspace, summary):
     text = summary.read_text()
     assert text.startswith("## oz0 plugin checks: PASS\n")
     assert "| lint | PASS | plugins/team: no errors (0 errors, 0 warnings). |" in text
-    assert "| upgrade check against v0.1.0 | PASS | 0.1.0 -> 0.1.1: " in text
+    assert "| upgrade check against v0.1.0 | PASS | 0.1.0 -&gt; 0.1.1: " in text
     assert "| QZX receipt | SKIP | no evidence given" in text
     assert "FAIL" not in text
     assert "PASS lint: plugins/team: no errors" in out
@@ -88,7 +89,7 @@ def test_a_lint_error_fails_the_job_and_is_listed(workspace, summary):
     assert text.startswith("## oz0 plugin checks: FAIL\n")
     assert "| lint | FAIL | plugins/team: 1 error" in text
     assert "### lint: FAIL" in text
-    assert "| error | agents/broken.yaml | $.input_schema | missing file 'schemas/missing.json' |" in text
+    assert "| error | agents/broken.yaml | $.input\\_schema | missing file 'schemas/missing.json' |" in text
     assert "| upgrade check | SKIP | no previous-ref given" in text
     assert "::error title=oz0 lint::lint: plugins/team: 1 error" in out
     lines = out.splitlines()
@@ -116,7 +117,7 @@ def test_the_same_change_with_a_new_major_version_passes(workspace, summary):
     code, out, err = run_action(workspace, summary, plugin="plugins/team", previous_ref="v0.1.0")
     assert (code, err) == (0, "")
     text = summary.read_text()
-    assert "| upgrade check against v0.1.0 | PASS | 0.1.0 -> 0.2.0: 1 change, 1 breaking. 0.2.0 is a new major version" in text
+    assert "| upgrade check against v0.1.0 | PASS | 0.1.0 -&gt; 0.2.0: 1 change, 1 breaking. 0.2.0 is a new major version" in text
     assert "| helper | input | $ | takes JSON that matches a schema instead of text | breaking |" in text
     assert text.startswith("## oz0 plugin checks: PASS\n")
 
@@ -190,7 +191,7 @@ def test_paths_that_leave_the_workspace_are_refused_before_anything_runs(workspa
     assert code == 2
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("oz0 action: error: ") and words in lines[0]
-    assert f"| inputs | FAIL | {words}" in summary.read_text().replace("\\|", "|")
+    assert f"| inputs | FAIL | {words}" in re.sub(r"\\(.)", r"\1", summary.read_text())  # markdown escapes undone
     assert list(outside.iterdir()) == []
     assert not (workspace / "oz0-qzx-receipt.json").exists()
 
@@ -223,3 +224,22 @@ def test_the_docs_workflow_pins_the_action_to_a_commit_and_uses_only_its_inputs(
     sha = step["uses"].rsplit("@", 1)[1]
     assert len(sha) == 40 and all(c in "0123456789abcdef" for c in sha)
     assert set(step["with"]) <= set(yaml.safe_load((ROOT / "action.yml").read_text())["inputs"])
+
+
+HOSTILE = ("![x](https://evil.example/p.png) <img src=https://evil.example/q.png> [log in](https://evil.example/a) "
+           "www.evil.example ops@evil.example **now** <!-- hidden -->")
+
+
+def test_text_from_the_plugin_is_escaped_as_markdown_and_html_in_the_summary(workspace, summary):
+    from markdown_it import MarkdownIt
+
+    plugin = workspace / "plugins" / "team"
+    (plugin / "plugin.yaml").write_text(f"name: team\nversion: {json.dumps(HOSTILE)}\n")
+    code, _, _ = run_action(workspace, summary, plugin="plugins/team")
+    assert code == 1
+    text = summary.read_text()
+    html = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable("table").render(text)
+    assert "<a " not in html and "<img" not in html and "<strong>" not in html and "<!--" not in html
+    assert "https://evil.example" not in text and "www.evil.example" not in text and "ops@evil" not in text
+    visible = html.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert "![x](https://evil.example/p.png) <img src=https://evil.example/q.png>" in visible  # shown as written

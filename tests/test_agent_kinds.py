@@ -184,6 +184,7 @@ def test_http_agent_posts_json_with_headers_from_the_environment(tmp_path, monke
     assert request["path"] == "/review" and request["json"] == {"pr": 42}
     assert request["headers"]["authorization"] == "Bearer s3cret"
     assert request["headers"]["x-oz0-job"] == job.id
+    assert request["headers"]["idempotency-key"] == job.id  # the same key if the job runs again after a crash
 
 
 def test_http_agent_missing_env_and_server_errors_are_typed(tmp_path, monkeypatch):

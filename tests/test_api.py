@@ -8,6 +8,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.console.security import CSP
 from console_plugin import ConsoleThread, installed_runtime
 
@@ -209,17 +210,19 @@ def test_a_job_shows_where_its_answer_went_but_never_the_channels_credentials(co
     secret_token = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5OnNlY3JldC10b2tlbg"
     hook = "https://hooks.slack.com/commands/T1/123/SeCrEtHoOk"
     discord_job, _ = console.runtime.submit("echo", "hi", requester="discord:42", channel="discord:7",
-                                            reply_to={"platform": "discord", "application_id": "99",
-                                                      "token": secret_token, "channel": "7", "user": "42"})
+                                            reply_to=ReplyRef("discord", 1, {
+                                                "application_id": "99", "token": secret_token, "channel": "7",
+                                                "user": "42"}), workspace="G1", channel_id="7")
     slack_job, _ = console.runtime.submit("echo", "hi", requester="slack:U1", channel="slack:C1",
-                                          reply_to={"platform": "slack", "channel": "C1", "user": "U1",
-                                                    "response_url": hook})
+                                          reply_to=ReplyRef("slack", 1, {"channel": "C1", "user": "U1",
+                                                                         "response_url": hook}),
+                                          workspace="T1", channel_id="C1")
     shown = http.get(f"/v1/jobs/{discord_job.id}")
     assert shown.status_code == 200
-    assert shown.json()["job"]["reply_to"] == {"platform": "discord", "channel": "7", "user": "42"}
+    assert shown.json()["job"]["reply_to"] == {"platform": "discord", "workspace": "G1", "channel": "7"}
     assert secret_token not in shown.text
     shown = http.get(f"/v1/jobs/{slack_job.id}")
-    assert shown.json()["job"]["reply_to"] == {"platform": "slack", "channel": "C1", "user": "U1"}
+    assert shown.json()["job"]["reply_to"] == {"platform": "slack", "workspace": "T1", "channel": "C1"}
     assert "SeCrEtHoOk" not in shown.text
     for job in (discord_job, slack_job):
         page = http.get(f"/jobs/{job.id}")

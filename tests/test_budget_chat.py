@@ -83,9 +83,9 @@ def test_slack_yes_lets_the_call_happen_and_the_card_arrive(oz0_home):
                 assert server.requests == []               # nothing is sent before the asker allows it
                 await slack_click(h, yes)
                 [job] = h.runtime.jobs()
-                card = await slack_card(h, job.reply_to["ts"], "looks fine")
+                card = await slack_card(h, job.reply_to.data["ts"], "looks fine")
                 assert card["text"] == "reviewer\nlooks fine"
-                asked_ts = h.runtime.job(job.id).reply_to["question"]["ts"]
+                asked_ts = h.runtime.job(job.id).question_shown["ts"]
                 decided = await eventually(lambda: [u.args for u in h.slack.of("chat.update")
                                                     if u.args["ts"] == asked_ts])
                 assert decided[0]["text"].startswith("Yes — by @U0ASKER at")
@@ -106,7 +106,7 @@ def test_slack_no_ends_with_a_budget_exhausted_card_naming_the_budget(oz0_home):
                 _, _, no = await slack_question(h)
                 await slack_click(h, no)
                 [job] = h.runtime.jobs()
-                card = await slack_card(h, job.reply_to["ts"], "Failed: ")
+                card = await slack_card(h, job.reply_to.data["ts"], "Failed: ")
                 text = json.dumps(card["blocks"], ensure_ascii=False)
                 assert "error code: budget_exhausted" in text
                 assert "the 50 tokens budget (agent reviewer, per job) has no room for the next call" in text

@@ -17,6 +17,7 @@ import yaml
 
 from budget_kit import USAGE, Asker, mcp_counter, model_server, plugin_runtime, reviewer
 from loopback import Loopback
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.mcp.pool import servers
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.runtime.metrics import metrics_registry
@@ -229,7 +230,8 @@ def test_an_access_yaml_channel_budget_is_shared_per_day(tmp_path):
 
         def ask(channel: str):
             return run(rt, "hook", "hi", channel=f"slack:{channel}", requester="slack:U1",
-                       reply_to={"platform": "slack", "team": "T1", "channel": channel, "user": "U1"})
+                       reply_to=ReplyRef("slack", 1, {"team": "T1", "channel": channel, "user": "U1"}),
+                       workspace="T1", channel_id=channel)
 
         first, second, elsewhere = ask("C0456"), ask("C0456"), ask("C0999")
     assert [j.status for j in (first, second, elsewhere)] == ["succeeded", "failed", "succeeded"]
@@ -249,10 +251,10 @@ def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
                                                 "price": {"per_call": 0.12},
                                                 "budget": {"cost": 1, "per": "day", "on_exhausted": "ask"}}})
         asker = Asker(rt, allow=True)
-        spent = [run(rt, "hook", f"n{i}", requester="cli:ana") for i in range(8)]  # $0.96 of $1.00
-        ended = run(rt, "hook", "ninth", requester="cli:ana")
+        spent = [asker.run("hook", f"n{i}", requester="cli:ana") for i in range(8)]  # $0.96 of $1.00
+        ended = asker.run("hook", "ninth", requester="cli:ana")
         asker.allow = False
-        other = run(rt, "hook", "tenth", requester="cli:ana")  # another tree: the grant is not its
+        other = asker.run("hook", "tenth", requester="cli:ana")  # another tree: the grant is not its
     assert all(j.status == "succeeded" for j in spent)
     first, second = asker.asked
     assert first.job_id == ended.id and first.message == (
@@ -279,7 +281,7 @@ def test_ask_refused_ends_the_job_budget_exhausted_without_a_call(tmp_path):
     with model_server() as server:
         rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"})})
         asker = Asker(rt, allow=False)
-        ended = run(rt, "reviewer", "review it", requester="cli:ana")
+        ended = asker.run("reviewer", "review it", requester="cli:ana")
     assert server.requests == []
     [question] = asker.asked
     assert question.message.startswith("this job needs up to ") and question.message.endswith(
@@ -294,7 +296,7 @@ def test_ask_unanswered_ends_the_job_before_its_time_limit(tmp_path):
         rt = plugin_runtime(tmp_path, {"reviewer": reviewer(server.url, budget={"tokens": 50, "on_exhausted": "ask"},
                                                             limits={"timeout_s": 3.5})})
         asker = Asker(rt, allow=None)
-        ended = run(rt, "reviewer", "review it", requester="cli:ana")
+        ended = asker.run("reviewer", "review it", requester="cli:ana")
     assert server.requests == [] and len(asker.asked) == 1
     assert ended.failure_kind == "BudgetExhausted" and ended.failure_reason.endswith(
         "(nobody answered in time when asked to allow more)")
@@ -318,7 +320,7 @@ def test_a_step_asks_through_its_flow_and_the_grant_covers_the_tree(tmp_path):
                 "steps": [{"id": "first", "agent": "hook"}, {"id": "second", "agent": "hook"}]}
         rt = plugin_runtime(tmp_path, {"hook": hook}, flows={"twice": flow})
         asker = Asker(rt, allow=True)
-        job = run(rt, "twice", "go", requester="cli:ana")
+        job = asker.run("twice", "go", requester="cli:ana")
     assert (job.status, len(server.requests)) == ("succeeded", 2)
     [question] = asker.asked
     assert question.job_id == job.id  # asked on the flow's job, where its asker sees it

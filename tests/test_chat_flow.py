@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.chat import slack as slack_app
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
@@ -148,8 +149,8 @@ def test_an_interrupted_job_is_reported_once_however_often_it_is_handed_over(hom
     runtime = Runtime(home, flow_engine=FLOW_ENGINE)
     job, _ = runtime.submit("echo", "sleep 100", requester="slack:U0ASKER", channel="slack:C0GENERAL",
                             dedupe_key="slack:event:EvTWICE",
-                            reply_to={"platform": "slack", "channel": "C0GENERAL", "user": "U0ASKER",
-                                      "thread_ts": "1700000000.000100", "ts": "1700000000.000900"})
+                            reply_to=ReplyRef("slack", 1, {"channel": "C0GENERAL", "user": "U0ASKER",
+                                                           "thread_ts": "1700000000.000100", "ts": "1700000000.000900"}))
     runtime.store.update_job(job.id, status="interrupted", failure_kind="Interrupted",
                              failure_reason="the bot stopped before this job ended", ended=time.time())
     stopped = runtime.job(job.id)

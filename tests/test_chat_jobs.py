@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.chat.flow import report_interrupted
 from oz0.adapters.chat.tasks import ChannelTasks
 
@@ -44,10 +45,10 @@ def test_a_failing_task_is_logged_and_a_slow_one_is_cancelled_on_drain(caplog: p
 
 def test_report_interrupted_reaches_every_asker_of_its_platform_even_when_one_fails(
         caplog: pytest.LogCaptureFixture) -> None:
-    jobs = [SimpleNamespace(id="j1", reply_to={"platform": "slack", "channel": "C1"}),
-            SimpleNamespace(id="j2", reply_to={"platform": "discord", "channel": "D1"}),
-            SimpleNamespace(id="j3", reply_to=None),
-            SimpleNamespace(id="j4", reply_to={"platform": "slack", "channel": "C2"})]
+    jobs = [SimpleNamespace(id="j1", reply_to=ReplyRef("slack", 1, {"channel": "C1"}), channel_id="C1"),
+            SimpleNamespace(id="j2", reply_to=ReplyRef("discord", 1, {"channel": "D1"}), channel_id="D1"),
+            SimpleNamespace(id="j3", reply_to=None, channel_id=None),
+            SimpleNamespace(id="j4", reply_to=ReplyRef("slack", 1, {"channel": "C2"}), channel_id="C2")]
     delivered: list[tuple[str, str | None]] = []
 
     def card_for(job: SimpleNamespace):

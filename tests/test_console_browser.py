@@ -78,6 +78,8 @@ def test_fill_a_run_form_and_see_a_table_card_with_the_right_columns(page, conso
     rows = page.locator("#card table.oz0-table tbody tr")
     assert rows.count() == 5
     assert rows.nth(0).locator("td").all_inner_texts() == ["checkout", "ok", "1.0.0", "production"]
+    with page.expect_navigation():
+        page.click("a.previews-link")
     page.click("#payload-slack summary")
     slack = json.loads(page.inner_text("#payload-slack pre"))
     assert slack["blocks"][0]["text"]["text"] == "deploys"
@@ -96,6 +98,8 @@ def test_a_hostile_result_renders_inert(page, console, tmp_path):
     for tag in ("script", "img", "iframe", "svg", "form", "style", "meta", "object", "embed"):
         assert page.locator(f"#card {tag}").count() == 0, tag
     assert page.locator("#card [onerror], #card [onload], #card [style]").count() == 0
+    with page.expect_navigation():
+        page.click("a.previews-link")
     for summary in ("#payload-slack summary", "#payload-discord summary", "#raw-output summary"):
         page.click(summary)
     page.wait_for_timeout(300)
@@ -271,6 +275,7 @@ def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(pa
     for agent, fill in runs:
         run_from_form(page, console, agent, fill)
         card = console.runtime.card(console.runtime.job(page.url.rsplit("/", 1)[1]))
+        page.goto(page.url + "?previews=1")
         for key, words in (("slack", slack_words), ("discord", discord_words)):
             payload = json.loads(page.text_content(f"#payload-{key} pre"))
             preview = page.locator(f"#preview-{key} .pv-message")
@@ -300,3 +305,87 @@ def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(pa
             assert page.locator("#preview-slack .pv-slack-header").inner_text() == "deploys"
     assert page.dialogs == [] and not page.problems
     assert [u for u in page.requests if not u.startswith(console.url)] == []
+
+
+# Every word of a cell on one line: a Range over each word (a run of letters and digits) of each text
+# node lies on one line (a word split across two lines spans two). Returns the words that are split;
+# a line may still break between words, at a space or after a hyphen.
+SPLIT_WORDS = """(root) => {
+  const split = [];
+  for (const cell of root.querySelectorAll('td, th')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/[\\p{L}\\p{N}_]+/gu)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  return split;
+}"""
+
+# Each line of a code block drawn on one line (none wrapped): one client rect top per line.
+WRAPPED_LINES = """(pre) => {
+  const wrapped = [];
+  const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let start = 0;
+    for (const line of node.data.split('\\n')) {
+      if (line.trim()) {
+        const range = document.createRange();
+        range.setStart(node, start);
+        range.setEnd(node, start + line.length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) wrapped.push(line);
+      }
+      start += line.length + 1;
+    }
+  }
+  return wrapped;
+}"""
+
+
+@pytest.fixture(scope="module")
+def example_console(tmp_path_factory):
+    """A console with the example plugin (`oz0 plugin install --example`) installed."""
+    from oz0.edge.runtime.install import install_plugin
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.runner import Runtime
+
+    from oz0.edge.flows.engine import FLOW_ENGINE
+
+    runtime = Runtime(tmp_path_factory.mktemp("example") / "home", flow_engine=FLOW_ENGINE)
+    install_plugin(runtime, load_plugin(Path(__file__).resolve().parent.parent / "edge" / "example_plugin"),
+                   actor="test")
+    with ConsoleThread(runtime) as server:
+        yield server
+    runtime.close()
+
+
+@pytest.mark.parametrize("width", [1300, 800])
+def test_tables_keep_words_whole_and_discord_code_blocks_scroll(chromium, example_console, tmp_path, width):
+    """The example deploys table in the card and the Slack preview wraps between words only (a wide
+    table scrolls sideways), and the Discord preview's code block keeps each line whole, scrolling
+    sideways as Discord does."""
+    context = chromium.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        run_from_form(page, example_console, "deploys", lambda p: p.fill("#f-text", "all"))
+        page.goto(page.url + "?previews=1")
+        page.screenshot(path=str(tmp_path / f"job-{width}.png"), full_page=True)
+        for where in ("#card", "#preview-slack"):
+            table = page.locator(f"{where} table").first
+            assert table.count() == 1, where
+            assert table.evaluate(SPLIT_WORDS) == [], (where, width)
+        blocks = page.locator("#preview-discord pre")
+        assert blocks.count() >= 1
+        for i in range(blocks.count()):
+            pre = blocks.nth(i)
+            assert pre.evaluate(WRAPPED_LINES) == [], width
+            style = pre.evaluate("p => [getComputedStyle(p).whiteSpace, getComputedStyle(p).overflowX]")
+            assert style[0] == "pre" and style[1] in ("auto", "scroll"), style
+    finally:
+        context.close()

@@ -317,7 +317,7 @@ def test_after_a_restart_a_job_that_was_running_is_reported_as_interrupted(home)
                                        user_id="2000", guild_id=GUILD,
                                        created=discord_client.snowflake_time(interaction_id))
     job, _ = crashed.submit("echo", "sleep 100", requester="discord:2000", channel=f"discord:{CHANNEL}",
-                            dedupe_key=f"discord:interaction:{interaction_id}", reply_to=reply.to_dict())
+                            dedupe_key=f"discord:interaction:{interaction_id}", reply_to=reply.to_ref())
     crashed.store.update_job(job.id, status="running", started=time.time(),
                              runner=f"{runtime_module._HOST}:{int(dead.stdout)}:gone")
     crashed.close()

@@ -19,7 +19,7 @@ from oz0.edge.contracts.view import DocumentRefs, SchemaDepthError, SchemaView, 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.cards import card_form
 from oz0.edge.mcp.kind import tool_output
-from oz0.edge.results.tool_result import is_call_tool_result, read_tool_result
+from oz0.edge.results.tool_result import is_call_tool_result, kept_value, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ToolInfo
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
@@ -166,7 +166,9 @@ def test_the_reader_gives_cards_and_jobs_the_same_facts():
     read = read_tool_result(result)
     assert (read.text, read.is_error, read.has_structured, read.complete) == ("one\n\ntwo", False, False, True)
     assert is_call_tool_result(result) and not is_call_tool_result({**result, "extra": 1})
-    assert tool_output(result, tool="t") == "one\n\ntwo"
+    kept = tool_output(result, tool="t")  # an image beside the text: the job keeps the whole result
+    assert kept == result and kept_value(kept) == "one\n\ntwo"
+    assert tool_output({"content": result["content"][::2]}, tool="t") == "one\n\ntwo"
     assert choose_card(result, source="mcp").text == "one\n\ntwo"
 
 

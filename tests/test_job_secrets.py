@@ -9,6 +9,7 @@ from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
@@ -19,10 +20,11 @@ def test_jobs_json_shows_where_the_answer_went_but_not_the_token(oz0_home, capsy
     runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(example_plugin_dir()))
     job, created = runtime.submit("deploys", "all", requester="discord:1", channel="discord:2",
-                                  reply_to={"platform": "discord", "channel": "2", "token": SECRET,
-                                            "response_url": f"https://hooks.example.com/{SECRET}"})
+                                  reply_to=ReplyRef("discord", 1, {"channel": "2", "token": SECRET,
+                                                                   "response_url": f"https://hooks.example.com/{SECRET}"}),
+                                  channel_id="2")
     assert created
-    assert runtime.job(job.id).reply_to["token"] == SECRET  # kept for answering
+    assert runtime.job(job.id).reply_to.data["token"] == SECRET  # kept for answering
 
     assert main(["jobs", "show", job.id, "--json"]) == 0
     shown = capsys.readouterr().out

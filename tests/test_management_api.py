@@ -212,3 +212,75 @@ def test_the_openapi_document_lists_the_management_operations(http):
     assert set(doc["paths"]["/plugins"]) == {"get", "post"}
     assert doc["paths"]["/plugins/diff"]["post"]["responses"]["409"]
     assert doc["paths"]["/plugins/{name}"]["get"]["operationId"] == "plugins.get"
+
+
+def test_an_empty_archive_or_a_header_bomb_is_a_400_with_one_line(http):
+    from test_plugin_archive import _extended_header_bomb
+
+    empty, dot = io.BytesIO(), io.BytesIO()
+    with tarfile.open(fileobj=empty, mode="w:gz"):
+        pass
+    with tarfile.open(fileobj=dot, mode="w:gz") as tar:
+        info = tarfile.TarInfo("./")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    for data in (empty.getvalue(), dot.getvalue()):
+        r = upload(http, "/v1/plugins/diff", data)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"] == ("the archive is refused: the archive holds no file or folder: it is empty "
+                                     "(a plugin needs plugin.yaml)")
+    r = upload(http, "/v1/plugins/diff", _extended_header_bomb(tarfile.XHDTYPE, 40 << 20))
+    assert r.status_code == 400 and r.json()["error_code"] == "bad_archive"
+    assert "a pax or GNU long-name header claims 41,943,040 bytes, over 65,536" in r.json()["error"]
+    assert http.get("/healthz").status_code == 200
+
+
+def test_an_install_refusal_names_the_archives_own_path_never_the_servers_temporary_one(http, tmp_path):
+    other = write_plugin(tmp_path / "other", version="0.1.0", agents={"helper": {}})
+    (other / "plugin.yaml").write_text("name: other\nversion: 0.1.0\n")
+    r = upload(http, "/v1/plugins", tgz(other, top="other-0.1.0"), headers=admin())
+    assert r.status_code == 409, r.text
+    assert r.json()["error"] == ("not installed: other-0.1.0/agents/helper.yaml at $.name: agent 'helper' is already "
+                                 "installed by plugin 'team'; agent names are unique across plugins, so rename one")
+    assert r.json()["details"] == {"file": "other-0.1.0/agents/helper.yaml", "location": "$.name"}
+    assert tempfile.gettempdir() not in r.text
+
+
+def test_the_same_version_with_other_content_is_refused_unless_forced_and_the_replacement_is_audited(http, home,
+                                                                                                    tmp_path):
+    team = write_plugin(tmp_path / "team-0.1.1", version="0.1.1", agents={"helper": {}})
+    assert upload(http, "/v1/plugins", tgz(team), headers=admin()).status_code == 201
+    (team / "agents" / "helper.yaml").write_text((team / "agents" / "helper.yaml").read_text()
+                                                  + "description: quietly changed\n")
+    r = upload(http, "/v1/plugins", tgz(team), headers=admin())
+    assert r.status_code == 409 and r.json()["error_code"] == "version_exists", r.text
+    assert r.json()["error"].startswith("not installed: team 0.1.1 is already installed with other content")
+    assert "or replace it with --force (force=true over the API)" in r.json()["error"]
+    assert http.get("/v1/plugins/team").json()["plugin"]["agents"][0]["description"] != "quietly changed"
+    r = upload(http, "/v1/plugins", tgz(team), headers=admin(), params={"force": "true"})
+    assert r.status_code == 201, r.text
+    assert http.get("/v1/plugins/team").json()["plugin"]["agents"][0]["description"] == "quietly changed"
+    [replaced] = [a for a in home.audit_log() if a.action == "plugin.version.replaced"]
+    assert replaced.actor == "api-admin" and replaced.detail["version"] == "0.1.1"
+    assert replaced.detail["content_hash"] == r.json()["plugin"]["content_hash"] != replaced.detail["replaced_content_hash"]
+    assert upload(http, "/v1/plugins", tgz(team), headers=admin(), params={"force": "maybe"}).status_code == 400
+
+
+def test_oz0_plugin_install_refuses_a_changed_plugin_of_the_same_version_unless_force(tmp_path, monkeypatch, capsys):
+    from oz0.adapters.cli import main
+
+    monkeypatch.setenv("OZ0_HOME", str(tmp_path / "home"))
+    team = write_plugin(tmp_path / "team", version="0.1.0", agents={"helper": {}})
+    assert main(["plugin", "install", str(team)]) == 0
+    (team / "agents" / "helper.yaml").write_text((team / "agents" / "helper.yaml").read_text() + "description: x\n")
+    capsys.readouterr()
+    assert main(["plugin", "install", str(team)]) == 1
+    err = capsys.readouterr().err
+    assert "team 0.1.0 is already installed with other content" in err and "--force" in err
+    assert main(["plugin", "install", str(team), "--force"]) == 0
+    assert "content replaced, same version 0.1.0, --force" in capsys.readouterr().out
+    runtime = Runtime(tmp_path / "home")
+    try:
+        assert [a.action for a in runtime.audit_log()].count("plugin.version.replaced") == 1
+    finally:
+        runtime.close()

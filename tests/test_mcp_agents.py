@@ -15,10 +15,8 @@ import pytest
 from oz0.adapters.cli import main
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from mcp_harness import SERVER, http_server
+from mcp_harness import SERVER, http_server, installed, mcp_plugin
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
@@ -126,20 +124,12 @@ AGENTS = {
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     """A plugin whose agents are tools of the test server, which runs from the plugin's folder."""
     root = tmp_path_factory.mktemp("mcp-plugin")
-    (root / "agents").mkdir()
     shutil.copy(SERVER, root / "cards_server.py")
-    (root / "plugin.yaml").write_text("name: mcp-cards\nversion: 1.0.0\n")
     (root / "disk.schema.json").write_text(json.dumps({
         "type": "object", "properties": {"used_percent": {"type": "number"}, "host": {"type": "string"}}}))
-    for name, extra in AGENTS.items():
-        (root / "agents" / f"{name}.yaml").write_text(
-            f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [cards_server.py]\n{extra}\n"
-            "limits:\n  timeout_s: 20\n")
-    rt = Runtime(tmp_path_factory.mktemp("home"), flow_engine=FLOW_ENGINE)
-    install_plugin(rt, load_plugin(root), actor="test")
-    yield rt
-    servers().close()
-    rt.close()
+    mcp_plugin(root, "mcp-cards", [sys.executable, "cards_server.py"], AGENTS, timeout_s=20)
+    with installed(tmp_path_factory.mktemp("home"), root) as rt:
+        yield rt
 
 
 def test_an_mcp_agent_gets_its_contracts_from_the_tool(runtime: Runtime) -> None:

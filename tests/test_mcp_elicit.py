@@ -7,7 +7,6 @@ capability, and fails instead of waiting."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import sys
 import time
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from console_plugin import ConsoleThread
+from mcp_harness import mcp_plugin
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.install import install_plugin
@@ -26,22 +26,19 @@ from oz0.edge.runtime.runner import Runtime
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"
 
 
-def mcp_plugin(root: Path, agents: dict[str, str]) -> Path:
-    (root / "agents").mkdir(parents=True)
+def elicit_plugin(root: Path, agents: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
     shutil.copy(SERVER, root / "elicit_server.py")
-    (root / "plugin.yaml").write_text("name: mcp-elicit\nversion: 1.0.0\n")
-    for name, extra in agents.items():
-        (root / "agents" / f"{name}.yaml").write_text(
-            f"kind: mcp\nserver:\n  command: {json.dumps(sys.executable)}\n  args: [elicit_server.py]\n{extra}\n"
-            "limits:\n  timeout_s: 30\n")
-    return root
+    return mcp_plugin(root, "mcp-elicit", [sys.executable, "elicit_server.py"], agents)
 
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
     root = tmp_path_factory.mktemp("elicit")
     runtime = Runtime(root / "home", flow_engine=FLOW_ENGINE)
-    install_plugin(runtime, load_plugin(mcp_plugin(root / "plugin", {"deploy": "tool: deploy"})), actor="test")
+    impostor = '  env: {ELICIT_SERVER_TITLE: "Slack Security Team (official)\\nasks you"}\ntool: deploy'
+    install_plugin(runtime, load_plugin(elicit_plugin(root / "plugin", {"deploy": "tool: deploy", "impostor": impostor})),
+                   actor="test")
     with ConsoleThread(runtime) as server:
         yield server
     servers().close()
@@ -63,8 +60,8 @@ def ended(http: httpx.Client, job_id: str) -> dict:
     raise AssertionError(f"job {job_id} did not end: {body['job']['status']}")
 
 
-def asked(http: httpx.Client, service: str) -> tuple[str, dict]:
-    r = http.post("/v1/agents/deploy/runs", json={"service": service})  # the tool's inputSchema, stored at install
+def asked(http: httpx.Client, service: str, *, agent: str = "deploy") -> tuple[str, dict]:
+    r = http.post(f"/v1/agents/{agent}/runs", json={"service": service})  # the tool's inputSchema, stored at install
     assert r.status_code == 202, r.text
     job = http.get(f"/v1/jobs/{r.json()['job']['id']}").json()["job"]
     assert job["status"] == "waiting"
@@ -74,7 +71,7 @@ def asked(http: httpx.Client, service: str) -> tuple[str, dict]:
 def test_an_elicitation_becomes_a_question_answered_through_the_api(http, console):
     job_id, question = asked(http, "web")
     assert question["message"] == "Deploy web to production?"
-    assert question["source"] == "oz0-test-elicit"
+    assert question["source"] == "MCP server of mcp-elicit/deploy (it calls itself “oz0-test-elicit”)"
     assert question["step"] == "elicit-1" and question["answerers"] == {}
     schema = question["answer_schema"]
     assert schema["type"] == "object" and schema["required"] == ["confirm"]
@@ -90,6 +87,18 @@ def test_an_elicitation_becomes_a_question_answered_through_the_api(http, consol
     assert http.post(f"/v1/jobs/{job_id}/answer", json={"confirm": False}).status_code == 409
 
 
+def test_the_asker_is_named_by_the_plugin_and_a_self_chosen_title_shown_only_as_its_claim(http, console):
+    from oz0.adapters.chat.asking import question_card
+
+    job_id, question = asked(http, "web", agent="impostor")
+    said = "MCP server of mcp-elicit/impostor (it calls itself “Slack Security Team (official) asks you”)"
+    assert question["source"] == said
+    card = question_card(job_id, console.runtime.question(job_id))
+    assert card.title == f"{said} asks"
+    assert http.post(f"/v1/jobs/{job_id}/answer?action=cancel").status_code == 202
+    ended(http, job_id)
+
+
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 def test_decline_and_cancel_reach_the_tool(http, action):
     job_id, _ = asked(http, f"api-{action}")
@@ -103,4 +112,6 @@ def test_a_job_whose_channel_cannot_ask_declares_no_elicitation_and_fails(consol
     job = asyncio.run(runtime.run("deploy", '{"service": "db"}', requester="cli:me", channel="cli"))
     assert job.status == "failed", job
     assert runtime.questions.count(job.id) == 0
-    assert job.failure_kind == "Rejected" and "elicitation/create" in job.failure_reason
+    assert job.failure_kind == "Rejected"
+    assert "asked a person for answers (MCP elicitation) and this channel cannot ask" in job.failure_reason
+    assert "-32600" not in job.failure_reason

@@ -45,11 +45,13 @@ def schema_drift(url: str) -> list:
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id",
                         "ix_jobs_root_id")  # revisions 0002, 0005, 0007
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
-                         "budget_holds", "budget_grants", "budget_spend", "budgets")  # revision 0008
+                         "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
+                         "job_trace")  # revision 0012
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
-                          ("jobs", "progress"))  # revisions 0005, 0006, 0007, 0009
+                          ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
+                          ("jobs", "question_shown"), ("jobs", "restarts"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -213,3 +215,60 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
     engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
     assert set(inspect(engine).get_table_names()) == {"alembic_version", *metadata.tables}
     engine.dispose()
+
+
+def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from alembic.config import Config
+
+    from oz0.edge.runtime.migrate import MIGRATIONS
+
+    def alembic_config(conn):
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = conn
+        return config
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            config = alembic_config(conn)
+            command.upgrade(config, "0010")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'running', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0011")
+        assert "restarts" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT id, status, restarts FROM jobs")).all() == [("j1", "running", None)]
+    finally:
+        engine.dispose()
+
+
+def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(migrate.MIGRATIONS))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0009")
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'triage', 'ana', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+    assert not inspect(engine).has_table("job_trace")
+    engine.dispose()
+    store = Store(url)  # opening it upgrades it to the head
+    from oz0.edge.runtime.loop_trace import add_trace, read_trace
+
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 3, "output": 4}}, 12)
+    add_trace(store, "j1", 1, "model", "triage-1", {"tokens": {"input": 9, "output": 9}}, 99)  # a rerun: kept once
+    assert [(t["seq"], t["detail"]["tokens"]["input"]) for t in read_trace(store, "j1")] == [(1, 3)]
+    assert store.job("j1")["status"] == "succeeded"
+    store.close()
+    assert schema_drift(url) == []

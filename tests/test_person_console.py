@@ -134,7 +134,7 @@ def test_decline_takes_no_body_and_an_unknown_job_is_404(http):
 def test_the_openapi_document_has_the_answer_operation(http):
     doc = http.get("/openapi.json").json()
     op = doc["paths"]["/jobs/{job_id}/answer"]["post"]
-    assert sorted(op["responses"]) == ["202", "403", "404", "409", "422"]
+    assert sorted(op["responses"]) == ["202", "401", "403", "404", "409", "412", "415", "422"]
     assert "waiting" in doc["components"]["schemas"]["Job"]["properties"]["status"]["enum"]
 
 

@@ -110,3 +110,80 @@ def test_not_an_archive_or_no_plugin_yaml_says_so(tmp_path):
         unpack_plugin(tar_gz([(member("README"), b"hi")]), tmp_path / "b")
     with pytest.raises(ArchiveError, match=r"the \.tar\.gz cannot be read"):
         unpack_plugin(b"\x1f\x8b" + b"garbage" * 10, tmp_path / "c")
+
+
+def _gz_stream(parts) -> bytes:
+    """gzip of the byte strings `parts` yields, compressed as they come (a bomb never sits in memory)."""
+    import zlib
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join(z.compress(p) for p in parts) + z.flush()
+
+
+def _extended_header_bomb(kind: bytes, claimed: int) -> bytes:
+    head = tarfile.TarInfo("././@LongLink" if kind == tarfile.GNUTYPE_LONGNAME else "./PaxHeaders/x")
+    head.type, head.size = kind, claimed
+
+    def parts():
+        yield head.tobuf(format=tarfile.GNU_FORMAT if kind == tarfile.GNUTYPE_LONGNAME else tarfile.USTAR_FORMAT)
+        for _ in range(claimed // (1 << 20)):
+            yield b"\0" * (1 << 20)
+        yield member("plugin.yaml").tobuf() + b"\0" * 1024
+    return _gz_stream(parts())
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_a_pax_or_gnu_long_name_header_claiming_megabytes_is_refused_before_it_is_read(tmp_path, kind):
+    import tracemalloc
+    bomb = _extended_header_bomb(kind, 40 << 20)
+    assert len(bomb) < 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError) as err:
+            unpack_plugin(bomb, tmp_path / "out")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == (f"a pax or GNU long-name header claims {40 << 20:,} "
+                              f"bytes, over {archive.MAX_EXTENDED_HEADER_BYTES:,}")
+    assert peak < 4 << 20, f"{peak:,} bytes allocated"
+
+
+def test_many_small_extended_headers_are_bounded_in_number_and_in_total_bytes(tmp_path):
+    pax = tarfile.TarInfo("./PaxHeaders/x")
+    pax.type, pax.size = tarfile.XHDTYPE, 0
+    chain = _gz_stream([pax.tobuf()] * 2000)
+    with pytest.raises(ArchiveError, match=f"more than {archive.MAX_EXTENDED_HEADERS} pax or GNU long-name "
+                                           "headers before one entry"):
+        unpack_plugin(chain, tmp_path / "chain")
+    big = tarfile.TarInfo("./PaxHeaders/x")
+    big.type, big.size = tarfile.XHDTYPE, archive.MAX_EXTENDED_HEADER_BYTES
+    body = (b"64 comment=" + b"x" * 52 + b"\n") * (archive.MAX_EXTENDED_HEADER_BYTES // 64)
+    assert len(body) == archive.MAX_EXTENDED_HEADER_BYTES
+
+    def entries():
+        for i in range(200):
+            yield big.tobuf() + body + member(f"f{i}", tarfile.DIRTYPE).tobuf()
+    with pytest.raises(ArchiveError, match=f"the archive's headers take more than {archive.MAX_HEADER_BYTES:,} bytes"):
+        unpack_plugin(_gz_stream(entries()), tmp_path / "total")
+
+
+def test_a_sparse_entry_is_refused(tmp_path):
+    sparse = member("plugin.yaml", tarfile.GNUTYPE_SPARSE)
+    data = _gz_stream([sparse.tobuf(format=tarfile.GNU_FORMAT), b"\0" * 1024])
+    with pytest.raises(ArchiveError, match="entry 'plugin.yaml': a sparse file is refused"):
+        unpack_plugin(data, tmp_path / "out")
+
+
+def test_dot_entries_count_against_the_entry_limit(tmp_path):
+    dots = _gz_stream([member(".", tarfile.DIRTYPE).tobuf()] * 200_000)
+    with pytest.raises(ArchiveError, match=f"more than {archive.MAX_FILES:,} files and folders "
+                                           r"\(every entry counts, `\./` too\)"):
+        unpack_plugin(dots, tmp_path / "out")
+
+
+@pytest.mark.parametrize("entries", [[], [(member(".", tarfile.DIRTYPE), None)],
+                                     [(member("./", tarfile.DIRTYPE), None)]])
+def test_an_empty_archive_or_one_holding_only_dot_says_it_is_empty(tmp_path, entries):
+    with pytest.raises(ArchiveError) as err:
+        unpack_plugin(tar_gz(entries), tmp_path / "out")
+    assert str(err.value) == "the archive holds no file or folder: it is empty (a plugin needs plugin.yaml)"

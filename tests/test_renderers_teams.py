@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -136,6 +137,19 @@ def test_a_card_past_28_kb_is_cut_says_so_and_carries_the_full_result() -> None:
     [upload] = rendered.uploads
     assert json.loads(upload.data) == result
     assert any(t.startswith("📎 Full result: result.json") for t in _runs(_card(rendered)))
+
+
+def test_the_file_line_says_where_the_channel_puts_the_full_result() -> None:
+    """`Card.files_at` (the wire's files_place: the console's job page, or a file offered in a
+    personal chat) ends the file line of a cut card; an uncut card has no file line at all."""
+    where = "on the console: https://oz0.example.com/jobs/j1"
+    cut = replace(choose_card({"rows": [{"note": "x" * 80, "n": i} for i in range(400)]}, None), files_at=where)
+    rendered = RENDERERS["teams"](cut)
+    check_teams(rendered)
+    [line] = [t for t in _runs(_card(rendered)) if t.startswith("📎 ")]
+    assert line.startswith("📎 Full result: result.json (application/json, ") and line.endswith(f"), {where}")
+    small = RENDERERS["teams"](replace(choose_card({"rows": [{"n": 1}]}, None), files_at=where))
+    assert not [t for t in _runs(_card(small)) if t.startswith("📎 ") or where in t]
 
 
 @pytest.mark.parametrize("name", sorted(big_cards()))

@@ -213,3 +213,33 @@ def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp
             job = Runtime(a.home, flow_engine=FLOW_ENGINE).jobs()[0]
             assert (job.status, job.failure_kind) == ("interrupted", "Interrupted")
     asyncio.run(main())
+
+
+def test_a_job_that_keeps_its_bot_stopping_ends_interrupted_after_limits_max_restarts(tmp_path):
+    restless = {"agents/restless.yaml": "description: Like echo, resumed at most once\nkind: python\n"
+                                        "entry: impl:echo\ninput: text\noutput: text\nlimits: {max_restarts: 1}\n"}
+
+    async def main() -> None:
+        async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+            (a,) = replicas(tmp_path, slack, ["solo"], database_url=None, files=restless)
+            try:
+                await asyncio.to_thread(a.start)
+                assert await post_mention(http, a, "restless sleep 30", event_id="EvRestless") == 200
+                for started in (1, 2):   # the first run, then its one restart: each killed mid-run
+                    await wait_runs(tmp_path / "runs.txt", "start", started)
+                    await asyncio.to_thread(a.kill)
+                    await asyncio.to_thread(a.start)
+                posted = await slack.wait_for("chat.update", 1, timeout=30)
+                await asyncio.sleep(1.5)
+            finally:
+                a.stop()
+            assert [w for w, _, _ in runs(tmp_path / "runs.txt")] == ["start", "start"]
+            assert "stopped 2 times in a row" in str(posted[0].args) and "max_restarts is 1" in str(posted[0].args)
+            assert len(slack.of("chat.update")) == 1
+            rt = Runtime(tmp_path / "home-solo")
+            try:
+                (job,) = rt.jobs()
+            finally:
+                rt.close()
+            assert (job.status, job.failure_kind) == ("interrupted", "Interrupted")
+    asyncio.run(main())

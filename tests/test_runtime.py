@@ -17,8 +17,9 @@ import pytest
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.job import JobFailure
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.model.job import UnknownAgent
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
@@ -297,10 +298,14 @@ def test_two_executions_of_one_job_run_it_once(runtime):
     assert {a.status, b.status} <= {"running", "succeeded"}
 
 
-def test_reply_to_is_kept(runtime):
-    job, _ = runtime.submit("echo", "x", reply_to={"channel": "C1"})
-    runtime.set_reply_to(job.id, {"channel": "C1", "ts": "123.4"})
-    assert runtime.job(job.id).reply_to == {"channel": "C1", "ts": "123.4"}
+def test_reply_to_is_kept_as_an_opaque_versioned_reference(runtime):
+    job, _ = runtime.submit("echo", "x", reply_to=ReplyRef("slack", 1, {"channel": "C1"}), workspace="T1",
+                            channel_id="C1")
+    runtime.set_reply_to(job.id, ReplyRef("slack", 1, {"channel": "C1", "ts": "123.4"}))
+    job = runtime.job(job.id)
+    assert job.reply_to == ReplyRef("slack", 1, {"channel": "C1", "ts": "123.4"})
+    assert (job.platform, job.workspace, job.channel_id) == ("slack", "T1", "C1")
+    assert job.to_dict()["reply_to"] == {"platform": "slack", "workspace": "T1", "channel": "C1"}
 
 
 def test_jobs_of_a_live_process_are_not_recovered(runtime):
@@ -313,7 +318,8 @@ CRASHER = """
 import asyncio, sys
 from oz0.edge.runtime.runner import Runtime
 rt = Runtime(sys.argv[1])
-job, _ = rt.submit("hang", "x", reply_to={"thread": "T1"})
+from oz0.edge.model.reply_ref import ReplyRef
+job, _ = rt.submit("hang", "x", reply_to=ReplyRef("slack", 1, {"thread": "T1"}))
 print(job.id, flush=True)
 asyncio.run(rt.execute(job.id))
 """
@@ -338,7 +344,8 @@ def test_a_job_left_running_by_a_crash_is_marked_interrupted_on_the_next_start(r
     recovered = fresh.recover_interrupted()
     assert [j.id for j in recovered] == [job_id]
     job = fresh.job(job_id)
-    assert (job.status, job.failure_kind, job.reply_to) == ("interrupted", "Interrupted", {"thread": "T1"})
+    assert (job.status, job.failure_kind, job.reply_to) == ("interrupted", "Interrupted",
+                                                            ReplyRef("slack", 1, {"thread": "T1"}))
     assert job.failure_reason.startswith("the bot stopped before this job ended (it was running)")
     assert job.failed
     assert fresh.recover_interrupted() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
@@ -20,7 +21,7 @@ def test_the_journal_the_plugin_store_and_the_audit_log_live_in_postgres(tmp_pat
                "schemas/in.json": {"type": "object", "required": ["say"], "properties": {"say": {"type": "string"}}}})
     one = Runtime(tmp_path / "home-a", flow_engine=FLOW_ENGINE)
     install_plugin(one, load_plugin(root))
-    job = asyncio.run(one.run("echo", '{"say": "from postgres"}', dedupe_key="evt-1", reply_to={"ts": "1.2"}))
+    job = asyncio.run(one.run("echo", '{"say": "from postgres"}', dedupe_key="evt-1", reply_to=ReplyRef("slack", 1, {"ts": "1.2"})))
     assert (job.status, job.output) == ("succeeded", "from postgres")
     # a second replica with its own OZ0_HOME sees the same journal, store and audit log
     two = Runtime(tmp_path / "home-b", flow_engine=FLOW_ENGINE)

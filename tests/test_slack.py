@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.chat import slack as slack_app
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.access import Asker
@@ -152,7 +153,13 @@ def test_a_crashing_agent_is_a_failure_card_never_a_traceback_or_a_secret(home, 
     run(main())
 
 
-def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_says_so(home):
+def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_says_so(home, monkeypatch):
+    from oz0.adapters.chat import flow
+
+    drawn: list[str] = []
+    real = flow.render
+    monkeypatch.setattr(flow, "render", lambda card, platform: drawn.append(card.form) or real(card, platform))
+
     async def main():
         async with running_channel(home) as h:
             await h.command('deploys {"service": "api", "rows": 300}')
@@ -160,6 +167,7 @@ def test_results_over_the_limits_are_sent_to_the_asker_as_a_file_and_the_card_sa
             assert_valid_blocks(answer.args["blocks"])
             shown = texts(answer.args["blocks"])
             assert "more rows" in shown and "sent to you as a direct message" in shown
+            assert drawn.count("table") == 1  # the card is drawn once, told where its file goes
             [dm] = await h.slack.wait_for("conversations.open")
             assert dm.args["users"] == "U0ASKER"
             [complete] = await h.slack.wait_for("files.completeUploadExternal")
@@ -188,7 +196,7 @@ def test_mention_posts_working_in_the_thread_then_updates_it_with_the_card(home)
             assert "echo: from the thread" in texts(update.args["blocks"])
             assert share_values(update.args["blocks"]) == []
             [job] = h.runtime.jobs()
-            assert job.reply_to["ts"] == update.args["ts"] and job.reply_to["thread_ts"] == "1700000001.000200"
+            assert job.reply_to.data["ts"] == update.args["ts"] and job.reply_to.data["thread_ts"] == "1700000001.000200"
             assert working.at < update.at
     run(main())
 
@@ -368,8 +376,8 @@ def test_after_a_crash_a_running_job_is_reported_in_its_thread(home):
     crashed = Runtime(home, flow_engine=FLOW_ENGINE)
     job, _ = crashed.submit("echo", "sleep 100", requester="slack:U0ASKER", channel="slack:C0GENERAL",
                             dedupe_key="slack:event:EvCRASH",
-                            reply_to={"platform": "slack", "channel": "C0GENERAL", "user": "U0ASKER",
-                                      "thread_ts": "1700000000.000100", "ts": "1700000000.000900"})
+                            reply_to=ReplyRef("slack", 1, {"channel": "C0GENERAL", "user": "U0ASKER",
+                                                           "thread_ts": "1700000000.000100", "ts": "1700000000.000900"}))
     crashed.store.update_job(job.id, status="running", started=time.time(),
                              runner=f"{runtime_module._HOST}:{dead_pid}:gone")
     crashed.close()

@@ -73,7 +73,7 @@ def test_a_question_answered_by_its_buttons_updates_its_card_and_a_second_click_
             assert (yes["text"]["text"], no["text"]["text"]) == ("Yes", "No")
             [job] = h.runtime.jobs()
             assert job.status == "waiting"
-            shown = await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
+            shown = await eventually(lambda: h.runtime.job(job.id).question_shown)
 
             status, took = await click(h, yes)
             assert status == 200 and took < ACK_LIMIT_S
@@ -187,7 +187,7 @@ def test_a_question_answered_elsewhere_still_updates_its_card_in_the_thread(home
         async with running_channel(home) as h:
             await question_in_thread(h, "approve bool")
             [job] = h.runtime.jobs()
-            shown = await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
+            shown = await eventually(lambda: h.runtime.job(job.id).question_shown)
             assert shown["step"] == "approve" and shown["ts"]
             await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="decline", content=None,
                                     by=job.requester)
@@ -218,7 +218,7 @@ def test_a_private_question_answered_elsewhere_is_told_to_the_asker_privately(ho
             await h.command("approve bool", trigger_id="ask-3")
             await eventually(lambda: [r for r in responses(h, "ask-3") if r.get("blocks") and buttons(r["blocks"])])
             [job] = h.runtime.jobs()
-            await eventually(lambda: (h.runtime.job(job.id).reply_to or {}).get("question"))
+            await eventually(lambda: h.runtime.job(job.id).question_shown)
             await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="accept",
                                     content={"approved": False}, by=job.requester)
             [told] = await h.slack.wait_for("chat.postEphemeral")

@@ -160,8 +160,10 @@ def test_in_a_personal_chat_a_cut_card_offers_the_full_result_as_a_file_and_uplo
             assert offered["name"] == "result.json" and offered["content"]["sizeInBytes"] > 10_000
             _, final = await answered(h, ask, "more rows, full result attached")
             shown = runs_text(cards(final))
-            assert "The full result is offered as a file (result.json) below." in shown
-            assert "Full result on the console: https://oz0.example.com/jobs/" in shown
+            job = offered["content"]["acceptContext"]["job"]
+            assert (f"📎 Full result: result.json (application/json, " in shown and
+                    f"), offered to you as a file below, and on the console: https://oz0.example.com/jobs/{job}"
+                    in shown)
             invoke = h.standin.invoke({}, conversation="a:personal")
             invoke.update({"name": "fileConsent/invoke", "value": {
                 "type": "fileUpload", "action": "accept", "context": offered["content"]["acceptContext"],

@@ -140,7 +140,7 @@ def test_plugin_openapi_prints_a_valid_document(tmp_path, capsys):
     document = json.loads(out)
     validate(document)
     assert sorted(document["paths"]) == ["/agents/echo/runs", "/agents/helper/runs"]
-    assert document["info"] == {"title": "team", "version": "1.0.0"}
+    assert (document["info"]["title"], document["info"]["version"]) == ("team", "1.0.0")
 
 
 def test_plugin_openapi_of_a_folder_that_is_no_plugin(tmp_path, capsys):

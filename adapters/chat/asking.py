@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from oz0.edge.cards.model import Action, Card
+from oz0.edge.contracts.answer_fields import labels_of
+from oz0.edge.contracts.json_data import loads_data
 
 __all__ = [
     "ANSWER_ACTION",
@@ -85,7 +87,7 @@ def _choices(schema: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]
         return [("yes", "Yes", {name: True}), ("no", "No", {name: False})]
     values = prop.get("enum")
     if isinstance(values, list) and 0 < len(values) <= MAX_BUTTONS:
-        return [(str(i), v if isinstance(v, str) else json.dumps(v), {name: v}) for i, v in enumerate(values)]
+        return [(str(i), label, {name: v}) for i, (v, label) in enumerate(zip(values, labels_of(prop)))]
     return None
 
 
@@ -155,7 +157,7 @@ def content_from(schema: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str,
     names the field and the rule it breaks. An empty optional field is left out."""
     if "" in raw:
         try:
-            whole = json.loads(str(raw[""]))
+            whole = loads_data(str(raw[""]))
         except ValueError as exc:
             whole = {"": f"not JSON: {exc}"}   # refused by the schema, with the path and rule
         return whole if isinstance(whole, dict) else {"": whole}
@@ -182,7 +184,7 @@ def _typed(kind: Any, text: str) -> Any:
         if kind == "boolean":
             return {"true": True, "false": False}.get(text.strip().lower(), text)
         if kind not in (None, "string"):
-            return json.loads(text)
+            return loads_data(text)
     except ValueError:
         return text
     return text

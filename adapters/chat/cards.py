@@ -80,9 +80,14 @@ def agent_help_card(spec: AgentSpec, syntax: Syntax) -> Card:
                 notes=syntax.help_notes)
 
 
-def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: float | None = None) -> Card:
+def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: float | None = None,
+                 ahead: int = 0) -> Card:
     """The working message shown while a job runs; once the job reports progress, its latest report
-    and the time so far: "Working on deploy... 14 s" over "step 2 of 3: approve · 3/10 ▓▓▓░░░░░░░"."""
+    and the time so far: "Working on deploy... 14 s" over "step 2 of 3: approve · 3/10 ▓▓▓░░░░░░░".
+    A job queued behind others says its place first: "Queued for deploy: 12 asks ahead of yours"."""
+    if ahead:
+        return Card(form="text", text_format="plain",
+                    text=f"\u23f3 Queued for {agent}: {ahead} ask{'s' if ahead != 1 else ''} ahead of yours")
     head = f"\u23f3 Working on {agent}..."
     if elapsed_s is not None:
         head += f" {_elapsed(elapsed_s)}"

@@ -170,8 +170,8 @@ def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             out.update(_modal_values(comp.get("components") or []))
         elif comp.get("custom_id"):
             value = comp.get("value")
-            if value is None and comp.get("values"):
-                value = comp["values"][0]
+            if value is None and isinstance(comp.get("values"), list):
+                value = ",".join(str(v) for v in comp["values"])  # a select's chosen indices (renderers.discord_modal)
             if isinstance(value, str):
                 out[str(comp["custom_id"])] = value
     return out

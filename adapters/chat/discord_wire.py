@@ -17,6 +17,7 @@ from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
 from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import Asker
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
 
@@ -29,6 +30,8 @@ MODAL = 9                        # interaction callback type: open a modal
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
+
+REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,16 @@ class ReplyTarget:
     created: float = 0.0          # when Discord created the interaction (its token's clock)
     interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "discord", "application_id": self.application_id, "token": self.token,
-               "channel": self.channel_id, "user": self.user_id, "guild": self.guild_id, "created": self.created}
-        return {k: v for k, v in out.items() if v is not None}
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version REF_VERSION of the Discord reply reference."""
+        return ReplyRef.written("discord", REF_VERSION, {
+            "application_id": self.application_id, "token": self.token, "channel": self.channel_id,
+            "user": self.user_id, "guild": self.guild_id, "created": self.created})
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        data = ref.data_for("discord", (REF_VERSION,))
         return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
                    channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
                    guild_id=data.get("guild"), created=float(data.get("created") or 0.0))
@@ -99,8 +105,7 @@ class DiscordWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
 
-    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool, job_id: str | None = None) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool, job_id: str) -> tuple[ReplyTarget, str | None]:
         return reply, None   # a file shows inside the card, where its File component points
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
@@ -138,8 +143,8 @@ class DiscordWire:
     def share_note(self, user: str, agent: str) -> str | None:
         return None   # Discord shows who ran the command above the shared message
 
-    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
-        return ReplyTarget.from_dict(data)
+    def reply_from(self, ref: ReplyRef) -> ReplyTarget:
+        return ReplyTarget.from_ref(ref)
 
     # -- questions --
 

@@ -13,8 +13,11 @@ A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in t
   "working..." message shows its progress and is replaced by the card, files uploaded beside it.
 - A private answer carries "Share in channel": only the asker may share it, once (a durable claim).
 - After a restart, each job a crash left running is reported interrupted where it was asked, once.
-- A job that asks someone shows its question where it was asked and takes the answer from its
-  buttons or modal (`question_flow.Questions`, registered with `listen_questions`).
+- While a job runs, the flow reads its event stream on the channel's loop (`follow`): progress in
+  the working message, a question shown where it was asked (its answer taken from its buttons or
+  modal, `question_flow.Questions`), an answer given elsewhere shown in the question's place.
+- Every finished card goes out by one route, `_deliver_job`: called by the job's durable workflow
+  (`deliver_durably`) under the engine, by `finish` without it.
 
 Cards are drawn by `oz0.renderers.render` and sent as they are; the flow never builds markup.
 """
@@ -38,7 +41,10 @@ from oz0.edge.cards.model import Card
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.metrics import count_channel_error
+from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
@@ -46,6 +52,8 @@ __all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
 
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
+FOLLOW_END_S = 5.0           # how long the reader of an ended job's events may finish what it shows
+STOPPED_GRACE_S = 1.0        # how long a channel's tasks may finish once the runtime's jobs were drained
 
 
 class AskFlow:
@@ -65,8 +73,30 @@ class AskFlow:
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
-        (wherever the answer came from). Call on the channel's loop."""
+        (wherever the answer came from): the flow follows each job it runs (`follow`)."""
         self.questions.listen()
+
+    async def follow(self, job_id: str, progress: WorkingProgress) -> None:
+        """Read the job's events on this loop until it ends: its progress in the working message, its
+        questions drawn, an answer given elsewhere drawn in the question's place."""
+        asked: dict[str, Any] = {}  # this job's questions, by step, as its stream showed them
+        async for event in self.runtime.events(job_id):
+            try:
+                if isinstance(event, Progress):
+                    progress.report(event)
+                elif isinstance(event, QuestionAsked):
+                    asked[event.question.step] = event.question
+                    job = await self.jobs.call(self.runtime.job, job_id)
+                    if job is not None:
+                        await self.questions.asked(job, event.question)
+                elif isinstance(event, Answered) and event.via != self.wire.platform:  # a click updated it
+                    job = await self.jobs.call(self.runtime.job, job_id)
+                    question = asked.get(event.step)
+                    if job is not None and question is not None:
+                        await self.questions.answered(job, question, event.answer)
+            except WireRefused as exc:
+                self.log.error("%s refused to show a question of job %s: %s", self.wire.name, job_id, exc)
+                count_channel_error(self.wire.platform, "refused")
 
     async def answer(self, click: AnswerClick) -> None:
         """A click on a question's button, or its modal's submit."""
@@ -90,13 +120,18 @@ class AskFlow:
         if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
             return  # a restart report said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
-        await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id,
+        if job.reply_to is None:
+            self.log.error("job %s ended with no reply reference to answer it by", job.id)
+            return
+        await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id,
                            shareable=job.status != "interrupted")
 
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
         try:
-            await self.tasks.drain()
+            # after a drain (runtime.stopping) the engine posts the cards of jobs that finished, and the
+            # rest resume elsewhere: nothing is left here to wait for
+            await self.tasks.drain(timeout=STOPPED_GRACE_S if self.runtime.stopping else None)
         finally:
             self.jobs.close()
 
@@ -129,20 +164,56 @@ class AskFlow:
 
     # -- an ask --
 
-    async def ask(self, ask: Ask) -> None:
-        """Check, journal, answer: a help card, a refusal, or the working message and then the card."""
+    async def ask(self, ask: Ask, *, recorded: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Check, journal, answer: a help card, a refusal, or the working message and then the card.
+
+        `recorded` is for a platform that sends again what was not acknowledged (Slack's events): it is
+        awaited once the ask is journaled (or found journaled), and never while the journal cannot be
+        written, so the platform gets an error and redelivers. Without it, an ask the journal cannot
+        take is answered "could not start: ask again", where it was asked; never "working..." and then
+        nothing."""
+        done = _Once(recorded)
+        shown: list[Any] = []   # the reply whose working message was shown before the journal took the ask
+        if self.runtime.stopping:   # a stop began: this replica takes no more work
+            await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
+            return
+        try:
+            await self._ask(ask, done, shown)
+        except Exception as exc:
+            if not is_transient(exc) or done.called:
+                raise
+            self.log.warning("could not journal the ask %s (%s)", ask.delivery, type(exc).__name__)
+            await self._not_started(ask, unavailable_reason(exc), redelivered=recorded is not None, shown=shown)
+
+    async def _not_started(self, ask: Ask, why: str, *, redelivered: bool, shown: list[Any]) -> None:
+        """An ask this replica cannot take: not acknowledged where the platform sends it again, else
+        answered "could not start: ask again" where it was asked."""
+        count_channel_error(self.wire.platform, UNAVAILABLE)
+        if redelivered and not shown:
+            self.log.info("%s not acknowledged (%s): %s sends it again", ask.delivery, why, self.wire.name)
+            return
+        card = failure_card(f"oz0 could not start this ask: {why}. Nothing was run; ask again in a minute.",
+                            code=UNAVAILABLE)
+        rendered = self.draw(card)
+        if shown:
+            await self.wire.deliver(shown[0], rendered)
+        else:
+            assert card.status is not None
+            await self.wire.refuse(ask, card.status.message, rendered)
+
+    async def _ask(self, ask: Ask, recorded: "_Once", shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 card = help_card([s for s in specs if s.name in allowed], self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
         refusal, denial = self._refusal(ask, asker, names)
         if refusal is not None:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 assert refusal.status is not None
                 await self.wire.refuse(ask, refusal.status.message, await self.jobs.call(self.draw, refusal))
                 if denial is not None:
@@ -150,34 +221,57 @@ class AskFlow:
             return
         assert ask.agent is not None
         if ask.help:
-            if await self._first(ask):
+            if await self._first(ask, recorded):
                 spec = next(s for s in specs if s.name == ask.agent)
                 card = agent_help_card(spec, self.wire.syntax)
                 await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
             return
+        spec = next(s for s in specs if s.name == ask.agent)
+        busy = await self.jobs.call(self.runtime.backlog.busy, spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            if await self._first(ask, recorded):
+                await self.wire.refuse(ask, busy.message, await self.jobs.call(
+                    self.draw, failure_card(busy.message, code="busy")))
+            return
+        ahead = await self.jobs.call(self.runtime.backlog.queued, spec.name)
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, self._working(ask.agent)) if early else ask.reply
+        reply = await self.wire.working(ask, self._working(ask.agent, ahead)) if early else ask.reply
+        if early:
+            shown.append(reply)
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
-                                        reply_to=reply.to_dict())
+                                        reply_to=reply.to_ref(), workspace=ask.asker.workspace,
+                                        channel_id=ask.asker.channel)
+        await recorded()
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
             if not early:
                 await self.wire.ignore(ask)
             return
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent))
-        if reply.to_dict() != ask.reply.to_dict():
-            await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_dict())
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
+        if reply.to_ref() != ask.reply.to_ref():
+            try:
+                await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self.log.warning("job %s: could not journal where its working message is (%s); its card is "
+                                 "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str) -> Rendered:
-        """The working message of `agent`, drawn once per channel."""
+    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+        """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
+        its place (drawn each time)."""
+        if ahead:
+            return self.draw(working_card(agent, ahead=ahead))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
-    async def _first(self, ask: Ask) -> bool:
+    async def _first(self, ask: Ask, recorded: "_Once") -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""
-        if await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}"):
+        first = await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}")
+        await recorded()
+        if first:
             return True
         self.log.info("redelivered %s ignored: already answered", ask.delivery)
         await self.wire.ignore(ask)
@@ -186,21 +280,32 @@ class AskFlow:
     # -- the job and its card --
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
-        """Run the job on the jobs loop and put its card where it was asked."""
+        """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
         progress = WorkingProgress(self, reply, agent)
+        self._progress[job_id] = progress
+        follower = self.tasks.spawn(self.follow(job_id, progress), name=f"{self.wire.platform}-events-{job_id}")
+        try:
+            await self._finish(job_id, progress, reply)
+        finally:
+            self._progress.pop(job_id, None)
+            done, _ = await asyncio.wait({follower}, timeout=FOLLOW_END_S)
+            if not done:
+                follower.cancel()
+            await progress.close()
+
+    async def _finish(self, job_id: str, progress: WorkingProgress, reply: Any) -> None:
         if self.runtime.delivers(self.wire.platform):
             # The job's durable workflow posts its card (deliver_durably), here or on the replica that
             # finishes it; a stop here leaves the job to resume at the next start, or on another replica.
-            self._progress[job_id] = progress
             try:
-                await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
-            finally:
-                self._progress.pop(job_id, None)
-                await progress.close()
+                await self.jobs.run(self.runtime.execute(job_id))
+            except Exception as exc:
+                if not self.runtime.stopping:
+                    raise
+                self.log.info("job %s is left to resume after the stop (%s)", job_id, type(exc).__name__)
             return
         try:
-            job = await self.jobs.run(self.runtime.execute(job_id, on_progress=progress.report))
-            card = await self.jobs.call(self.runtime.card, job)
+            job = await self.jobs.run(self.runtime.execute(job_id))
         except asyncio.CancelledError:
             # The channel is stopping: the runtime journals the job as interrupted; say so where it was asked.
             await progress.close()
@@ -217,8 +322,7 @@ class AskFlow:
                                 "has the details.", code="internal_error")
             await self.deliver(card, reply, job_id=job_id, shareable=False)
             return
-        await progress.close()
-        await self.deliver(card, reply, job_id=job_id)
+        await self._deliver_job(job)
 
     async def _ended(self, job_id: str) -> Job | None:
         """The job once the runtime has journaled its end (a cancelled job ends on the jobs loop)."""
@@ -235,12 +339,8 @@ class AskFlow:
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
-        rendered = await self.jobs.call(self.draw, card)
-        if rendered.uploads:
-            reply, note = await self.wire.place_uploads(reply, rendered.uploads, private=private,
-                                                       job_id=job_id)
-            if note:
-                rendered = await self.jobs.call(self.draw, replace(card, notes=card.notes + (note,)))
+        reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
+        rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
         try:
             await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
@@ -270,13 +370,9 @@ class AskFlow:
             return
         card = await self.jobs.call(self.runtime.card, job)
         note = self.wire.share_note(str(asker.user), job.agent)
-        public_card = replace(card, notes=card.notes + (note,)) if note else card
-        public = await self.jobs.call(self.draw, public_card)
-        reply = click.reply
-        if public.uploads:
-            reply, files = await self.wire.place_uploads(reply, public.uploads, private=False, job_id=job.id)
-            if files:
-                public = await self.jobs.call(self.draw, replace(public_card, notes=public_card.notes + (files,)))
+        reply, files_at = self.wire.files_place(click.reply, private=False, job_id=job.id)
+        public = await self.jobs.call(self.draw, replace(card, notes=card.notes + ((note,) if note else ()),
+                                                         files_at=files_at))
         marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))
         await self.wire.share(replace(click, reply=reply), public, marked)
 
@@ -286,11 +382,25 @@ class AskFlow:
         """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
         async def deliver(job: Job, card: Card) -> None:
             if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-                await self.deliver(card, self.wire.reply_from(job.reply_to or {}), job_id=job.id, shareable=False)
+                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False)
 
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
 
+
+
+class _Once:
+    """A channel's `recorded` callback (its platform's ack), awaited at most once."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]] | None) -> None:
+        self.call = call
+        self.called = False
+
+    async def __call__(self) -> None:
+        if not self.called:
+            self.called = True
+            if self.call is not None:
+                await self.call()
 
 
 class Restarts:
@@ -303,7 +413,7 @@ class Restarts:
 
     def report(self, jobs: Iterable[Job]) -> None:
         """The `report_interrupted(jobs)` hook of a channel module for `oz0 serve`."""
-        mine = [j for j in jobs if (j.reply_to or {}).get("platform") == self.platform]
+        mine = [j for j in jobs if j.reply_to is not None and j.reply_to.platform == self.platform]
         if mine and self.active is not None:
             self.active.tasks.spawn(self.active.report_interrupted(mine), name=f"{self.platform}-report-interrupted")
         else:
@@ -329,8 +439,7 @@ async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging
     `deliver(job, card)` puts it where the job's `reply_to` says the ask was made.
     """
     for job in jobs:
-        reply_to = job.reply_to or {}
-        if reply_to.get("platform") != platform or not reply_to.get("channel"):
+        if job.reply_to is None or job.reply_to.platform != platform:
             continue
         try:
             card = card_for(job)
@@ -341,4 +450,4 @@ async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging
             await deliver(job, card)
         except Exception:
             log.exception("could not report interrupted job %s to %s channel %s", job.id, platform,
-                          reply_to.get("channel"))
+                          getattr(job, "channel_id", None))

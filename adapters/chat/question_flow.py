@@ -1,21 +1,22 @@
 """A job's question in a chat channel, written once for every platform.
 
-- When a job asks (`runtime.on_question`), its question is drawn where the job was asked: a card
+- When a job asks (its event stream's `QuestionAsked`, read by the flow while the job runs), its
+  question is drawn where the job was asked: a card
   with its buttons, to the asker alone when the ask was private and nobody else answers, else for
   the channel (the thread of a mention) so the answerers see it. Where it was posted is journaled
   with the job's reply target, so the card can be updated after a restart.
 - A button answers at once; "Answer…" opens the platform's modal. The runtime validates the answer
   and checks the answerer; a refusal (403 not an answerer, 409 already answered, 422 invalid) is
   said to the clicker alone, a 422 in the modal with the JSON path and the rule where it can.
-- When the step is answered, by a click here or anywhere else (`runtime.on_answered`), the
-  question's card is replaced by what was decided, by whom and when.
+- When the step is answered, the question's card is replaced by what was decided, by whom and when:
+  by the click that answered it (through that click's own reply), or, for an answer given anywhere
+  else (the API, the console, a timeout), by the reader of the job's stream (`Answered`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
@@ -25,9 +26,8 @@ from oz0.edge.runtime.questions import AnswerRefused
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["QUESTION_KEY", "Questions"]
+__all__ = ["Questions"]
 
-QUESTION_KEY = "question"      # reply_to["question"]: where the open question of a job is shown
 NOT_OPEN = "This question is no longer open (it was answered, or the job ended)."
 
 
@@ -37,50 +37,35 @@ class Questions:
     def __init__(self, flow: "AskFlow", *, log: logging.Logger) -> None:
         self.flow = flow
         self.log = log
-        self._via: dict[tuple[str, str], Any] = {}   # (job, step) -> the reply of the click answering it
 
     def listen(self) -> None:
-        """Register with the runtime: this platform's questions and answers come here. Call on the
-        channel's loop (the runtime calls back from its own threads)."""
-        loop = asyncio.get_running_loop()
-
-        def on(handler: Callable[..., Any]) -> Callable[..., Any]:
-            async def hop(*args: Any) -> None:
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(handler(*args), loop))
-            return hop
-
-        platform = self.flow.wire.platform
-        self.flow.runtime.on_question(platform, on(self.asked))
-        self.flow.runtime.on_answered(platform, on(self.answered))
+        """Say that this channel draws its platform's questions (the flow reads each job's stream)."""
+        self.flow.runtime.shows_questions(self.flow.wire.platform)
 
     # -- the question shown, and updated --
 
     async def asked(self, job: Job, question: Any) -> None:
         """Draw the question where `job` was asked and journal where it is."""
         flow, wire = self.flow, self.flow.wire
-        reply_to = dict(job.reply_to or {})
-        shown = reply_to.get(QUESTION_KEY) or {}
-        if shown.get("step") == question.step:
-            return   # drawn already (the runtime asks each listener once; a replica may too)
-        reply = wire.reply_from(reply_to)
+        shown = job.question_shown or {}
+        if shown.get("step") == question.step or job.reply_to is None:
+            return   # drawn already (its stream is read once here; a replica may read it too)
+        reply = wire.reply_from(job.reply_to)
         private = wire.private(reply) and not question.answerers
         rendered = await flow.jobs.call(flow.draw, question_card(job.id, question))
         where = await wire.post_question(reply, rendered, private=private)
-        reply_to[QUESTION_KEY] = {"step": question.step, **where}
-        await flow.jobs.call(flow.runtime.set_reply_to, job.id, reply_to)
+        await flow.jobs.call(flow.runtime.set_question_shown, job.id, {"step": question.step, **where})
 
-    async def answered(self, job: Job, question: Any, answer: Any) -> None:
-        """Replace the question's card with what was decided."""
+    async def answered(self, job: Job, question: Any, answer: Any, *, via: Any = None) -> None:
+        """Replace the question's card with what was decided (`via`: the reply of the click that did)."""
         flow, wire = self.flow, self.flow.wire
-        via = self._via.pop((job.id, question.step), None)
         fresh = await flow.jobs.call(flow.runtime.job, job.id) or job
-        reply_to = dict(fresh.reply_to or {})
-        shown = reply_to.get(QUESTION_KEY) or {}
-        if shown.get("step") != question.step and via is None:
+        shown = fresh.question_shown or {}
+        if fresh.reply_to is None or (shown.get("step") != question.step and via is None):
             self.log.info("question %s of job %s was not shown here; nothing to update", question.step, job.id)
             return
         rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform))
-        await wire.update_question(wire.reply_from(reply_to), shown, rendered, via=via)
+        await wire.update_question(wire.reply_from(fresh.reply_to), shown, rendered, via=via)
 
     # -- a click, or a modal's submit --
 
@@ -107,19 +92,17 @@ class Questions:
                 await self._refuse(click, NOT_OPEN, opening=False)
                 return
         asker = await wire.with_groups(click.asker)
-        key = (pick.job_id, question.step)
-        self._via[key] = click.reply
         try:
-            await flow.jobs.call(flow.runtime.answer, pick.job_id, question.step, action="accept",
-                                 content=dict(content), by=f"{wire.platform}:{asker.user}", groups=asker.groups)
+            answer = await flow.jobs.call(flow.runtime.answer, pick.job_id, question.step, action="accept",
+                                          content=dict(content), by=f"{wire.platform}:{asker.user}",
+                                          groups=asker.groups, via=wire.platform)
         except AnswerRefused as exc:
-            self._via.pop(key, None)
             await wire.answer_refused(click, exc.message, status=exc.status, question=question)
             return
-        except BaseException:
-            self._via.pop(key, None)
-            raise
         await wire.answer_taken(click)
+        job = await flow.jobs.call(flow.runtime.job, pick.job_id)
+        if job is not None:
+            await self.answered(job, question, answer, via=click.reply)
 
     async def _refuse(self, click: AnswerClick, message: str, *, opening: bool) -> None:
         if opening:

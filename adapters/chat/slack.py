@@ -9,8 +9,9 @@ turns the flow's calls into Web API calls. What is decided (access, help, dedupe
 What is Slack's here:
 - Slack wants an answer within 3 seconds. A slash command is acknowledged with its first answer
   (the help card, a refusal, or "working..." shown privately, later replaced in place through the
-  command's `response_url`); an `app_mention` is acknowledged at once and answered in its
-  thread, the "working..." message replaced by the card with `chat.update`.
+  command's `response_url`); an `app_mention` is acknowledged once it is journaled (a journal that
+  cannot be written answers 500, and Slack sends the event again) and answered in its thread, the
+  "working..." message replaced by the card with `chat.update`.
 - The delivery id is the event's `event_id` or the command's `trigger_id`.
 - Files go to the asker's direct messages for a private answer, else into the thread.
 - A job's question is answered with its buttons (block_actions, acked at once) or its modal
@@ -177,7 +178,7 @@ class SlackChannel:
         self.flow = AskFlow(runtime, self.wire, policy=policy, log=log, grace_s=STOP_GRACE_S)
         self.command = command
         self.signing_secret = signing_secret
-        # (kind, what it matches, listener): bolt's listener kinds; an event is acked before it runs
+        # (kind, what it matches, listener): bolt's listener kinds
         self.routes: tuple[tuple[str, str | re.Pattern[str], Listener], ...] = (
             ("command", command, self._on_command),
             ("event", "app_mention", self._on_mention),
@@ -200,11 +201,12 @@ class SlackChannel:
         return self._app
 
     def route(self, body: Mapping[str, Any]) -> tuple[Listener, bool] | None:
-        """The listener of an HTTP delivery, as bolt would pick it, and whether it is acked first."""
+        """The listener of an HTTP delivery, as bolt would pick it, and whether it is acked first (none
+        is: an event is acked once it is journaled)."""
         kind, name = _kind_of(body)
         for k, key, listener in self.routes:
             if k == kind and _matches(key, name):
-                return listener, kind == "event"
+                return listener, False
         return None
 
     def http(self) -> SlackHttp:
@@ -224,16 +226,15 @@ class SlackChannel:
         await self.flow.ask(ask)
 
     async def _on_mention(self, ack: Any, body: dict[str, Any]) -> None:
-        # the event is acknowledged already (by bolt or the endpoint); the work is the flow's to track
-        self.flow.tasks.spawn(self._mention(body), name=f"slack-event-{body.get('event_id')}")
-
-    async def _mention(self, body: dict[str, Any]) -> None:
+        """Acked once the flow has journaled it (`recorded`): while the journal cannot be written the
+        HTTP endpoint answers 500 and Slack sends the event again (Socket Mode: bolt acks it first)."""
         try:
             ask = to_ask(body)
         except ValueError as exc:
             log.warning("ignored a mention: %s", exc)
+            await ack()
             return
-        await self.flow.ask(ask)
+        await self.flow.ask(ask, recorded=ack)
 
     async def _on_share(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

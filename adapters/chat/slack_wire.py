@@ -15,6 +15,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
 
@@ -26,6 +27,8 @@ COMMAND = "/ask"
 GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
 MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
+
+REF_VERSION = 1               # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,16 @@ class ReplyTarget:
     def ephemeral(self) -> bool:
         return self.response_url is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "slack", "channel": self.channel, "user": self.user, "team": self.team,
-               "thread_ts": self.thread_ts, "response_url": self.response_url, "ts": self.ts,
-               "in_thread": self.in_thread or None}
-        return {k: v for k, v in out.items() if v is not None}
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version REF_VERSION of the Slack reply reference."""
+        return ReplyRef.written("slack", REF_VERSION, {
+            "channel": self.channel, "user": self.user, "team": self.team, "thread_ts": self.thread_ts,
+            "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None})
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReplyTarget":
+    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        data = ref.data_for("slack", (REF_VERSION,))
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
                    thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
                    in_thread=bool(data.get("in_thread")))
@@ -83,11 +88,6 @@ def _retry_after(headers: Mapping[str, Any]) -> float:
             except (TypeError, ValueError):
                 break
     return 1.0
-
-
-def _files_note(uploads: Sequence[Attachment], where: str) -> str:
-    names = ", ".join(f"{a.filename} ({a.size} bytes)" for a in uploads)
-    return f"Full result: {names}, {where}."
 
 
 # ---- Slack calls out ------------------------------------------------------------------------
@@ -172,25 +172,18 @@ class SlackWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.ephemeral
 
-    async def place_uploads(self, reply: ReplyTarget, uploads: Sequence[Attachment], *,
-                            private: bool, job_id: str | None = None) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool, job_id: str) -> tuple[ReplyTarget, str | None]:
         if not private:
-            return reply, _files_note(uploads, "uploaded in this thread")
-        try:
-            resp = await self.client.conversations_open(users=reply.user)
-            dm = resp["channel"]["id"]
-        except SlackApiError as exc:
-            log.error("cannot open a direct message with %s: %s", reply.user, exc.response.get("error"))
-            return reply, _files_note(uploads, "could not be uploaded (see the log)")
-        return replace(reply, upload_to=dm), _files_note(uploads, "sent to you as a direct message")
+            return reply, "uploaded in this thread"
+        return replace(reply, upload_to=reply.user), "sent to you as a direct message"
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
         if reply.response_url:
             self._progress_uses.pop(reply.response_url, None)
         if reply.ephemeral:
             await self._respond(reply, {**rendered.payload, "response_type": "ephemeral", "replace_original": True})
-            if reply.upload_to:
-                await self._upload(rendered.uploads, channel=reply.upload_to, thread_ts=None)
+            if reply.upload_to and rendered.uploads:
+                await self._upload_privately(reply, rendered.uploads)
             return
         try:
             if reply.ts:
@@ -241,6 +234,18 @@ class SlackWire:
         fields = {k: v for k, v in body.items() if k not in ("response_type", "replace_original")}
         await self.client.chat_postEphemeral(channel=reply.channel, user=reply.user, **fields)
 
+    async def _upload_privately(self, reply: ReplyTarget, uploads: Sequence[Attachment]) -> None:
+        """A private answer's files, in a direct message to the asker (`upload_to`)."""
+        assert reply.upload_to is not None
+        try:
+            resp = await self.client.conversations_open(users=reply.upload_to)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.error("cannot open a direct message with %s: %s", reply.upload_to, error)
+            await self.notice(reply, f"oz0 could not send you the full result as a direct message ({error}).")
+            return
+        await self._upload(uploads, channel=resp["channel"]["id"], thread_ts=None)
+
     async def _upload(self, uploads: Sequence[Attachment], *, channel: str, thread_ts: str | None) -> None:
         for upload in uploads:
             try:
@@ -264,8 +269,8 @@ class SlackWire:
     def share_note(self, user: str, agent: str) -> str | None:
         return f"Asked by {user} with {self.command} {agent}"
 
-    def reply_from(self, data: Mapping[str, Any]) -> ReplyTarget:
-        return ReplyTarget.from_dict(data)
+    def reply_from(self, ref: ReplyRef) -> ReplyTarget:
+        return ReplyTarget.from_ref(ref)
 
     # -- questions --
 

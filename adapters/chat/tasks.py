@@ -19,9 +19,11 @@ import logging
 import threading
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
-__all__ = ["ChannelTasks", "JobLoop"]
+__all__ = ["ChannelTasks", "JobLoop", "UNWIND_S"]
 
 T = TypeVar("T")
+UNWIND_S = 5.0  # how long the jobs loop's cancelled tasks get to run their `finally` blocks at close
+log = logging.getLogger("oz0.chat.tasks")
 
 
 class ChannelTasks:
@@ -86,7 +88,24 @@ class JobLoop:
         return await asyncio.to_thread(func, *args, **kwargs)
 
     def close(self) -> None:
+        """Cancel what still runs on the jobs loop and let it unwind there (a job waiting for its
+        workflow cancels its polling in a `finally`), then stop and close the loop: a coroutine left
+        pending on a closed loop fails later, at garbage collection, with "Event loop is closed"."""
+        if self.loop.is_running() and not self.on_thread():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(timeout=UNWIND_S + 1)
+            except TimeoutError:
+                log.warning("tasks on the jobs loop did not unwind within %.0f s", UNWIND_S)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+async def _cancel_all() -> None:
+    """Cancel every other task of the running loop and wait (at most UNWIND_S) for them to end."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=UNWIND_S)

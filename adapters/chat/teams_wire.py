@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping
 
 import aiohttp
 from microsoft_agents.activity import Activity
@@ -31,6 +31,7 @@ from oz0.adapters.chat.asking import FORM
 from oz0.adapters.chat.teams_auth import TokenSource
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
 from oz0.renderers import teams_form
 from oz0.renderers.rendered import Rendered
@@ -45,12 +46,13 @@ MESSAGE = "application/vnd.microsoft.activity.message"
 CARD = "application/vnd.microsoft.card.adaptive"
 FILE_CONSENT = "application/vnd.microsoft.teams.card.file.consent"
 FILE_INFO = "application/vnd.microsoft.teams.card.file.info"
+REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
 @dataclass(frozen=True)
 class Reply:
     """Where an answer goes: the conversation at its `serviceUrl`, the activity asked in, and (once
-    posted) our working message to update. `to_dict` is the one opaque dict journaled with the job."""
+    posted) our working message to update. `to_ref` is the versioned reference journaled with the job."""
 
     service_url: str
     conversation: str
@@ -61,16 +63,20 @@ class Reply:
     team: str | None = None
     kind: str = "personal"                 # conversationType: personal, groupChat or channel
     message: str | None = None             # our working message's activity id
+    offer_job: str | None = field(default=None, compare=False)   # the job whose files are offered (files_place)
     respond: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"platform": "teams", "service_url": self.service_url, "conversation": self.conversation,
-               "activity": self.activity, "user": self.user, "channel": self.channel, "tenant": self.tenant,
-               "team": self.team, "kind": self.kind, "message": self.message}
-        return {k: v for k, v in out.items() if v is not None}
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version REF_VERSION of the Teams reply reference."""
+        return ReplyRef.written("teams", REF_VERSION, {
+            "service_url": self.service_url, "conversation": self.conversation, "activity": self.activity,
+            "user": self.user, "channel": self.channel, "tenant": self.tenant, "team": self.team,
+            "kind": self.kind, "message": self.message})
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Reply":
+    def from_ref(cls, ref: ReplyRef) -> "Reply":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        data = ref.data_for("teams", (REF_VERSION,))
         return cls(service_url=str(data.get("service_url", "")), conversation=str(data.get("conversation", "")),
                    activity=str(data.get("activity", "")), user=str(data.get("user", "")),
                    channel=str(data.get("channel", "")), tenant=data.get("tenant"), team=data.get("team"),
@@ -159,21 +165,21 @@ class TeamsWire:
     def private(self, reply: Reply) -> bool:
         return False   # a bot's message is seen by everyone in its conversation
 
-    async def place_uploads(self, reply: Reply, uploads: Sequence[Attachment], *, private: bool,
-                            job_id: str | None = None) -> tuple[Reply, str | None]:
-        """In a personal chat, the full result is offered as a file (Teams' file consent card: the
-        person accepts, and the bot uploads it to their OneDrive); elsewhere, and besides, the
-        console's job page is linked."""
-        link = (f"Full result on the console: {self.public_url}/jobs/{job_id}" if self.public_url and job_id
-                else f"Full result: oz0 jobs show {job_id}" if job_id else None)
-        if reply.kind != "personal" or not uploads or not job_id:
+    def files_place(self, reply: Reply, *, private: bool, job_id: str) -> tuple[Reply, str | None]:
+        """A bot cannot attach a file to a message: the console's job page is named, and in a personal
+        chat the full result is also offered as a file (Teams' file consent card, sent by `deliver`
+        below the card; the person accepts, and the bot uploads it to their OneDrive)."""
+        link = (f"on the console: {self.public_url}/jobs/{job_id}" if self.public_url
+                else f"shown by oz0 jobs show {job_id}")
+        if reply.kind != "personal":
             return reply, link
-        first = uploads[0]
-        consent = {"contentType": FILE_CONSENT, "name": first.filename,
-                   "content": {"description": f"The full result of job {job_id}", "sizeInBytes": first.size,
+        return replace(reply, offer_job=job_id), f"offered to you as a file below, and {link}"
+
+    async def _offer(self, reply: Reply, job_id: str, attachment: Attachment) -> None:
+        consent = {"contentType": FILE_CONSENT, "name": attachment.filename,
+                   "content": {"description": f"The full result of job {job_id}", "sizeInBytes": attachment.size,
                                "acceptContext": {"job": job_id}, "declineContext": {"job": job_id}}}
         await self._call(replace(reply, message=None), "reply", {"attachments": [consent]})
-        return reply, f"The full result is offered as a file ({first.filename}) below. " + (link or "")
 
     async def upload(self, reply: Reply, upload_url: str, attachment: Attachment, info: Mapping[str, Any]) -> None:
         """The accepted file: its bytes PUT to the upload URL Teams gave (one range), then a file card."""
@@ -190,6 +196,8 @@ class TeamsWire:
 
     async def deliver(self, reply: Reply, rendered: Rendered) -> None:
         await self._call(reply, "update" if reply.message else "reply", rendered.payload)
+        if reply.offer_job and rendered.uploads:
+            await self._offer(reply, reply.offer_job, rendered.uploads[0])
 
     async def progress(self, reply: Reply, rendered: Rendered) -> None:
         if reply.message:
@@ -207,8 +215,8 @@ class TeamsWire:
     def share_note(self, user: str, agent: str) -> str | None:
         return None   # answers are public in Teams: nothing is shared
 
-    def reply_from(self, data: Mapping[str, Any]) -> Reply:
-        return Reply.from_dict(data)
+    def reply_from(self, ref: ReplyRef) -> Reply:
+        return Reply.from_ref(ref)
 
     # -- questions --
 

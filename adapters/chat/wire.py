@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
 
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import Asker
 from oz0.edge.model.job import Job
 from oz0.edge.model.progress import Progress
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.backlog import Backlog
+from oz0.edge.runtime.events import JobEvent
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
@@ -24,9 +27,10 @@ __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Repl
 
 
 class Reply(Protocol):
-    """Where an answer goes, as the platform needs it; journaled with the job (`to_dict`)."""
+    """Where an answer goes, as the platform needs it; journaled with the job as the wire's versioned
+    reply reference (`to_ref`, read back by `ChatWire.reply_from`)."""
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_ref(self) -> ReplyRef: ...
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,13 @@ class ChatRuntime(Protocol):
     where a channel reads access.yaml)."""
 
     home: Path
+    backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
+    stopping: bool     # a stop began: asks are turned away (Runtime.drain)
 
     def agents(self) -> list[AgentSpec]: ...
 
     def submit(self, agent: str, text: str, *, requester: str, channel: str, dedupe_key: str | None,
-               reply_to: Mapping[str, Any] | None) -> tuple[Job, bool]: ...
+               reply_to: ReplyRef | None, workspace: str | None, channel_id: str | None) -> tuple[Job, bool]: ...
 
     def execute(self, job_id: str, *, on_progress: Callable[[Progress], Any] | None = None) -> Awaitable[Job]: ...
 
@@ -114,7 +120,9 @@ class ChatRuntime(Protocol):
 
     def card(self, job: Job) -> Card: ...
 
-    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None: ...
+    def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None: ...
+
+    def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None: ...
 
     def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None: ...
 
@@ -127,11 +135,11 @@ class ChatRuntime(Protocol):
     def question(self, job_id: str) -> Any: ...
 
     def answer(self, job_id: str, step: str, *, action: str, content: Mapping[str, Any] | None, by: str,
-               groups: Sequence[str] = (), roles: Sequence[str] = ()) -> Any: ...
+               groups: Sequence[str] = (), roles: Sequence[str] = (), via: str | None = None) -> Any: ...
 
-    def on_question(self, platform: str, callback: Callable[[Job, Any], Awaitable[None]]) -> None: ...
+    def shows_questions(self, platform: str) -> None: ...
 
-    def on_answered(self, platform: str, callback: Callable[[Job, Any, Any], Awaitable[None]]) -> None: ...
+    def events(self, job_id: str) -> AsyncIterator[JobEvent]: ...
 
 
 class ChatWire(Protocol):
@@ -175,10 +183,10 @@ class ChatWire(Protocol):
         """Whether a card delivered to `reply` now is seen by the asker alone (then it can be shared)."""
         ...
 
-    async def place_uploads(self, reply: Any, uploads: Sequence[Attachment], *,
-                            private: bool, job_id: str | None = None) -> tuple[Any, str | None]:
-        """Where the files beside a card will go: the reply target updated, and a note saying so
-        (`job_id` names the job, for a platform that links the full result on the console)."""
+    def files_place(self, reply: Any, *, private: bool, job_id: str) -> tuple[Any, str | None]:
+        """Where the files beside job `job_id`'s card delivered to `reply` will go (before the card is
+        drawn, so its one drawing says so): the reply target updated, and those words ("uploaded in
+        this thread"; a platform that cannot attach files to a message names the job's page)."""
         ...
 
     async def deliver(self, reply: Any, rendered: Rendered) -> None:
@@ -202,8 +210,9 @@ class ChatWire(Protocol):
         """The note under a shared card ("Asked by ..."), if the platform does not show who asked."""
         ...
 
-    def reply_from(self, data: Mapping[str, Any]) -> Any:
-        """A journaled reply target (`Reply.to_dict()`) read back."""
+    def reply_from(self, ref: ReplyRef) -> Any:
+        """A journaled reply target (`Reply.to_ref()`) read back; ReplyRefError for a version this
+        release does not read."""
         ...
 
     # -- questions (a job that asks someone) --

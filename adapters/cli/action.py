@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -182,9 +183,18 @@ def _receipt(inputs: Inputs) -> Check:
                  ("kind", "finding"), rows)
 
 
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MARKDOWN = re.compile(r"""[\\`*_\[\]~|]|:(?=//)|(?<=www)\.|@""", re.IGNORECASE)
+
+
 def _cell(text: str) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
-    return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+    """Text from the plugin (its names, messages, schema paths) as one line of literal text in the
+    summary: cut, then HTML escaped (no tag, image or comment) and its markdown escaped (no link,
+    image, emphasis, code, heading, table cell or autolink: `https://`, `www.` and `@` are broken)."""
+    text = " ".join(str(text).split())
+    text = text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
+    return "".join(_HTML.get(ch, ch) for ch in text)
 
 
 def summary_markdown(checks: Sequence[Check]) -> str:

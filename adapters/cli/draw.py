@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oz0.renderers import RENDERERS
@@ -10,7 +13,7 @@ from oz0.renderers import RENDERERS
 if TYPE_CHECKING:
     from oz0.edge.cards.model import Card
 
-__all__ = ["TARGETS", "render_payload"]
+__all__ = ["TARGETS", "render_payload", "write_files"]
 
 TARGETS: tuple[str, ...] = ("card", *RENDERERS)
 
@@ -23,3 +26,19 @@ def render_payload(card: Card, target: str) -> str:
         return json.dumps(card.to_dict(), indent=2, ensure_ascii=False, default=str)
     payload = RENDERERS[target](card).payload
     return payload if isinstance(payload, str) else json.dumps(payload, indent=2, ensure_ascii=False)
+
+
+def write_files(card: Card, target: str) -> None:
+    """On a terminal (`--to text`), the files a card says are attached (an MCP tool's image, audio or
+    embedded resource) are written to a new folder under the system's temporary folder, each path
+    printed on stderr, so "attached as NAME" names a file that exists. The other targets print the
+    payload a channel is sent, which uploads the files itself."""
+    if target != "text" or not card.files:
+        return
+    from oz0.renderers.attachments import files_for
+
+    folder = Path(tempfile.mkdtemp(prefix="oz0-files-"))
+    for upload in files_for(card):
+        path = folder / upload.filename
+        path.write_bytes(upload.data)
+        print(f"wrote {upload.filename} ({upload.size:,} bytes) to {path}", file=sys.stderr)

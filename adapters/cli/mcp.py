@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from oz0.adapters.cli.draw import render_payload
+from oz0.adapters.cli.draw import render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
 from oz0.edge.documents.summary import schema_summary
 from oz0.edge.contracts.schema import ContractError, violation_sentence
@@ -44,16 +44,23 @@ def register(p: argparse.ArgumentParser) -> None:
         description="Call one tool of an MCP server with a JSON object as input, check its result against "
                     "the tool's outputSchema with the edge's validator, and draw it. A result that breaks "
                     "the schema is not drawn: the card says which value at which path broke which rule.",
-        epilog="Exit codes: 0 drawn (or explained why not drawn), 1 the tool reported an error (isError) or "
-               "the server failed, 2 bad arguments, input that breaks the tool's inputSchema, or a tool "
-               "schema that cannot be used (for example a remote $ref).")
+        epilog="A tool marked destructive asks before it is called, as `oz0 run` does: answer y at the prompt, "
+               "or pass --yes. A tool that asks its user for answers (MCP elicitation) cannot be called here: "
+               "run it as an agent from the console, Slack or Discord. "
+               "Exit codes: 0 drawn (or explained why not drawn), 1 the tool reported an error (isError), "
+               "the server failed, or the call was not confirmed, 2 bad arguments, input that breaks the "
+               "tool's inputSchema, or a tool schema that cannot be used (for example a remote $ref).")
     _server_args(call)
     call.add_argument("tool", metavar="TOOL", help="the tool's name (see `oz0 mcp tools`)")
     call.add_argument("input", metavar="INPUT", nargs="?", default="{}",
                       help="the tool's arguments as a JSON object (default {}), or - to read them from stdin")
     call.add_argument("--to", choices=targets, default="text", metavar="|".join(targets),
-                      help="text: the card for a terminal (default); card: the neutral card as JSON; "
-                           "slack, discord, html: the payload that channel is sent")
+                      help="text: the card for a terminal, its files (an image the tool answered) written to a "
+                           "new temporary folder with their paths printed (default); card: the neutral card as "
+                           "JSON; slack, discord, html: the payload that channel is sent")
+    call.add_argument("--yes", action="store_true",
+                      help="run a tool marked destructive (destructiveHint) without asking first; without it "
+                           "such a tool is confirmed at a prompt, and off a terminal it is not called")
     call.set_defaults(func=_call)
 
 
@@ -203,9 +210,34 @@ def _call(args: argparse.Namespace) -> int:
             if violations:
                 raise CommandError(f"the input breaks tool {tool.name!r}'s inputSchema: "
                                    f"{violation_sentence(violations)}; the tool was not called")
-        _, result = await pool.call(spec, args.tool, arguments, timeout_s=args.timeout)
+        _confirm(tool, arguments, yes=args.yes)
+        from oz0.adapters.cli.progress_out import TerminalProgress
+
+        progress = TerminalProgress()
+        try:
+            _, result = await pool.call(spec, args.tool, arguments, timeout_s=args.timeout, on_progress=progress)
+        finally:
+            progress.close()
         card = result_card(result, tool)
         sys.stdout.write(render_payload(card, args.to).rstrip("\n") + "\n")
+        write_files(card, args.to)
         return 1 if read_tool_result(result).is_error else 0
 
     return _run(args, work)
+
+
+def _confirm(tool: ToolInfo, arguments: dict[str, Any], *, yes: bool) -> None:
+    """A tool marked destructive is called only once confirmed: `--yes`, or y at a terminal's prompt."""
+    from oz0.edge.runtime.confirm import is_destructive
+
+    if yes or not is_destructive(dict(tool.annotations or {})):
+        return
+    name = (tool.annotations or {}).get("title") or tool.name
+    asked = f"Call {name} (tool {tool.name}) with {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}? " \
+            "It is marked destructive. [y/N] "
+    if not sys.stdin.isatty():
+        raise CommandError(f"{name} is marked destructive, so it is called only once confirmed, and there is no "
+                           "terminal to ask; pass --yes to call it", code=1)
+    print(asked, end="", file=sys.stderr, flush=True)
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise CommandError(f"{name} was not called: not confirmed", code=1)

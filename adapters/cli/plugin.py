@@ -56,6 +56,9 @@ def register(p: argparse.ArgumentParser) -> None:
     install.add_argument("--example", action="store_true", help="install the bundled example plugin")
     install.add_argument("--allow-breaking", action="store_true",
                          help="install even when the new version breaks the installed one's contracts")
+    install.add_argument("--force", action="store_true",
+                         help="replace a version installed before with other content (audited as "
+                              "plugin.version.replaced); without it, a changed plugin needs a new version")
     install.add_argument("--quiet-if-current", action="store_true",
                          help="print nothing when this exact version is already installed")
     install.set_defaults(func=_install)
@@ -155,7 +158,7 @@ def _install(args: argparse.Namespace) -> int:
         raise CommandError(f"not installed: {exc}", code=1) from None
     runtime = open_runtime()
     try:
-        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking)
+        result = install_plugin(runtime, plugin, allow_breaking=args.allow_breaking, force=args.force)
     except UpgradeRefused as exc:
         print(cli_upgrade.refusal_line(exc), file=sys.stderr)
         return 1
@@ -170,7 +173,7 @@ def _install(args: argparse.Namespace) -> int:
         return 0
     was = ""
     if result.previous is not None:
-        was = (f" (content changed, same version {v.version})" if result.previous.version == v.version
+        was = (f" (content replaced, same version {v.version}, --force)" if result.previous.version == v.version
                else f" (was {result.previous.version})")
     names = ", ".join(a.name for a in v.agents) or "no agents"
     print(f"Installed {v.plugin} {v.version}{was}: {len(v.agents)} agent{'s' * (len(v.agents) != 1)} "
@@ -204,6 +207,19 @@ def _budget(budget: Any) -> str:
     return f"{budget.describe()} per {budget.per}" + (" (ask)" if budget.on_exhausted == "ask" else "")
 
 
+def _loop(spec: Any) -> str:
+    """A model agent's tools and its loop's max_steps (default 10): `3 tools, ≤10 steps`."""
+    tools = getattr(spec, "tools", ())
+    if not tools:
+        return "-"
+    return f"{len(tools)} tool{'s' * (len(tools) != 1)}, ≤{spec.limits.max_steps} steps"
+
+
+def _loop_json(spec: Any) -> dict[str, Any]:
+    tools = getattr(spec, "tools", ())
+    return {"tools": [t.as_json() for t in tools], "max_steps": spec.limits.max_steps} if tools else {}
+
+
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge.cards.model import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
@@ -228,7 +244,8 @@ def _list(args: argparse.Namespace) -> int:
                                 "failures": dict(a.failures), "contract_hash": a.contract_hash,
                                 "contract_version": a.contract_version,
                                 "budget": declared(v.plugin, a.name, "budget"),
-                                "price": declared(v.plugin, a.name, "price")} for a in v.agents],
+                                "price": declared(v.plugin, a.name, "price"),
+                                **_loop_json(specs.get((v.plugin, a.name)))} for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -237,11 +254,13 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
                   _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
-                  _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)))
+                  _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)),
+                  _loop(specs.get((v.plugin, a.name))))
                  for v in versions for a in v.agents)
-    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget")
-    if all(row[-1] == "-" for row in rows):  # no budget declared: the column would be empty
-        rows, columns = tuple(row[:-1] for row in rows), columns[:-1]
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget", "tools")
+    for i in (8, 7):  # no budget (no tool loop) declared: the column would be empty
+        if all(row[i] == "-" for row in rows):
+            rows, columns = tuple(row[:i] + row[i + 1:] for row in rows), columns[:i] + columns[i + 1:]
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
     cli_upgrade.print_latest_changes(versions, latest)

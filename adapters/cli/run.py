@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from oz0.adapters.cli.draw import TARGETS, render_payload
+from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
+    write_files(card, args.to)
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
     if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
         print(card.notes[-1], file=sys.stderr)
@@ -136,6 +137,7 @@ def _jobs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.budget_view import budget_json, budget_lines
+    from oz0.edge.runtime.loop_trace import read_trace, trace_lines
     from oz0.edge.runtime.tree import MAX_DEPTH
 
     runtime = open_runtime()
@@ -148,10 +150,13 @@ def _show(args: argparse.Namespace) -> int:
         card = runtime.card(job)
         tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)
+        trace = read_trace(runtime.store, job.id)  # a tool loop's calls (edge.runtime.tool_loop)
     finally:
         runtime.close()
     if args.json:
         data: dict[str, Any] = {"job": job.to_dict()}
+        if trace:
+            data["trace"] = trace
         if budgets:
             data["budgets"] = [budget_json(b) for b in budgets]
         if len(tree) > 1:
@@ -171,6 +176,9 @@ def _show(args: argparse.Namespace) -> int:
     if budgets:
         print("\nBudgets")
         print("\n".join(f"  {line}" for b in budgets for line in budget_lines(b)))
+    if trace:
+        print("\nTrace")
+        print("\n".join(f"  {line}" for line in trace_lines(trace)))
     if len(tree) > 1:
         print()
         for depth, node in tree:

@@ -5,8 +5,12 @@ module is missing (not written yet, or left out of a build) is one log line, not
 exposes `configured(env)` and `serve(runtime, env=, stop=)`, and may define `report_interrupted(jobs)`
 to tell its threads about jobs a crash left unfinished (found once, here, at start).
 
-This module owns SIGINT and SIGTERM: the first sets the stop event and every channel winds down;
-a second one cancels what is still running.
+This module owns SIGINT and SIGTERM. The first is a graceful stop: /readyz answers 503 at once (a
+load balancer drains this replica), asks are turned away (Slack's events with a 5xx, so Slack
+resends them; others "ask again"), the jobs running here may finish for OZ0_SHUTDOWN_S (default 25 s,
+under Kubernetes' 30) with the channels still up to post their cards, the rest are left to resume
+at the next start or on another replica; then every channel winds down and the process exits 0. A
+second signal cancels what is still running.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.adapters.readiness import channel_states
 
-__all__ = ["CHANNELS", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels"]
+__all__ = ["CHANNELS", "DEFAULT_SHUTDOWN_S", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels",
+           "shutdown_s"]
 
 log = logging.getLogger("oz0.serve")
 
@@ -37,6 +42,21 @@ CHANNELS: dict[str, str] = {
     "teams": "oz0.adapters.chat.teams",
 }
 SHUTDOWN_GRACE_S = 10.0
+DEFAULT_SHUTDOWN_S = 25.0   # OZ0_SHUTDOWN_S: how long running jobs may finish after a stop signal
+
+
+def shutdown_s(env: Mapping[str, str]) -> float:
+    """OZ0_SHUTDOWN_S, seconds (0 to leave every running job to recovery at once); else a CommandError naming it."""
+    raw = (env.get("OZ0_SHUTDOWN_S") or "").strip()
+    if not raw:
+        return DEFAULT_SHUTDOWN_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise CommandError(f"OZ0_SHUTDOWN_S must be a number of seconds from 0 to 3600, not {raw!r}", code=2)
+    return value
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +85,7 @@ def run_serve(args: argparse.Namespace) -> int:
         Guard(settings.host, settings.token, settings.admin_token)
     except ConsoleConfigError as exc:
         raise CommandError(str(exc), code=2) from None
+    shutdown_s(env)
     runtime = open_runtime(args.home or env.get("OZ0_HOME") or None)  # opening the store runs the migrations
     schema = runtime.store.schema
     log.info("database schema at revision %s%s", schema.after,
@@ -91,9 +112,10 @@ def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
 async def serve_channels(runtime: Any, *, env: Mapping[str, str],
                          channels: Mapping[str, str] = CHANNELS) -> int:
     """Run every configured channel until a stop signal, then wait for them to wind down."""
-    stop = asyncio.Event()
+    stop = asyncio.Event()       # the channels wind down
+    stopping = asyncio.Event()   # a stop signal: drain the jobs first, then stop the channels
     loop = asyncio.get_running_loop()
-    signals = _own_signals(loop, stop)
+    signals = _own_signals(loop, stopping)
     try:
         modules = _load(channels, env)
         if not modules:
@@ -116,16 +138,17 @@ async def serve_channels(runtime: Any, *, env: Mapping[str, str],
             states.running(name)
             task.add_done_callback(lambda t, name=name: states.ended(
                 name, failed=not t.cancelled() and t.exception() is not None))
-        stopper = asyncio.create_task(stop.wait())
+        stopper = asyncio.create_task(stopping.wait())
         done, _ = await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
         states.stopping()  # /readyz answers 503 from here on, so a load balancer drains this replica
         failed = False
         for task in done - {stopper}:
             failed |= _ended(tasks[task], task)
-        if not stop.is_set():
-            log.info("stopping the other channels")
-            stop.set()
         stopper.cancel()
+        await _drain(runtime, shutdown_s(env))
+        if not stopping.is_set():
+            log.info("stopping the other channels")
+        stop.set()
         log.info("stopping")
         remaining = {t for t in tasks if not t.done()}
         if remaining:
@@ -142,6 +165,16 @@ async def serve_channels(runtime: Any, *, env: Mapping[str, str],
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
+
+
+async def _drain(runtime: Any, timeout_s: float) -> None:
+    """Turn asks away and let the running jobs finish (their cards posted) for up to `timeout_s`."""
+    drain = getattr(runtime, "drain", None)
+    if drain is None:
+        return
+    log.info("finishing the running jobs (at most %.0f s; OZ0_SHUTDOWN_S); the rest resume at the next start",
+             timeout_s)
+    await asyncio.to_thread(drain, timeout_s)
 
 
 def _own_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:

@@ -4,11 +4,14 @@
 - `POST /v1/jobs/{id}/answer` takes the answer as a JSON object (the answer schema's fields), or with
   `?action=decline|cancel` no body; `?step=` names the step (default: the open one). 202 with the job
   and the answer; 422 with the JSON path and the rule; 403 for someone not among the answerers; 409
-  once the step is answered (the first answer wins, across replicas: the store decides).
+  once the step is answered (the first answer wins, across replicas: the store decides). A body, or
+  any Content-Type, must be application/json (415): a cross-site form cannot send that without a
+  preflight. `If-Match` pins the job's contract hash as for runs (412, api.py).
 - The job page shows a form generated from the answer schema by the run-form generator (forms.py),
   posted to `POST /jobs/{id}/answer`.
-- A run started from the console or the API waits for its job to end *or to ask*, so the asker is
-  sent to the page (or the 202) that shows the question instead of a request that hangs.
+- A run started from the console or the API waits for its job to end *or to ask* (reading the job's
+  event stream, not polling), so the asker is sent to the page (or the 202) that shows the question
+  instead of a request that hangs.
 
 The console and the API are one operator: the holder of the console token, or the local user. So a
 job asked from the console may be answered through the API by the same holder, and the other way.
@@ -17,7 +20,6 @@ job asked from the console may be answered through the API by the same holder, a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Mapping
 
@@ -25,8 +27,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
+from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.events import JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import AnswerRefused, Question
 
 __all__ = [
@@ -45,7 +49,6 @@ log = logging.getLogger("oz0.console.answers")
 
 ANSWER_HTTP = 202
 CONSOLE_PLATFORMS = ("console", "api")  # job_platform() of jobs asked here
-SETTLE_POLL_S = 0.05
 _ERROR_CODES = {403: "forbidden", 409: "already_answered", 422: "invalid_answer"}
 
 
@@ -53,13 +56,7 @@ def register(runtime: Any) -> None:
     """Say that this console draws the questions of console and API jobs (the job page and GET
     /v1/jobs show them), so `runtime.can_ask` is true for them (MCP elicitation checks it)."""
     for platform in CONSOLE_PLATFORMS:
-        if not runtime.can_ask(platform):
-            runtime.on_question(platform, _shown_on_the_job_page)
-
-
-async def _shown_on_the_job_page(job: Any, question: Question) -> None:
-    log.info("job %s waits for an answer to %s; its page and GET /v1/jobs/%s show the question",
-             job.id, question.step, job.id)
+        runtime.shows_questions(platform)
 
 
 def operator(request: Request, *, prefix: str) -> str:
@@ -105,6 +102,10 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
         return _failure(f"no job has the id {request.path_params['job_id']!r}", "unknown_job", 404, command)
     if body is None:
         return _failure("the body is over the limit", "too_large", 413, command)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if (media or body.strip()) and media != "application/json":
+        return _failure(f"send the answer as application/json, not {media or 'a body without Content-Type'}",
+                        "unsupported_media_type", 415, command)
     action = request.query_params.get("action", "accept")
     step = request.query_params.get("step") or getattr(runtime.question(job.id), "step", None)
     if step is None:
@@ -112,8 +113,11 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
     content: Any = None
     if body.strip():
         try:
-            content = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            content = loads_data(body)
+        except JsonDataError as exc:
+            return _failure(f"the answer is not JSON data: {exc.message}", "invalid_answer", 422, command,
+                            details={"path": exc.path if len(exc.path) <= 80 else "$"})
+        except ValueError as exc:
             return _failure(f"the answer is not JSON: {exc}", "invalid_answer", 422, command,
                             details={"path": "$"})
     by = _as_asker(job, operator(request, prefix="api"))
@@ -153,12 +157,17 @@ class JobStarter:
         task = asyncio.create_task(self.runtime.execute(job.id), name=f"oz0-job-{job.id}")
         self.background.add(task)
         task.add_done_callback(self._finished)
-        while not task.done():
-            current = self.runtime.job(job.id)
-            if current is not None and current.status == "waiting":
-                return current
-            await asyncio.wait({task}, timeout=SETTLE_POLL_S)
-        return task.result()
+        with self.runtime.stream.reader(job.id) as reader:
+            while not task.done():
+                event = asyncio.ensure_future(reader.next())  # safe to cancel: the reader keeps what came
+                await asyncio.wait({task, event}, return_when=asyncio.FIRST_COMPLETED)
+                if not event.done():
+                    event.cancel()
+                elif isinstance(event.result(), (QuestionAsked, JobEnded)) or event.result() is None:
+                    break
+        settled = self.runtime.job(job.id)
+        assert settled is not None
+        return settled
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self.background.discard(task)

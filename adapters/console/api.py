@@ -20,12 +20,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.runtime.loop_trace import read_trace
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
+from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
+from oz0.edge.runtime.input_check import Checked
+from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, JobFailure, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
@@ -74,29 +79,23 @@ def failure_kinds(spec: Any) -> list[FailureKind]:
     return [INVALID_INPUT, *spec.failures]
 
 
-def check_input(runtime: Any, spec: Any, text: str, *, asker_user: str) -> Refusal | None:
-    """None when `text` may run on this agent from the console; otherwise why not (access, then contract)."""
+def check_input(spec: Any, text: str, *, home: Any, asker_user: str) -> Refusal | Checked:
+    """Whether `text` may run on this agent from the console or the API: access, then the input's one
+    check (edge.runtime.input_check), whose result `Runtime.submit` takes so the run does not check again."""
     asker = Asker(platform="console", user=asker_user)
     try:
-        policy = AccessPolicy.load(runtime.home)
+        policy = AccessPolicy.load(home)
     except AccessError as exc:
         log.error("access.yaml cannot be read: %s", exc)
         return Refusal(500, "Access rules are broken", str(exc), "access_rules_broken")
     if not policy.allows(spec.name, asker):
         return Refusal(403, "Not allowed", policy.explain_denial(spec.name, asker), "forbidden")
-    try:
-        runtime.parse_input(spec, text)
-    except JobFailure as exc:
-        violations: tuple[Violation, ...] = ()
-        if spec.input is not None:
-            try:
-                violations = spec.input.validate(json.loads(text))
-            except json.JSONDecodeError as bad:
-                violations = (Violation("$", "", "json", f"not JSON: {bad.msg} at line {bad.lineno} "
-                                                          f"column {bad.colno}"),)
-        return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", exc.reason,
-                       snake_case(exc.kind), kind=exc.kind, violations=violations)
-    return None
+    checked = edge_check_input(spec, text)
+    if checked.failure is not None:
+        failure = checked.failure
+        return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", failure.reason,
+                       snake_case(failure.kind), kind=failure.kind, violations=checked.violations)
+    return checked
 
 
 def failure(message: str, error_code: str, *, status_code: int, command: str, error: str | None = None,
@@ -164,7 +163,7 @@ class _Api:
             text = decoded
             if spec.input is None:
                 try:
-                    value = json.loads(decoded)
+                    value = loads_exact(decoded)
                 except json.JSONDecodeError as exc:
                     return _invalid(command, f"the body is not JSON: {exc.msg}", "$")
                 if not isinstance(value, str):
@@ -177,8 +176,8 @@ class _Api:
             wanted = "application/json" if spec.input is not None else "application/json (a string) or text/plain"
             return failure(f"{spec.name} takes {wanted}, not {media or 'a body without Content-Type'}",
                            "unsupported_media_type", status_code=415, command=command)
-        refusal = check_input(self.runtime, spec, text, asker_user=_requester(request))
-        if refusal is not None:
+        refusal = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
+        if isinstance(refusal, Refusal):
             details: dict[str, Any] = {"agent": spec.name}
             if refusal.kind:
                 details.update(kind=refusal.kind, reason=refusal.message)
@@ -187,9 +186,14 @@ class _Api:
                 details["violations"] = [v.to_dict() for v in refusal.violations]
             return failure(refusal.message, refusal.error_code, status_code=refusal.status, command=command,
                            details=details)
+        busy = self.runtime.backlog.busy(spec)
+        if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
+            return failure(busy.message, "busy", status_code=429, command=command,
+                           details={"agent": spec.name, "ahead": busy.ahead, "limit": busy.limit},
+                           headers={"Retry-After": str(BUSY_RETRY_S)})
         requester = _requester(request)
         if request.query_params.get("wait", "true").lower() in ("false", "0", "no"):
-            job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api")
+            job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api", checked=refusal)
             if created:
                 task = asyncio.create_task(self.runtime.execute(job.id), name=f"oz0-job-{job.id}")
                 self.background.add(task)
@@ -198,7 +202,7 @@ class _Api:
                                         data={"job": _job_json(job)})
             return JSONResponse(body_json, status_code=ASYNC_HTTP,
                                 headers={"location": f"{API_PREFIX}/jobs/{job.id}"})
-        job = await self.starter.run(spec.name, text, requester=requester, channel="api")
+        job = await self.starter.run(spec.name, text, requester=requester, channel="api", checked=refusal)
         if job.status == "waiting":  # it asks a person: answer at POST /v1/jobs/{id}/answer
             return JSONResponse(result_envelope(command, True, f"job {job.id} is waiting for an answer",
                                                 data={"job": self._job_data(job)}), status_code=ASYNC_HTTP,
@@ -218,6 +222,10 @@ class _Api:
         return self._job_response(job, "jobs.get", read_only=True)
 
     async def answer(self, request: Request) -> Response:
+        job = self.runtime.job(request.path_params["job_id"])
+        stale = None if job is None else _stale_job_pin(job, request.headers.get("if-match"))
+        if stale is not None:
+            return stale
         size = int(request.headers.get("content-length") or 0)
         body = None if size > MAX_BODY_BYTES else await read_body(request)
         return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
@@ -230,6 +238,9 @@ class _Api:
         budgets = self.runtime.budgets.report(job)
         if budgets:  # each budget covering the job: limit, granted, reserved, spent, left
             out["budgets"] = [budget_json(b) for b in budgets]
+        trace = read_trace(self.runtime.store, job.id)
+        if trace:  # a tool loop's calls (edge.runtime.tool_loop)
+            out["trace"] = trace
         children = self.runtime.children(job.id)
         if children:  # a flow's steps, each a child job
             out["steps"] = [{"step": (c.dedupe_key or "").rsplit(":", 1)[-1], **_job_json(c)} for c in children]
@@ -274,12 +285,30 @@ def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
-    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+def _stale(header: str | None, current: str | None) -> list[str] | None:
+    """The pinned hashes of `If-Match: "<contract_hash>"` when none of them is `current`, else None."""
     if header is None:
         return None
     pins = [tag.strip().removeprefix("W/").strip('"') for tag in header.split(",")]
-    if "*" in pins or contract_hash(spec) in pins:
+    return None if "*" in pins or current in pins else pins
+
+
+def _stale_job_pin(job: Any, header: str | None) -> JSONResponse | None:
+    """412 when an answer pins a contract that is not the one the job runs under (the rule of runs)."""
+    pins = _stale(header, job.contract_hash)
+    if pins is None:
+        return None
+    return failure(f"job {job.id} runs under {job.agent}'s contract {job.contract_hash} (version "
+                   f"{job.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read it at "
+                   f"GET {API_PREFIX}/jobs/{job.id}", "contract_changed", status_code=412, command="jobs.answer",
+                   details={"agent": job.agent, "pinned": pins, "installed": job.contract_hash,
+                            "contract_version": job.contract_version})
+
+
+def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
+    """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
+    pins = _stale(header, contract_hash(spec))
+    if pins is None:
         return None
     return failure(f"{spec.name}'s installed contract is {contract_hash(spec)} (since version "
                    f"{spec.contract_version or 'unknown'}), not the pinned {', '.join(pins)}; read its contract "

@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, openapi_document
+from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document
+from oz0.edge.model.budget import ON_EXHAUSTED, PERIODS
 from oz0.edge.runtime.confirm import known_annotations
 
 __all__ = ["api_document", "routes"]
@@ -38,6 +39,13 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     agents = list(agents)
     doc = openapi_document(agents, title="oz0-edge runtime API", version=_package_version())
     doc["servers"] = [{"url": API_PREFIX, "description": "this console"}]
+    doc["info"]["description"] = ("The runtime API of oz0-edge: run the installed agents and flows, read jobs and "
+                                  "answer their questions, and manage plugins.")
+    license_id = _package_license()
+    if license_id:
+        doc["info"]["license"] = {"name": license_id, "identifier": license_id}
+    doc["components"]["securitySchemes"] = {**SECURITY_SCHEMES, ADMIN_TOKEN: _ADMIN_SCHEME}
+    doc["tags"] = [*doc.get("tags", ()), *_TAGS]
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(_COMMON_SCHEMAS)
     hints = {spec.name: known_annotations(spec) for spec in agents}
@@ -84,15 +92,22 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
         for code, text in (("412", "The pinned contract (If-Match) is not the installed one: details has both hashes."),
                            ("404", "No installed agent has this name."),
                            ("415", "The body is not of a media type this agent takes."),
-                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes.")):
+                           ("413", f"The body is over {MAX_BODY_BYTES:,} bytes."),
+                           ("429", "Busy: too many jobs wait their turn (limits.max_queued, OZ0_MAX_QUEUED); "
+                                   "nothing was queued. Try again after Retry-After seconds."),
+                           ("503", "`unavailable`: the bot's database cannot be written right now (it is down, "
+                                   "its disk is full); nothing was run. Try again after Retry-After seconds.")):
             responses[code] = {"description": text, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}
     doc["paths"]["/agents"] = {"get": {
-        "operationId": "agents.list", "summary": "The installed agents and their contracts",
+        "operationId": "agents.list", "summary": "The installed agents and their contracts", "tags": ["agents"],
+        "description": "Every installed agent and flow: its contracts, failure kinds, annotations, budget, price "
+                       "and examples.",
         "responses": {"200": {"description": "The agents", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
     doc["paths"]["/jobs/{job_id}"] = {"get": {
-        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output",
+        "operationId": "jobs.get", "summary": "One job from the journal, with its card and output", "tags": ["jobs"],
+        "description": "The job's facts, its card and output once it ended, and its question while it waits.",
         "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "The job", "content": {"application/json": {
@@ -103,11 +118,36 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
 
     doc["paths"].update(operations())
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
+    for path, item in doc["paths"].items():
+        for op in item.values():
+            op["responses"].setdefault("401", _failure_response(
+                "A token is required (the console listens beyond loopback): send Authorization: Bearer "
+                "<OZ0_CONSOLE_TOKEN>."))
+            if path.startswith("/plugins"):
+                op.setdefault("tags", ["plugins"])
+    doc["paths"]["/plugins"]["post"]["security"] = [{ADMIN_TOKEN: []}]
     if versions:
         doc["info"]["x-oz0-plugins"] = dict(sorted(versions.items()))
     return doc
 
 
+ADMIN_TOKEN = "adminToken"
+_ADMIN_SCHEME = {"type": "http", "scheme": "bearer",
+                 "description": "`Authorization: Bearer <OZ0_ADMIN_TOKEN>`: what installing a plugin takes."}
+_TAGS = [{"name": "agents", "description": "The installed agents and flows."},
+         {"name": "jobs", "description": "Jobs in the journal, and the questions of those that wait."},
+         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs."}]
+_FIGURES = {"type": "object", "description": "One limited dimension: limit, granted, reserved, spent, left.",
+            "properties": {k: {"type": ["integer", "string"]} for k in ("limit", "granted", "reserved", "spent",
+                                                                        "left")}}
+_BUDGET = {"type": "object", "required": ["budget", "per", "on_exhausted"], "properties": {
+    "budget": {"type": "string", "description": "Which budget: the agent's, the flow's or an access rule's."},
+    "key": {"type": "string"}, "period": {"type": "string", "description": "The day, or job:ID for a per-job one."},
+    "per": {"enum": list(PERIODS)}, "on_exhausted": {"enum": list(ON_EXHAUSTED), "description": "What an "
+                                                     "exhausted budget does: fail the job, or ask for more."},
+    "tokens": _FIGURES, "calls": _FIGURES, "cost": {**_FIGURES, "description": "As for tokens, each a decimal string."},
+    "grants": {"type": "array", "items": {"type": "object", "properties": {"by": {"type": "string"},
+                                                                           "at": {"type": "number"}}}}}}
 _META = {"type": "object", "required": ["schema_version", "command"],
          "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
                         "duration_ms": {"type": "number"}}}
@@ -123,12 +163,13 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "question": {"$ref": "#/components/schemas/Question"},
         "budgets": {"type": "array", "description": "Each budget covering the job: for each limited dimension "
                     "(tokens, cost, calls) its limit, granted, reserved, spent and left (cost as a decimal "
-                    "string).", "items": {"type": "object", "required": ["budget", "per", "on_exhausted"]}},
+                    "string).", "items": _BUDGET},
         "failure_kind": {"type": ["string", "null"]}, "failure_reason": {"type": ["string", "null"]},
         "created": {"type": "number"}, "started": {"type": ["number", "null"]},
         "ended": {"type": ["number", "null"]}, "attempts": {"type": "integer"},
-        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers (platform, "
-                     "channel, user, thread); its credentials are never shown."}}},
+        "reply_to": {"type": ["object", "null"], "description": "Where a chat channel answers: its platform "
+                     "and the asker's workspace and channel; the channel's own reference (its credentials) is "
+                     "never shown."}}},
     "Card": {"type": "object", "required": ["form", "drawn"], "description": "The neutral card (oz0 render --to card).",
              "properties": {"form": {"enum": ["table", "key_values", "diff", "text"]}, "drawn": {"type": "boolean"}}},
     "Failure": {"type": "object", "required": ["success", "message", "error", "error_code", "meta"], "properties": {
@@ -177,13 +218,16 @@ def _failure_response(text: str) -> dict[str, Any]:
 
 _ANSWER_PATH = {"post": {
     "operationId": "jobs.answer", "summary": "Answer a waiting job's question (the first answer wins)",
+    "tags": ["jobs"], "description": "Accept with the answer as the body, or decline or cancel without one.",
     "parameters": [
         {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}},
         {"name": "step", "in": "query", "required": False, "schema": {"type": "string"},
          "description": "The step answered; default: the job's open question."},
         {"name": "action", "in": "query", "required": False,
          "schema": {"enum": ["accept", "decline", "cancel"], "default": "accept"},
-         "description": "decline or cancel: no body."}],
+         "description": "decline or cancel: no body."},
+        {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"},
+         "description": 'Pin the contract: `"<contract_hash>"` of the job; another contract answers 412.'}],
     "requestBody": {"required": False, "content": {"application/json": {"schema": {
         "type": "object", "description": "The answer: an object that matches the question's answer_schema."}}}},
     "responses": {
@@ -192,7 +236,10 @@ _ANSWER_PATH = {"post": {
         "403": _failure_response("You are not among the question's answerers."),
         "404": _failure_response("No job has this id."),
         "409": _failure_response("The step was already answered (the first answer wins), or the job waits no more."),
-        "422": _failure_response("The answer does not match the answer schema: details.path and the rule."),
+        "412": _failure_response("If-Match names a contract that is not the job's (details.installed)."),
+        "415": _failure_response("A body (or a Content-Type) that is not application/json."),
+        "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
+                                 "deeper than the limit): details.path and the rule."),
     }}}
 
 
@@ -205,6 +252,13 @@ def _run_result(output_schema: Any) -> dict[str, Any]:
 def _failure_result(kinds_schema: Any) -> dict[str, Any]:
     return {"allOf": [{"$ref": "#/components/schemas/Failure"}],
             "properties": {"details": kinds_schema or {"type": "object"}}}
+
+
+def _package_license() -> str | None:
+    try:
+        return metadata.metadata("oz0-edge").get("License-Expression")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _package_version() -> str:

@@ -1,9 +1,9 @@
 """The local web console: agents, a run form per agent, job history, and the runtime API beside them.
 
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
-fragment, drawn beside previews of how Slack and Discord show it (adapters/console/preview.py, from the
-very payloads), and those payloads are one click away, so a plugin author sees exactly what the
-channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
+fragment, drawn on every view of the job page. One click away (`?previews=1`, drawn only then) are
+previews of how Slack, Discord and Teams show it (adapters/console/preview.py, from the very payloads) and
+those payloads, so a plugin author sees exactly what the channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
 CSRF, Content-Security-Policy) in adapters/console/security.py; what the templates show in
 adapters/console/views.py; the server `oz0 serve` runs in adapters/console/server.py.
 """
@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -41,8 +42,10 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
-from oz0.adapters.console.views import agent_view, budget_rows, drawn_card, example_values, job_view
+from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
+from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
+from oz0.edge.runtime.transient import RETRY_AFTER_S, UNAVAILABLE, is_transient, unavailable_reason
 
 __all__ = [
     "DEFAULT_HOST",
@@ -98,6 +101,7 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Route("/jobs/{job_id}", pages.job, methods=["GET"]),
         Route("/jobs/{job_id}/answer", pages.answer, methods=["POST"]),
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
+        Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
@@ -115,7 +119,8 @@ def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: 
         Middleware(_GuardMiddleware, guard=guard),
     ]
     return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={404: pages.not_found, 405: pages.not_allowed})
+                     exception_handlers={404: pages.not_found, 405: pages.not_allowed,
+                                         SQLAlchemyError: pages.unavailable, OSError: pages.unavailable})
 
 
 class _GuardMiddleware:
@@ -198,6 +203,22 @@ class _Pages:
             return console_api.failure("not found", "not_found", status_code=404, command="oz0 console")
         return self.error(request, "Not found", f"Nothing lives at {request.url.path}.", 404)
 
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        """The journal cannot be read or written (the database is down, the disk full): a 503 to try
+        again later, a QZX result under /v1; any other database error is a 500, never a traceback."""
+        transient = is_transient(exc)
+        log.warning("%s %s: the journal failed (%s)", request.method, request.url.path, type(exc).__name__,
+                    exc_info=not transient)
+        status, code = (503, UNAVAILABLE) if transient else (500, "internal_error")
+        message = (f"{unavailable_reason(exc)}; try again in a minute" if transient
+                   else f"oz0 failed reading its journal ({type(exc).__name__}); the bot's log has the details")
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if transient else {}
+        if request.url.path.startswith("/v1/"):
+            return console_api.failure(message, code, status_code=status, command="oz0 console", headers=headers)
+        response = self.error(request, "Unavailable" if transient else "Internal error", message, status)
+        response.headers.update(headers)
+        return response
+
     async def not_allowed(self, request: Request, exc: Exception) -> Response:
         return JSONResponse({"success": False, "message": f"{request.method} is not allowed here",
                              "error_code": "method_not_allowed"}, status_code=405)
@@ -250,12 +271,12 @@ class _Pages:
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
         asker = "console-token" if self.guard.needs_login else "console-local"
-        refusal = console_api.check_input(self.runtime, spec, text, asker_user=asker)
-        if refusal is not None:
+        refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
+        if isinstance(refusal, console_api.Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.starter.run(spec.name, text, requester=asker, channel="console")
+        job = await self.starter.run(spec.name, text, requester=asker, channel="console", checked=refusal)
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
@@ -276,15 +297,24 @@ class _Pages:
             except Exception as exc:
                 log.exception("cannot build the card of job %s", job.id)
                 card_error = f"The card of this job cannot be drawn: {type(exc).__name__}: {exc}"
-        download = False
+        download = previews = False
+        files: list[str] = []
         if card is not None:
-            card_html, payloads, download = drawn_card(card)
+            from oz0.renderers.attachments import files_for
+
+            card_html, download = drawn_card(card)
+            files = [f.filename for f in files_for(card)]
+            previews = request.query_params.get("previews") == "1"
+            if previews:
+                payloads = channel_payloads(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
-                         card_error=card_error, payloads=payloads, raw_output=raw, download=download,
+                         card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
+                         files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),
                          budgets=budget_rows(self.runtime.budgets.report(job)),
+                         trace=trace_lines(read_trace(self.runtime.store, job.id)),
                          question_expires=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(question.expires_at))
                          if question and question.expires_at else None,
                          answer_error=answer_error, status_code=status_code)
@@ -322,6 +352,20 @@ class _Pages:
         name = "".join(c for c in file.filename if c.isalnum() or c in "._-")[:100] or "result.bin"
         return Response(file.data, media_type=media,
                         headers={"content-disposition": f'attachment; filename="{name}"'})
+
+    async def job_file(self, request: Request) -> Response:
+        """A file the job's card carries beside it (an MCP tool's image, audio clip or resource), by name,
+        as a download (a type that could run in the page is sent as bytes)."""
+        from oz0.renderers.attachments import files_for
+
+        job = self.runtime.job(request.path_params["job_id"])
+        found = next((f for f in files_for(self.runtime.card(job)) if f.filename == request.path_params["name"]),
+                     None) if job is not None and job.finished else None
+        if found is None:
+            return self.error(request, "No such file", "This job's card carries no file of that name.", 404)
+        media = found.content_type if found.content_type in SAFE_DOWNLOAD_TYPES else "application/octet-stream"
+        return Response(found.data, media_type=media,
+                        headers={"content-disposition": f'attachment; filename="{found.filename}"'})
 
     async def login_form(self, request: Request) -> Response:
         if not self.guard.needs_login:

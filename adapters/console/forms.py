@@ -13,12 +13,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
+from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import SchemaView
+from oz0.edge.contracts.answer_fields import labels_of
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
 
-Widget = Literal["text", "textarea", "integer", "number", "checkbox", "select", "lines", "json"]
+Widget = Literal["text", "textarea", "integer", "number", "checkbox", "select", "multiselect", "lines", "json"]
 TEXT_FIELD = "text"
 MAX_FIELDS = 200
 
@@ -44,6 +46,11 @@ class Field:
     choices: tuple[tuple[str, str], ...] = ()  # (submitted value as JSON, shown text)
     default: str = ""
     item_type: str = ""
+    picked: tuple[str, ...] = ()  # a multiselect's chosen values (as JSON) by default
+
+    def choice_id(self, number: int) -> str:
+        """The form name of a multiselect's choice: one checkbox per value."""
+        return f"{self.html_id}-{number}"
 
     @property
     def html_id(self) -> str:
@@ -84,6 +91,11 @@ def form_input(fields: Iterable[Field], form: Mapping[str, str]) -> Any:
         if field.widget == "checkbox":
             out[field.name] = raw is not None
             continue
+        if field.widget == "multiselect":
+            chosen = [json.loads(value) for i, (value, _) in enumerate(field.choices) if field.choice_id(i) in form]
+            if chosen or field.required:
+                out[field.name] = chosen
+            continue
         if raw is None or raw.strip() == "":
             continue
         out[field.name] = _value(field, raw)
@@ -122,7 +134,9 @@ def _value(field: Field, raw: str) -> Any:
 
 def _json(field: Field, raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return loads_data(raw)
+    except JsonDataError as exc:
+        raise FormError(field.name, f"is not JSON data: {exc.message}") from None
     except json.JSONDecodeError as exc:
         raise FormError(field.name, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
@@ -141,8 +155,7 @@ def _field(view: SchemaView, name: str, required: bool) -> Field:
     if const is not None and enum is None:
         enum = [const]
     if isinstance(enum, list) and enum:
-        choices = tuple((json.dumps(v, ensure_ascii=False), v if isinstance(v, str) else json.dumps(v))
-                        for v in enum)
+        choices = _choices(enum, _first(layers, "enumNames"))
         return Field(name, "select", choices=choices,
                      default=json.dumps(default, ensure_ascii=False) if default is not None else "", **common)
     kind = _type_of(layers)
@@ -167,8 +180,19 @@ def _field(view: SchemaView, name: str, required: bool) -> Field:
         item_type = _type_of(items)
         if item_type in ("string", "integer", "number") and not _first(items, "enum"):
             return Field(name, "lines", item_type=item_type, **common)
+        values = _first(items, "enum")
+        if isinstance(values, list) and values:
+            return Field(name, "multiselect", choices=_choices(values, _first(items, "enumNames")),
+                         picked=tuple(json.dumps(v, ensure_ascii=False) for v in default)
+                         if isinstance(default, list) else (), **common)
     return Field(name, "json",
                  default=json.dumps(default, ensure_ascii=False, indent=2) if default is not None else "", **common)
+
+
+def _choices(values: list[Any], names: Any) -> tuple[tuple[str, str], ...]:
+    """(value as JSON, label) of each choice: the label is its `enumNames` entry, else the value."""
+    return tuple((json.dumps(v, ensure_ascii=False), shown)
+                 for v, shown in zip(values, labels_of({"enum": values, "enumNames": names})))
 
 
 def _first(layers: Iterable[dict[str, Any]], key: str) -> Any:

@@ -10,7 +10,8 @@ Auth: reading and the diff need what the rest of the console needs (its token or
 OZ0_CONSOLE_TOKEN is set; nothing on loopback without one). Installing needs `Authorization: Bearer
 <OZ0_ADMIN_TOKEN>`; without that variable set, installs over HTTP are refused (use `oz0 plugin install`).
 `allow_breaking=true` is therefore only ever taken with the admin token, and a breaking change it lets
-through is audited as `plugin.contracts.breaking`.
+through is audited as `plugin.contracts.breaking`. A version installed before with other content is
+refused (409 `version_exists`) unless `force=true`, audited as `plugin.version.replaced`.
 
 Every replica reads the installed versions from the shared store on each request (nothing is cached
 per process but loaded plugin files, by their immutable version id), so a new version is seen at once.
@@ -19,6 +20,7 @@ per process but loaded plugin files, by their immutable version id), so a new ve
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -106,6 +108,16 @@ class _Upload:
         self.folder = folder
 
 
+def _in_archive(text: str | None, folder: Path) -> str | None:
+    """Paths under the upload's temporary `folder` as the archive's own (`team-1.2.0/agents/x.yaml`):
+    a refusal never shows where the server unpacked it."""
+    if text is None:
+        return None
+    for root in {str(folder / "plugin"), str((folder / "plugin").resolve())}:
+        text = text.replace(root + os.sep, "").replace(root, ".")
+    return text
+
+
 class _PluginsApi:
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
@@ -157,7 +169,7 @@ class _PluginsApi:
 
     async def install(self, request: Request) -> Response:
         from oz0.edge.documents.compat import UpgradeRefused
-        from oz0.edge.runtime.install import install_plugin
+        from oz0.edge.runtime.install import VersionReused, install_plugin
         from oz0.edge.plugins.declared import PluginError
 
         command = "plugins.install"
@@ -169,23 +181,30 @@ class _PluginsApi:
         if not guard.is_admin(request.headers):
             return failure("installing a plugin needs the admin token: send Authorization: Bearer <OZ0_ADMIN_TOKEN>",
                            "admin_token_required", status_code=403, command=command)
-        allow = request.query_params.get("allow_breaking", "false").lower()
-        if allow not in ("true", "false", "1", "0"):
-            return failure(f"allow_breaking={allow!r} is not true or false", "invalid_argument", status_code=400,
-                           command=command, details={"parameter": "allow_breaking"})
+        flags = {}
+        for name in ("allow_breaking", "force"):
+            given = request.query_params.get(name, "false").lower()
+            if given not in ("true", "false", "1", "0"):
+                return failure(f"{name}={given!r} is not true or false", "invalid_argument", status_code=400,
+                               command=command, details={"parameter": name})
+            flags[name] = given in ("true", "1")
         upload = await self._upload(request, command)
         if isinstance(upload, Response):
             return upload
         plugin = upload.plugin
         previous = self.runtime.store.current_version(plugin.name)
         try:
-            result = await run_in_threadpool(install_plugin, self.runtime, plugin,
-                                             allow_breaking=allow in ("true", "1"), actor="api-admin")
+            result = await run_in_threadpool(install_plugin, self.runtime, plugin, actor="api-admin", **flags)
         except UpgradeRefused as exc:
             return _refused(exc, command, plugin, previous)
+        except VersionReused as exc:
+            return failure(f"not installed: {exc.message}", "version_exists", status_code=409, command=command,
+                           details={"plugin": plugin.name, "version": plugin.version,
+                                    "installed_content_hash": exc.installed_hash, "content_hash": exc.new_hash})
         except PluginError as exc:
-            return failure(f"not installed: {exc}", "plugin_conflict", status_code=409, command=command,
-                           details={"file": exc.file, "location": exc.location})
+            return failure(f"not installed: {_in_archive(str(exc), upload.folder)}", "plugin_conflict",
+                           status_code=409, command=command,
+                           details={"file": _in_archive(exc.file, upload.folder), "location": exc.location})
         finally:
             shutil.rmtree(upload.folder, ignore_errors=True)
         v = result.version
@@ -225,8 +244,9 @@ class _PluginsApi:
             try:
                 plugin = load_plugin(root)
             except PluginError as exc:
-                return failure(f"not a valid plugin: {exc}", "invalid_plugin", status_code=422, command=command,
-                               details={"file": exc.file, "location": exc.location})
+                return failure(f"not a valid plugin: {_in_archive(str(exc), folder)}", "invalid_plugin",
+                               status_code=422, command=command,
+                               details={"file": _in_archive(exc.file, folder), "location": exc.location})
             kept = True
             return _Upload(plugin, [f for f in findings if f["severity"] == "warning"], folder)
         finally:
@@ -294,19 +314,28 @@ def operations() -> dict[str, Any]:
                  ("413", f"The upload is over {MAX_UPLOAD_BYTES:,} bytes."),
                  ("415", "The body is neither an archive nor multipart/form-data."),
                  ("422", "The plugin does not lint or load; details.findings lists why."),
-                 ("409", "A breaking change without a new major version; details.changes lists them."), *extra]
+                 ("409", "A breaking change without a new major version (details.changes lists them), or "
+                         "the version installed before with other content (version_exists; force=true)."),
+                 *extra]
         return {code: {"description": text, "content": failure_ref} for code, text in codes}
 
     return {
         "/plugins": {
             "get": {"operationId": "plugins.list", "summary": "The installed plugins: current version, agents, "
-                    "latest contract changes", "responses": {"200": {"description": "The plugins", "content": ok}}},
+                    "latest contract changes", "description": "Every installed plugin with its current version, agents and "
+                    "the contract changes of its latest install.",
+                    "responses": {"200": {"description": "The plugins", "content": ok}}},
             "post": {"operationId": "plugins.install", "summary": "Lint, upgrade-check and install an uploaded plugin",
                      "description": "Needs `Authorization: Bearer <OZ0_ADMIN_TOKEN>`.",
                      "parameters": [{"name": "allow_breaking", "in": "query", "required": False,
                                      "schema": {"type": "boolean", "default": False},
                                      "description": "Install even when it breaks the installed contracts "
-                                                    "(audited as plugin.contracts.breaking)."}],
+                                                    "(audited as plugin.contracts.breaking)."},
+                                    {"name": "force", "in": "query", "required": False,
+                                     "schema": {"type": "boolean", "default": False},
+                                     "description": "Replace a version installed before with other content "
+                                                    "(audited as plugin.version.replaced); without it, 409 "
+                                                    "version_exists."}],
                      "requestBody": upload_body,
                      "responses": {"201": {"description": "Installed", "content": ok},
                                    "200": {"description": "The same content was already installed", "content": ok},
@@ -314,10 +343,13 @@ def operations() -> dict[str, Any]:
         },
         "/plugins/diff": {"post": {
             "operationId": "plugins.diff", "summary": "The upgrade check of an uploaded plugin; nothing is stored",
+            "description": "Lint the uploaded plugin and compare its contracts with the installed version's.",
             "requestBody": upload_body,
             "responses": {"200": {"description": "It may be installed; its changes", "content": ok}, **refusals()}}},
         "/plugins/{name}": {"get": {
             "operationId": "plugins.get", "summary": "One plugin: versions, agents, latest changes, audit",
+            "description": "One installed plugin: each version installed, its agents, its latest changes and its "
+                           "audit events.",
             "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
             "responses": {"200": {"description": "The plugin", "content": ok},
                           "404": {"description": "No plugin has this name", "content": failure_ref}}}},

@@ -21,22 +21,29 @@ from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.model.progress import Progress
 
-__all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "drawn_card", "example_values", "job_view"]
+__all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "channel_payloads", "drawn_card",
+           "example_values", "job_view"]
 
 PAGE_REFRESH_S = 2   # a running job's page reloads this often, to show its latest progress
 
 log = logging.getLogger("oz0.console")
 
 
-def drawn_card(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
-    """The card as the HTML renderer draws it, its Slack and Discord payloads as pretty JSON with the
-    files each uploads beside it, and whether the full result is offered as a file (the card was cut,
-    or not drawn)."""
-    from oz0.renderers import discord_message, html_console, slack_blocks, teams_adaptive
+def drawn_card(card: Card) -> tuple[Markup, bool]:
+    """The card as the HTML renderer draws it (every view of a job page), and whether the full result
+    is offered as a file (the card was cut, or not drawn)."""
+    from oz0.renderers import html_console
 
     drawn = html_console.render(card)
     # Markup: the HTML renderer escapes every value it draws (its contract, tested on every hostile fixture)
-    card_html = Markup(drawn.payload)
+    return Markup(drawn.payload), bool(drawn.uploads)
+
+
+def channel_payloads(card: Card) -> list[dict[str, Any]]:
+    """The card's Slack, Discord and Teams payloads as pretty JSON with the files each uploads beside
+    it, and how each platform shows it: drawn only when the page is asked for them (`?previews=1`)."""
+    from oz0.renderers import discord_message, slack_blocks, teams_adaptive
+
     payloads = []
     for key, label, renderer in (("slack", "Slack", slack_blocks.render),
                                  ("discord", "Discord", discord_message.render),
@@ -51,7 +58,7 @@ def drawn_card(card: Card) -> tuple[Markup, list[dict[str, Any]], bool]:
         payloads.append({"key": key, "label": label, "uploads": [u.to_dict() for u in rendered.uploads],
                          "json": json.dumps(rendered.payload, ensure_ascii=False, indent=2, default=str),
                          "preview": _preview(key, label, rendered)})
-    return card_html, payloads, bool(drawn.uploads)
+    return payloads
 
 
 def _preview(key: str, label: str, rendered: Any) -> Markup | None:

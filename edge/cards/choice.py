@@ -128,6 +128,8 @@ def _protocol_error_card(rpc: RpcResponse, response: Any, title: str | None) -> 
 def _mcp_card(result: Any, contract: Contract | None, title: str | None) -> Card:
     if not isinstance(result, dict):
         return _card(result, contract, title)
+    if contract is not None and contract.schema in ({}, True):
+        contract = None  # the schema of a tool without an outputSchema (edge.mcp.kind): no structure to check
     read = read_tool_result(result)
     blocks = read_blocks(read.content)
     if not read.complete or not blocks.lines:

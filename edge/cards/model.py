@@ -151,7 +151,9 @@ class Card:
     (empty for cards built by hand; not part of `to_dict()`). `actions` are buttons the renderer draws
     under the card (added by the adapter that asked, e.g. "Share in channel"). `files` are files the
     result carries besides its JSON (an MCP image, audio clip or embedded blob), which every renderer
-    uploads beside the card where its platform allows and the card's notes name.
+    uploads beside the card where its platform allows and the card's notes name. `files_at` is where
+    the channel delivering the card puts those files ("uploaded in this thread"), set by it before the
+    card is drawn, so the renderer says so in the one drawing (not part of `to_dict()`).
     """
 
     form: Form
@@ -172,6 +174,7 @@ class Card:
     full_result: bytes = field(default=b"", repr=False, compare=False)
     actions: tuple[Action, ...] = ()
     files: tuple[Attachment, ...] = ()
+    files_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral card as JSON-ready data (`oz0 render --to card`)."""

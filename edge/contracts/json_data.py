@@ -18,7 +18,7 @@ import orjson
 
 from oz0.edge.contracts.pointer import json_path
 
-__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_exact"]
+__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
 
 MAX_JSON_DEPTH = 128
 
@@ -96,6 +96,21 @@ def loads_exact(data: bytes | str) -> Any:
         raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
     except (ValueError, RecursionError) as exc:
         raise orjson.JSONDecodeError(str(exc), raw.decode("utf-8", "replace"), 0) from None
+
+
+def loads_data(data: bytes | str) -> Any:
+    """JSON text from outside (a request body, a form field) as JSON data: `loads_exact`, then
+    `check_json_data`. Raises JsonDataError (nested past MAX_JSON_DEPTH, however deep: past orjson's
+    own depth limit too) or orjson.JSONDecodeError (not JSON); both are ValueErrors."""
+    try:
+        value = loads_exact(data)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit exceeded" in str(exc) or "recursion" in str(exc).lower():
+            raise JsonDataError(f"the data nests deeper than {MAX_JSON_DEPTH} levels "
+                                "(the limit for JSON data)") from None
+        raise
+    check_json_data(value)
+    return value
 
 
 def dumps_exact(value: Any) -> bytes:

@@ -17,6 +17,7 @@ from oz0.edge.documents.diff import compare_agents
 from oz0.edge.model.agent import AgentSpec, FailureKind
 from oz0.edge.model.flow import FlowSpec
 from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.model.tools import ToolDecl
 from oz0.edge.plugins.flow_manifest import stored_steps
 from oz0.edge.plugins.manifest import Plugin
 
@@ -89,7 +90,7 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
 
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
-            return AgentSpec(**fields)
+            return AgentSpec(**fields, tools=tuple(ToolDecl.from_json(t) for t in a.limits.get("tools") or ()))
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))
 
     return [make(a,

@@ -36,7 +36,8 @@ def contract_parts(spec: AgentSpec) -> dict[str, Any]:
     """The parts of `spec`'s contract, as the hash reads them."""
     limits = spec.limits
     annotations = spec.config.get("annotations") or {}
-    return {
+    tools = {"tools": [t.as_json() for t in spec.tools]} if getattr(spec, "tools", ()) else {}
+    return {**tools,
         "input": _schema(spec.input, "#/input"),
         "output": _schema(spec.output, "#/output"),
         "person_steps": [{"step": s.id, "answer_schema": _schema(s.answer_schema, f"#/person_steps/{i}/answer_schema")

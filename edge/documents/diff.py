@@ -63,10 +63,39 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Ch
         SchemaComparison(label, "output", old, new, changes).body(
             _success(old_op).get("content"), _success(new_op).get("content"))
         _compare_failures(label, _failures(old, old_op), _failures(new, new_op), changes)
+        _compare_tools(label, old_op.get("x-oz0-tools") or [], new_op.get("x-oz0-tools") or [], changes)
         if "x-oz0-flow" in new_op or "x-oz0-flow" in old_op:
             _compare_person_steps(label, old_op.get("x-oz0-person-steps") or [],
                                   new_op.get("x-oz0-person-steps") or [], changes)
     return changes
+
+
+def _tool_names(tools: list[Mapping[str, Any]]) -> dict[str, str]:
+    """Each tool entry's names: an agent, ask_person, a server's `only` tools (or the server as a whole)."""
+    out: dict[str, str] = {}
+    for t in tools:
+        if t.get("ask_person"):
+            out["ask_person"] = "ask_person"
+        elif t.get("agent"):
+            out[f"agent:{t['agent']}"] = f"agent {t['agent']}"
+        elif t.get("only") is None:
+            out[f"server:{t['server']}"] = f"every tool of server {t['server']}"
+        else:
+            out.update({f"server:{t['server']}:{n}": f"tool {n} of server {t['server']}" for n in t["only"]})
+    return out
+
+
+def _compare_tools(agent: str, old: list[Mapping[str, Any]], new: list[Mapping[str, Any]],
+                   changes: list[Change]) -> None:
+    """A tool removed from a model agent is breaking (what the agent could do for its callers, it no
+    longer can); one added is not."""
+    before, after = _tool_names(old), _tool_names(new)
+    for key in sorted(before.keys() - after.keys()):
+        whole = key.count(":") == 2 and f"server:{key.split(':')[1]}" in after
+        if not whole:
+            changes.append(Change(agent, "tools", "$", f"{before[key]} removed from its tools", True))
+    for key in sorted(after.keys() - before.keys()):
+        changes.append(Change(agent, "tools", "$", f"{after[key]} added to its tools", False))
 
 
 def _compare_person_steps(flow: str, old: list[Mapping[str, Any]], new: list[Mapping[str, Any]],

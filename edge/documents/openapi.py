@@ -11,6 +11,10 @@ that one resolver (a JSON pointer into this document) follows every reference th
 contract's own validator did. The document is a function of the agent files only: the same agents give
 the same document, byte for byte, which is what lets two versions be compared. A declared budget and
 price are shown as `x-budget` and `x-price` (money as decimal strings); the upgrade check ignores them.
+
+The document says where and how it is called: `servers` (the runtime API's `/v1`, where `oz0 serve`
+publishes these operations), the Bearer token a console bound beyond loopback needs
+(`OZ0_CONSOLE_TOKEN`; on loopback none: the empty alternative of `security`), and a tag per plugin.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ from oz0.edge.model.job import BUILTIN_FAILURES
 
 __all__ = [
     "FAILURE_STATUS",
+    "API_PREFIX",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
+    "SECURITY",
+    "SECURITY_SCHEMES",
     "agent_path",
     "component_key",
     "failure_kinds",
@@ -39,6 +46,14 @@ __all__ = [
 ]
 
 OPENAPI_VERSION = "3.1.0"
+API_PREFIX = "/v1"  # where `oz0 serve` publishes the operations (adapters.console.api)
+CONSOLE_TOKEN = "consoleToken"
+SECURITY_SCHEMES: dict[str, Any] = {
+    CONSOLE_TOKEN: {"type": "http", "scheme": "bearer", "description": (
+        "`Authorization: Bearer <OZ0_CONSOLE_TOKEN>`: needed when the console listens beyond loopback; on a "
+        "loopback address the local user needs none.")},
+}
+SECURITY: list[dict[str, list[str]]] = [{CONSOLE_TOKEN: []}, {}]  # the token, or none on loopback
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 INVALID_INPUT_STATUS = "400"
 FAILURE_STATUS = "502"
@@ -76,7 +91,8 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
     them (kind `flow`) is `POST /flows/{name}/runs`, with its person steps as `x-oz0-person-steps`."""
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
-    for agent in sorted(agents, key=lambda a: a.name):
+    agents = sorted(agents, key=lambda a: a.name)
+    for agent in agents:
         request = _body(agent, "input", agent.input, schemas)
         response = _body(agent, "output", agent.output, schemas)
         responses: dict[str, Any] = {
@@ -93,6 +109,7 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
         operation: dict[str, Any] = {
             "operationId": f"{'flow' if flow else 'run'}.{agent.name}",
             "summary": f"Run {'the flow ' if flow else ''}{agent.name}",
+            "description": agent.description or f"Run {agent.name} of plugin {agent.plugin} once.",
             "tags": [agent.plugin],
             "requestBody": {"required": True, **request},
             "responses": responses,
@@ -107,17 +124,22 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             operation["x-price"] = agent.price.as_json()
         if flow:
             operation["x-oz0-person-steps"] = person_steps(agent)
-        if agent.description:
-            operation["description"] = agent.description
+        if getattr(agent, "tools", ()):
+            operation["x-oz0-tools"] = [t.as_json() for t in agent.tools]
         paths[flow_path(agent.name) if flow else agent_path(agent.name)] = {"post": operation}
+    plugins = sorted({agent.plugin for agent in agents if agent.plugin})
     document: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,
-        "info": {"title": title, "version": version},
+        "info": {"title": title, "version": version, "description": (
+            f"The agents of {title}: each is run with POST and answers its output contract, or one of its "
+            "failure kinds.")},
         "jsonSchemaDialect": DIALECT,
+        "servers": [{"url": API_PREFIX, "description": "The oz0 runtime API that serves these agents (oz0 serve)."}],
+        "security": SECURITY,
+        "tags": [{"name": p, "description": f"The agents and flows of plugin {p}."} for p in plugins],
         "paths": paths,
+        "components": {"securitySchemes": SECURITY_SCHEMES, **({"schemas": schemas} if schemas else {})},
     }
-    if schemas:
-        document["components"] = {"schemas": schemas}
     return document
 
 

@@ -1,10 +1,11 @@
 """A flow as a durable DBOS workflow (`oz0 serve`): its agent steps child workflows, its person steps
 durable waits, so a restart (or a replica's death) resumes the flow where it was.
 
-The workflow `oz0.flow` claims the flow's job, then runs `edge.flows.runner.drive` with steps that
-DBOS checkpoints: a child job journaled once (its dedupe key is the parent and the step), run as the
+The workflow `oz0.flow` claims the flow's job, then runs `edge.flows.runner.drive` (the one flow runner)
+over `DurableEffects`, steps that DBOS checkpoints: a child job journaled once (its dedupe key is the parent and the step), run as the
 child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
-recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (DBOS.recv). The
+recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (checkpointed waits woken
+by the job's event stream). The
 expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
 Imported through the runtime's flow engine (edge.flows.engine) before DBOS launches, so the workflow is registered.
 """
@@ -22,9 +23,68 @@ from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_s
 from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress
-from oz0.edge.runtime.questions import wait_in_workflow
+from oz0.edge.runtime.questions import Answer, wait_in_workflow
 
-__all__ = ["flow_workflow"]
+__all__ = ["DurableEffects", "flow_workflow"]
+
+
+class DurableEffects:
+    """The flow's steps as DBOS checkpoints: a child job journaled once and run as the child workflow
+    `oz0.job`, a person step asked in a step and waited for durably, a skipped step journaled in a step."""
+
+    def __init__(self, engine: Any, job: Job, spec: FlowSpec) -> None:
+        self.engine, self.runtime, self.job, self.spec = engine, engine.runtime, job, spec
+        # "step 2 of 3: approve": journaled, published, and shown by whoever waits for the flow here
+        self.report = JournalProgress(self.runtime.store, job.id,
+                                      lambda p: (engine._progress.get(job.id) or _ignore)(p),
+                                      publish=self.runtime.stream.publish)
+
+    async def run_agent(self, step: FlowStep, text: str, run: int) -> Job:
+        assert step.agent is not None
+        engine, runtime, job = self.engine, self.runtime, self.job
+        where = step_progress(self.spec, step)
+        self.report(where)
+        made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
+        if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
+            raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
+        child_id = made["id"]
+        await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
+        # the step's own reports follow its line, when the step runs in this process
+        follow = engine._progress.setdefault(
+            child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
+        try:
+            with SetWorkflowID(child_dedupe_key(job.id, step.id, run)):
+                handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
+            try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
+                await runtime.watch_child(job, child_id, handle.get_result())
+            except DBOSAwaitedWorkflowCancelledError:
+                if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
+                    raise
+        finally:
+            if engine._progress.get(child_id) is follow:
+                engine._progress.pop(child_id, None)
+        ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
+        return _as_job(ended)
+
+    async def ask_person(self, step: FlowStep, message: str) -> Answer:
+        runtime, job, spec = self.runtime, self.job, self.spec
+        self.report(step_progress(spec, step))
+        await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
+        if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
+            return await wait_in_workflow(job.id, step.id, step.timeout_s)
+        left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job.id)
+        by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
+        answer = await wait_in_workflow(job.id, step.id, left if by_tree else step.timeout_s)
+        if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
+            reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job.id,
+                                               step.id)
+            raise JobFailure("LimitExceeded", reason)
+        return answer
+
+    async def record(self, result: StepResult) -> None:
+        if result.status == "skipped":
+            await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, self.runtime, self.job,
+                                      self.spec.step(result.step))
 
 
 @DBOS.workflow(name="oz0.flow")
@@ -37,64 +97,10 @@ async def flow_workflow(job_id: str) -> str:
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
         job = runtime.job(job_id)
         assert job is not None
-        # "step 2 of 3: approve": journaled, and shown by whoever waits for the flow in this process
-        report = JournalProgress(runtime.store, job_id, lambda p: (engine._progress.get(job_id) or _ignore)(p))
-
-        async def run_agent(step: FlowStep, text: str, run: int) -> Job:
-            assert step.agent is not None
-            where = step_progress(spec, step)
-            report(where)
-            made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
-            if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
-                raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
-            child_id = made["id"]
-            await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
-            # the step's own reports follow its line, when the step runs in this process
-            follow = engine._progress.setdefault(
-                child_id, lambda p: report(replace(p, message=f"{where.message} · {p.message}")))
-            try:
-                with SetWorkflowID(child_dedupe_key(job_id, step.id, run)):
-                    handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
-                try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
-                    await runtime.watch_child(job, child_id, handle.get_result())
-                except DBOSAwaitedWorkflowCancelledError:
-                    if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
-                        raise
-            finally:
-                if engine._progress.get(child_id) is follow:
-                    engine._progress.pop(child_id, None)
-            ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
-            return _as_job(ended)
-
-        async def ask_person(step: FlowStep, message: str) -> Any:
-            report(step_progress(spec, step))
-            await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
-            if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
-                return await wait_in_workflow(job_id, step.id, step.timeout_s)
-            left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job_id)
-            by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
-            answer = await wait_in_workflow(job_id, step.id, left if by_tree else step.timeout_s)
-            if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
-                reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job_id,
-                                                   step.id)
-                raise JobFailure("LimitExceeded", reason)
-            return answer
-
-        async def skipped(result: StepResult) -> None:
-            if result.status == "skipped":
-                await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, runtime, job,
-                                          spec.step(result.step))
-
-        pending: list[StepResult] = []
         try:
-            output = await drive(spec, started["value"], run_agent=_flushing(run_agent, pending, skipped),
-                                 ask_person=_flushing(ask_person, pending, skipped), record=pending.append)
-            for result in pending:
-                await skipped(result)
+            output = await drive(spec, started["value"], DurableEffects(engine, job, spec))
             await DBOS.run_step_async({"name": "oz0.flow.end"}, _succeed, runtime, job_id, output)
         except JobFailure as failure:
-            for result in pending:
-                await skipped(result)
             await DBOS.run_step_async({"name": "oz0.flow.end"}, _fail, runtime, job_id, failure.kind,
                                       failure.reason, failure.partial_output)
     await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
@@ -107,16 +113,6 @@ def _ignore(progress: Any) -> None:
     return None
 
 
-def _flushing(call: Any, pending: list[StepResult], skipped: Any) -> Any:
-    """`call`, after journaling the skipped steps recorded since the last step (drive records them
-    synchronously; journaling them is a checkpointed step)."""
-    async def wrapped(step: FlowStep, *args: Any) -> Any:
-        while pending:
-            await skipped(pending.pop(0))
-        return await call(step, *args)
-    return wrapped
-
-
 def _start(runtime: Any, job_id: str) -> dict[str, Any]:
     job = runtime.job(job_id)
     if job is None or job.finished:
@@ -127,7 +123,7 @@ def _start(runtime: Any, job_id: str) -> dict[str, Any]:
                              attempts=1)
     try:
         spec = runtime.agent(job.agent)
-        value = runtime.parse_input(spec, job.input)
+        value = runtime.input_of(job, spec)
     except JobFailure as failure:
         runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason)
         return {"run": False}

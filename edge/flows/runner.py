@@ -1,9 +1,10 @@
 """Running a flow: its steps in order, each agent step a child job of the flow's job.
 
-The loop is written once (`drive`) over two ways of doing a step: in this process (`oz0 run`, no
-engine: the child job runs here, a person step waits on the runtime) or inside the flow's durable
-workflow (edge.runtime.durable: the child is a child workflow, a person step waits with DBOS.recv,
-so both survive a restart). A step's state is `{output, answer}`; expressions see
+The loop is written once (`drive`) over its effects (`StepEffects`: run an agent step, ask a person,
+record how a step went), done one of two ways: in this process (`HereEffects`, `oz0 run`, no engine:
+the child job runs here, a person step waits on the runtime) or inside the flow's durable workflow
+(edge.flows.durable: the child is a child workflow, a person step a durable wait, so both survive a
+restart). A step's state is `{output, answer}`; expressions see
 `{input, steps: {ID: {output, answer}}}`. The flow's output is the output of the last agent step
 that ran, checked against the flow's output contract by the runtime like any agent's answer.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from oz0.edge.contracts.json_data import dumps_exact
 from oz0.edge.plugins.expressions import ExpressionError, evaluate, render_text, truthy
@@ -22,9 +23,12 @@ from oz0.edge.model.progress import Progress, ProgressSink
 from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.questions import Answer
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = [
+    "HereEffects",
+    "StepEffects",
     "StepResult",
     "child_dedupe_key",
     "child_input",
@@ -37,8 +41,6 @@ __all__ = [
     "person_question",
 ]
 
-RunAgent = Callable[[FlowStep, str, int], Awaitable[Job]]  # the step, its input, which run (1, 2, ...)
-AskPerson = Callable[[FlowStep, str], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,22 @@ class StepResult:
     step: str
     status: str            # succeeded, failed, skipped, answered, declined, timed out
     job_id: str | None = None
+
+
+class StepEffects(Protocol):
+    """What `drive` does to the world, in this process or in a durable workflow."""
+
+    async def run_agent(self, step: FlowStep, text: str, run: int) -> Job:
+        """The agent step's child job (its `run`-th run: 1, 2, ... for a loop), once it has ended."""
+        ...
+
+    async def ask_person(self, step: FlowStep, message: str) -> "Answer":
+        """The person step asked and its answer (a timeout answer once its time is up)."""
+        ...
+
+    async def record(self, result: StepResult) -> None:
+        """How a step went (a skipped step is journaled as a child job too)."""
+        ...
 
 
 def child_dedupe_key(parent_id: str, step: str, run: int = 1) -> str:
@@ -82,15 +100,15 @@ def _step_failure(spec: FlowSpec, step: FlowStep, child: Job) -> JobFailure:
     return JobFailure("StepFailed", reason, partial_output=child.output)
 
 
-async def drive(spec: FlowSpec, value: Any, *, run_agent: RunAgent, ask_person: AskPerson,
-                record: Callable[[StepResult], None]) -> Any:
+async def drive(spec: FlowSpec, value: Any, effects: StepEffects) -> Any:
     """The flow's steps in order; its output. Raises JobFailure as a flow fails."""
+    record = effects.record
     state: dict[str, Any] = {"input": value, "steps": {}}
     previous: Any = value
     for step in spec.steps:
         if step.condition is not None and not truthy(_eval(step, "if", step.condition, state)):
             state["steps"][step.id] = {"output": None, "answer": None}
-            record(StepResult(step.id, "skipped"))
+            await record(StepResult(step.id, "skipped"))
             continue
         if step.is_ask:
             assert step.ask is not None
@@ -98,36 +116,35 @@ async def drive(spec: FlowSpec, value: Any, *, run_agent: RunAgent, ask_person: 
                 message = render_text(step.ask, state)
             except ExpressionError as exc:
                 raise JobFailure("Misconfigured", f"step {step.id} ask: {exc}") from None
-            answer = await ask_person(step, message)
-            action = getattr(answer, "action", "accept")
-            content = getattr(answer, "content", None)
+            answer = await effects.ask_person(step, message)
+            action, content = answer.action, answer.content
             if action == "timeout":
                 if step.on_timeout is None:
-                    record(StepResult(step.id, "timed out"))
+                    await record(StepResult(step.id, "timed out"))
                     raise JobFailure("NoAnswer", f"step {step.id}: nobody answered within {step.timeout_s:g} s "
                                                  "(its timeout_s)")
                 content = dict(step.on_timeout["answer"])
-                record(StepResult(step.id, "timed out, answered by on_timeout"))
+                await record(StepResult(step.id, "timed out, answered by on_timeout"))
             elif action != "accept":
-                record(StepResult(step.id, "declined"))
-                raise JobFailure("Declined", f"step {step.id}: {getattr(answer, 'by', 'the person')} "
+                await record(StepResult(step.id, "declined"))
+                raise JobFailure("Declined", f"step {step.id}: {answer.by or 'the person'} "
                                              f"{'declined' if action == 'decline' else 'cancelled'}")
             else:
-                record(StepResult(step.id, f"answered by {getattr(answer, 'by', '?')}"))
+                await record(StepResult(step.id, f"answered by {answer.by or '?'}"))
             state["steps"][step.id] = {"output": None, "answer": content}
             continue
         run = 0
         while True:
             run += 1
-            child = await run_agent(step, child_input(step, state, previous), run)
+            child = await effects.run_agent(step, child_input(step, state, previous), run)
             if child.status != "succeeded":
-                record(StepResult(step.id, child.status if run == 1 else f"{child.status} at run {run}", child.id))
+                await record(StepResult(step.id, child.status if run == 1 else f"{child.status} at run {run}", child.id))
                 raise _step_failure(spec, step, child)
             state["steps"][step.id] = {"output": child.output, "answer": None, "runs": run}
             previous = child.output
             if step.until is None or truthy(_eval(step, "until", step.until, state)):
                 break
-        record(StepResult(step.id, "succeeded" if run == 1 else f"succeeded after {run} runs", child.id))
+        await record(StepResult(step.id, "succeeded" if run == 1 else f"succeeded after {run} runs", child.id))
     return previous
 
 
@@ -145,37 +162,45 @@ def step_progress(spec: FlowSpec, step: FlowStep, *, run: int = 1) -> Progress:
     return Progress.of(f"step {number} of {len(spec.steps)}: {step.id}{agent}{again}")
 
 
-async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
-                   on_progress: ProgressSink | None = None) -> tuple[Any, list[StepResult]]:
-    """The flow in this process (no engine): each agent step a child job run here, each person step
+class HereEffects:
+    """The steps in this process (no engine): each agent step a child job run here, each person step
     a wait on the runtime (not durable: a restart ends the flow interrupted)."""
-    results: list[StepResult] = []
 
-    async def run_agent(step: FlowStep, text: str, run: int) -> Job:
+    def __init__(self, runtime: "Runtime", job: Job, spec: FlowSpec, on_progress: ProgressSink | None) -> None:
+        self.runtime, self.job, self.spec, self.on_progress = runtime, job, spec, on_progress
+        self.results: list[StepResult] = []
+
+    async def run_agent(self, step: FlowStep, text: str, run: int) -> Job:
         assert step.agent is not None
+        runtime, job, on_progress = self.runtime, self.job, self.on_progress
         child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
         if child.finished:
             return child
         if on_progress is None:
             return await runtime.execute_here(child.id)
-        where = step_progress(spec, step, run=run)
+        where = step_progress(self.spec, step, run=run)
         on_progress(where)
         return await runtime.execute_here(child.id, on_progress=lambda p: on_progress(
             replace(p, message=f"{where.message} · {p.message}")))
 
-    async def ask_person(step: FlowStep, message: str) -> Any:
-        if on_progress is not None:
-            on_progress(step_progress(spec, step))
-        runtime.ask(person_question(job, step, message))
-        return await runtime.wait_answer_async(job.id, step.id, timeout_s=step.timeout_s)
+    async def ask_person(self, step: FlowStep, message: str) -> "Answer":
+        if self.on_progress is not None:
+            self.on_progress(step_progress(self.spec, step))
+        self.runtime.ask(person_question(self.job, step, message))
+        return await self.runtime.wait_answer_async(self.job.id, step.id, timeout_s=step.timeout_s)
 
-    def record(result: StepResult) -> None:
-        results.append(result)
+    async def record(self, result: StepResult) -> None:
+        self.results.append(result)
         if result.status == "skipped":
-            journal_skipped(runtime, job, spec.step(result.step))
+            journal_skipped(self.runtime, self.job, self.spec.step(result.step))
 
-    output = await drive(spec, value, run_agent=run_agent, ask_person=ask_person, record=record)
-    return output, results
+
+async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
+                   on_progress: ProgressSink | None = None) -> tuple[Any, list[StepResult]]:
+    """The flow in this process (no engine): `drive` over HereEffects."""
+    effects = HereEffects(runtime, job, spec, on_progress)
+    output = await drive(spec, value, effects)
+    return output, effects.results
 
 
 def journal_skipped(runtime: "Runtime", job: Job, step: FlowStep) -> None:

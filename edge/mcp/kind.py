@@ -2,6 +2,8 @@
 
 The tool's listing supplies the agent's contracts where its file declares none (inputSchema and
 outputSchema), and the tool's CallToolResult becomes the job's output (edge.results.tool_result reads it).
+Secrets are the runtime's to hide (edge.runtime.kinds.run_mcp wraps each job in the one Redactor):
+what an elicitation asks passes the `redactor` it hands in before anyone sees it.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any, Callable, Mapping
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
-from oz0.edge.mcp.elicit import elicitor_for
+from oz0.edge.mcp.elicit import Redacts, elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.results.tool_result import read_tool_result
+from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 
 __all__ = [
     "apply_tool_contracts",
+    "job_tool",
     "progress_of",
     "run_mcp_agent",
     "server_for_agent",
@@ -41,17 +44,25 @@ def server_for_agent(spec: Any) -> ServerSpec:
     return ServerSpec.from_config(server or {}, cwd=plugin_dir)
 
 
-async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
+async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None, eliciting: bool = False) -> Any:
     """An `mcp` agent with its tool's inputSchema/outputSchema as contracts where its file declares none.
 
-    Lists the server's tools once (then reuses the listing); any other agent is returned as it is.
+    Lists the server's tools once (then reuses the listing), declaring the elicitation capability when
+    the job's channel can ask (`eliciting`, see `job_tool`); any other agent is returned as it is.
     The runtime calls this before it checks a job's input. Raises McpFailure (Misconfigured) for a
     tool schema the edge cannot use, such as one with a remote $ref.
     """
     if getattr(spec, "kind", None) != "mcp" or (spec.input is not None and spec.output is not None):
         return spec
-    info = await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s)
-    return apply_tool_contracts(spec, info)
+    return apply_tool_contracts(spec, await job_tool(spec, eliciting=eliciting, pool=pool))
+
+
+async def job_tool(spec: Any, *, eliciting: bool, pool: McpServers | None = None) -> ToolInfo:
+    """The tool an `mcp` agent calls, as its server lists it to a client with the capabilities the job's
+    channel has (`eliciting`: it can ask a person): a server may offer a tool that asks its user (MCP
+    elicitation) only to a client that declares it can (McpServers.tool)."""
+    return await (pool or servers()).tool(server_for_agent(spec), tool_name(spec), timeout_s=spec.limits.timeout_s,
+                                          eliciting=eliciting)
 
 
 def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
@@ -94,7 +105,8 @@ def tool_name(spec: Any) -> str:
 
 
 async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
-                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None) -> Any:
+                        reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+                        redactor: Redacts | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.
 
     The answer is the tool's structuredContent (checked by the runtime against the tool's outputSchema
@@ -102,13 +114,15 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
     is not complete are failures. A JSON string input is parsed; the tool's inputSchema is checked here
     with the edge's validator when the runtime has not already done so. `reserve` (the runtime's budgets,
     edge.runtime.budgets) is entered around the tool call: a refusal never reaches the server.
+    `redactor` (the runtime's, over the server's secrets) cleans what an elicitation asks.
     """
     import orjson
 
     pool = pool or servers()
     server = server_for_agent(spec)
     tool = tool_name(spec)
-    info = await pool.tool(server, tool, timeout_s=spec.limits.timeout_s)
+    elicit = elicitor_for(ctx, server, redactor)
+    info = await job_tool(spec, eliciting=elicit is not None, pool=pool)
     arguments = value
     if isinstance(value, str):
         try:
@@ -131,7 +145,7 @@ async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServ
         ctx.progress(f"calling tool {tool} on {server.label()}")
     async with reserve() if reserve is not None else nullcontext():
         _, result = await pool.call(server, tool, arguments, timeout_s=spec.limits.timeout_s,
-                                    elicit=elicitor_for(ctx, server), on_progress=progress_of(ctx))
+                                    elicit=elicit, on_progress=progress_of(ctx))
     return tool_output(result, tool=tool)
 
 
@@ -143,7 +157,10 @@ def progress_of(ctx: Any) -> Any:
 
 
 def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
-    """What a CallToolResult means as a job output: its structured content, else its text."""
+    """What a CallToolResult means as a job output: its structured content, else its text; a result
+    with blocks other than text is kept whole (content, structuredContent, isError), so its images and
+    links reach the card, uploaded or listed, as `oz0 mcp call` shows them. The output check reads
+    such a result's value with the same reader (edge.results.tool_result.kept_value)."""
     read = read_tool_result(result)
     if not read.complete:
         raise McpFailure("AgentError", f"tool {tool!r} answered with resultType {read.result_type!r}, not "
@@ -152,6 +169,7 @@ def tool_output(result: Mapping[str, Any], *, tool: str) -> Any:
         raise McpFailure("AgentError", f"tool {tool!r} reported an error: "
                                        + (read.text.strip() or "it did not say what"),
                          partial_output=read.structured)
-    if read.has_structured:
-        return read.structured
-    return read.text_value()
+    if read.has_other_blocks:  # an image, a link...: the card reads them from the result (edge.results.blocks)
+        return {k: result[k] for k in KEPT_KEYS if k in result}
+    return read.value()
+

@@ -66,7 +66,7 @@ async def listening(client: Any) -> AsyncIterator[None]:
 class ToolsChanged:
     """The watchers of tool changes, and the message handler each session of the pool gets."""
 
-    def __init__(self, relist: Callable[[ServerSpec, Any], Awaitable[dict[str, ToolInfo]]]) -> None:
+    def __init__(self, relist: Callable[[ServerSpec, Any], Awaitable[dict[str, ToolInfo] | None]]) -> None:
         self._relist = relist
         self._watchers: list[weakref.WeakMethod[Any] | Callable[..., Any]] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -103,6 +103,8 @@ class ToolsChanged:
         except Exception as exc:
             log.warning("the tools of MCP server %s changed and cannot be listed again: %s", server.label(),
                         getattr(exc, "reason", None) or describe(exc))
+            return
+        if tools is None:  # the session it came on has ended: the next one lists the tools anyway
             return
         for entry in list(self._watchers):
             watcher = self._live(entry)

@@ -1,7 +1,8 @@
 """The pool of MCP server connections every job shares.
 
-A stdio server is started once and reused across jobs (edge.mcp.stdio). Streamable HTTP servers are
-reached per call, with a bounded retry when the connection cannot be made. Every call has a timeout.
+A stdio server is started once and reused across jobs (edge.mcp.stdio); a streamable HTTP server's
+session is opened once and reused the same way (edge.mcp.http), with a bounded retry when the
+connection cannot be made. Every call has a timeout.
 
 All connections live on one event loop in a thread of their own: the SDK's sessions are bound to the
 loop that opened them, while the edge is called from many loops (each CLI command, each adapter).
@@ -16,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Coroutine, Mapping, TypeVar
 
 from oz0.edge.mcp.elicit import Elicitor, ElicitingSessions
-from oz0.edge.mcp.spec import ELICIT_OPTIONS
+from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.list_changed import ToolsChanged
-from oz0.edge.mcp.session import call_tool, describe, edge_session, is_connection_error, leaves, list_tools, pick, \
-    protocol_failure, timed
+from oz0.edge.mcp.session import call_tool, is_connection_error, list_tools, pick, protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.mcp.stdio import STOP_TIMEOUT_S, StdioServer
@@ -38,8 +38,6 @@ START_TIMEOUT_S = 20.0
 RESTART_BACKOFF_BASE_S = 0.5
 RESTART_BACKOFF_MAX_S = 8.0
 HTTP_ATTEMPTS = 3
-HTTP_RETRY_DELAY_S = 0.25
-HTTP_CONNECT_TIMEOUT_S = 10.0
 
 _T = TypeVar("_T")
 
@@ -71,14 +69,15 @@ class LoopThread:
 
 @dataclass
 class McpServers:
-    """The pool: one stdio session per server spec, reused by every job; HTTP servers reached per call."""
+    """The pool: one session per server spec (a stdio process, an HTTP session), reused by every job."""
 
     start_timeout_s: float = START_TIMEOUT_S
     backoff_base_s: float = RESTART_BACKOFF_BASE_S
     backoff_max_s: float = RESTART_BACKOFF_MAX_S
     http_attempts: int = HTTP_ATTEMPTS
-    _stdio: dict[ServerSpec, StdioServer] = field(default_factory=dict, repr=False)
+    _sessions: dict[ServerSpec, StdioServer] = field(default_factory=dict, repr=False)
     _listed: dict[ServerSpec, dict[str, ToolInfo]] = field(default_factory=dict, repr=False)
+    _listed_eliciting: dict[ServerSpec, dict[str, ToolInfo]] = field(default_factory=dict, repr=False)
     _thread: LoopThread | None = field(default=None, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _eliciting: ElicitingSessions | None = field(default=None, repr=False)
@@ -95,23 +94,40 @@ class McpServers:
 
     def stdio_starts(self, server: ServerSpec) -> int:
         """How many times this server's process was started (1 while it has not crashed)."""
-        entry = self._stdio.get(server)
+        entry = self._sessions.get(server)
         return entry.starts if entry else 0
 
-    async def tools(self, server: ServerSpec, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> dict[str, ToolInfo]:
-        """The server's tools by name, with their schemas."""
-        return await self._loop().run(self._on_loop(server, None, None, timeout_s))
+    async def tools(self, server: ServerSpec, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+                    eliciting: bool = False) -> dict[str, ToolInfo]:
+        """The server's tools by name, with their schemas. A server may offer some tools only to a client
+        that declares the elicitation capability: `eliciting` lists them over a session that declares it."""
+        return await self._loop().run(self._on_loop(server, None, None, timeout_s, listing_elicits=eliciting))
 
-    def tools_sync(self, server: ServerSpec, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> dict[str, ToolInfo]:
+    def tools_sync(self, server: ServerSpec, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+                   eliciting: bool = False) -> dict[str, ToolInfo]:
         """`tools` for a synchronous caller (installing a plugin), from any thread but the pool's own."""
-        return self._loop().run_sync(self._on_loop(server, None, None, timeout_s))
+        return self._loop().run_sync(self._on_loop(server, None, None, timeout_s, listing_elicits=eliciting))
 
     def listed(self, server: ServerSpec) -> dict[str, ToolInfo] | None:
-        """The server's tools as last listed, without reaching it (None if never listed)."""
-        return self._listed.get(server)
+        """The server's tools as last listed, without reaching it (None if never listed): those listed
+        to a client that declares elicitation too (edge.mcp.elicit)."""
+        plain, eliciting = self._listed.get(server), self._listed_eliciting.get(server)
+        if plain is None and eliciting is None:
+            return None
+        return {**(eliciting or {}), **(plain or {})}
 
-    async def tool(self, server: ServerSpec, name: str, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> ToolInfo:
-        tools = await self.tools(server, timeout_s=timeout_s)
+    async def tool(self, server: ServerSpec, name: str, *, timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+                   eliciting: bool = False) -> ToolInfo:
+        """The tool as the server offers it to a client that can (`eliciting`) or cannot ask its user.
+        A tool offered only to a client that can ask, asked for by one that cannot, is refused in words
+        (Cancelled: nothing ran), not as a tool the server lacks."""
+        tools = await self.tools(server, timeout_s=timeout_s, eliciting=eliciting)
+        if name not in tools and not eliciting and name in await self.tools(server, timeout_s=timeout_s,
+                                                                            eliciting=True):
+            raise McpFailure("Cancelled", f"tool {name!r} of `{server.label()}` asks a person for answers (MCP "
+                                          "elicitation), and this channel cannot ask: its server offers the tool "
+                                          "only to a client that can. Nothing ran; run it from the console, "
+                                          "Slack or Discord")
         return pick(tools, name, server)
 
     async def call(self, server: ServerSpec, tool: str, arguments: Mapping[str, Any], *,
@@ -125,47 +141,55 @@ class McpServers:
 
     async def _on_loop(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                        timeout_s: float, elicit: Elicitor | None = None,
-                       on_progress: ProgressSink | None = None) -> Any:
-        if server.is_stdio and elicit is not None:
+                       on_progress: ProgressSink | None = None, *, listing_elicits: bool = False) -> Any:
+        if elicit is not None or listing_elicits:
             if self._eliciting is None:
                 self._eliciting = ElicitingSessions(self)
             async with self._eliciting.borrow(server, elicit) as entry:
-                return await self._stdio_call(server, tool, arguments, timeout_s, entry=entry,
-                                              on_progress=on_progress)
-        if server.is_stdio:
-            return await self._stdio_call(server, tool, arguments, timeout_s, on_progress=on_progress)
-        return await self._http_call(server, tool, arguments, timeout_s, elicit=elicit, on_progress=on_progress)
+                return await self._session_call(server, tool, arguments, timeout_s, entry=entry,
+                                                on_progress=on_progress)
+        return await self._session_call(server, tool, arguments, timeout_s, on_progress=on_progress)
 
-    async def _list(self, client: Any, server: ServerSpec, timeout_s: float) -> dict[str, ToolInfo]:
+    async def _list(self, client: Any, server: ServerSpec, timeout_s: float, *,
+                    eliciting: bool = False) -> dict[str, ToolInfo]:
         tools = await timed(list_tools(client), timeout_s, f"listing the tools of `{server.label()}`")
-        self._listed[server] = tools
+        (self._listed_eliciting if eliciting else self._listed)[server] = tools
         return tools
 
-    async def _relist(self, server: ServerSpec, client: Any) -> dict[str, ToolInfo]:
-        """The tools again, after a list_changed notification: over the session that got it (a stdio
-        server's), or a new connection (an HTTP server's sessions last one call)."""
-        if server.is_stdio and client is not None:
-            tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S)
-            for entry in (self._stdio.get(server), *(self._eliciting.entries() if self._eliciting else ())):
-                if entry is not None and entry.client is client:
-                    entry.tools = tools
-            return tools
-        if server.is_stdio:
-            raise McpFailure("Unavailable", f"the session of `{server.label()}` has ended")
-        return await self._http_call(server, None, None, DEFAULT_CALL_TIMEOUT_S)
+    async def _relist(self, server: ServerSpec, client: Any) -> dict[str, ToolInfo] | None:
+        """The tools again, after a list_changed notification, over the session that got it (then all
+        the server lists, as `listed`); None when that session has ended meanwhile (the next lists them)."""
+        def holders() -> list[StdioServer]:
+            return [entry for entry in (self._sessions.get(server),
+                                        *(self._eliciting.entries() if self._eliciting else ()))
+                    if entry is not None and client is not None and entry.client is client]
 
-    async def _stdio_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                          timeout_s: float, *, entry: StdioServer | None = None,
-                          on_progress: ProgressSink | None = None) -> Any:
-        entry = entry or self._stdio.get(server)
+        if not holders():
+            return None
+        try:
+            tools = await self._list(client, server, DEFAULT_CALL_TIMEOUT_S, eliciting=holders()[0].eliciting)
+        except Exception:
+            if not holders():  # the session closed while it listed: not a failure to report
+                return None
+            raise
+        for entry in holders():
+            entry.tools = tools
+        return self.listed(server)  # a tool offered only to eliciting clients is not gone for the watchers
+
+    async def _session_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
+                            timeout_s: float, *, entry: StdioServer | None = None,
+                            on_progress: ProgressSink | None = None, fresh: bool = False) -> Any:
+        """List or call over the server's session. An HTTP server that refuses a call because it no
+        longer knows the session (it restarted) gets the call once more over a new session (`fresh`)."""
+        entry = entry or self._sessions.get(server)
         if entry is None:
-            entry = self._stdio[server] = StdioServer(server, self)
+            entry = self._sessions[server] = session_for(server, self)
         client = await entry.session()
         tools = entry.tools or {}
         if tool is None:
             return tools
         if tool not in tools:
-            tools = entry.tools = await self._list(client, server, timeout_s)
+            tools = entry.tools = await self._list(client, server, timeout_s, eliciting=entry.eliciting)
         info = pick(tools, tool, server)
         try:
             result = await timed(call_tool(client, tool, arguments or {}, on_progress=on_progress), timeout_s,
@@ -175,57 +199,16 @@ class McpServers:
         except Exception as exc:
             if is_connection_error(exc) or not entry._alive():
                 raise await entry.crashed(f"a call of tool {tool!r}", client) from None
+            if not fresh and await entry.forgotten(client):  # the server restarted: the call never ran
+                await entry.crashed(f"a call of tool {tool!r}", client)
+                return await self._session_call(server, tool, arguments, timeout_s, entry=entry,
+                                                on_progress=on_progress, fresh=True)
             raise protocol_failure(exc, tool, server) from None
         entry.succeeded()
         return info, result
 
-    async def _http_call(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
-                         timeout_s: float, *, elicit: Elicitor | None = None,
-                         on_progress: ProgressSink | None = None) -> Any:
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-        import httpx2
-
-        headers = server.resolved_headers()
-        last: BaseException | None = None
-        for attempt in range(1, self.http_attempts + 1):
-            sent = False
-            try:
-                http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(
-                    HTTP_CONNECT_TIMEOUT_S, read=timeout_s + 5.0))
-                options = {"elicitation_callback": elicit, **ELICIT_OPTIONS} if elicit is not None else {}
-                if tool is not None:  # a listing is the re-listing itself: a change it hears is not chased
-                    options["message_handler"] = self.changes.handler(server, lambda: None)
-                async with http, Client(streamable_http_client(server.url or "", http_client=http),
-                                        cache=None, **options) as client:
-                    edge_session(client)
-                    tools = await self._list(client, server, timeout_s)
-                    if tool is None:
-                        return tools
-                    info = pick(tools, tool, server)
-                    sent = True
-                    result = await timed(call_tool(client, tool, arguments or {}, on_progress=on_progress), timeout_s,
-                                          f"calling tool {tool!r} on `{server.label()}`")
-                    return info, result
-            except McpFailure:
-                raise
-            except Exception as exc:
-                own = next((e for e in leaves(exc) if isinstance(e, McpFailure)), None)
-                if own is not None:  # raised inside the SDK's task group, which wraps it
-                    raise own from None
-                if not is_connection_error(exc):
-                    raise protocol_failure(exc, tool, server) from None
-                if sent:
-                    raise McpFailure("Crashed", f"the connection to `{server.label()}` broke during a call "
-                                                      f"of tool {tool!r}: {describe(exc)}") from None
-                last = exc
-                if attempt < self.http_attempts:
-                    await asyncio.sleep(HTTP_RETRY_DELAY_S * 2 ** (attempt - 1))
-        raise McpFailure("Unavailable", f"cannot connect to the MCP server `{server.label()}` "
-                                              f"({self.http_attempts} attempts): {describe(last) if last else ''}")
-
     async def aclose(self) -> None:
-        """Stop every stdio server this pool started."""
+        """Stop every stdio server this pool started and end its HTTP sessions."""
         if self._thread is None:
             return
         await self._thread.run(self._close_all())
@@ -242,8 +225,8 @@ class McpServers:
             thread.stop()
 
     async def _close_all(self) -> None:
-        entries = list(self._stdio.values())
-        self._stdio.clear()
+        entries = list(self._sessions.values())
+        self._sessions.clear()
         if self._eliciting is not None:
             entries += self._eliciting.entries()
             self._eliciting.clear()

@@ -124,6 +124,10 @@ def protocol_failure(exc: BaseException, tool: str | None, server: ServerSpec) -
 
     leaf = next((e for e in leaves(exc) if isinstance(e, MCPError)), None)
     what = f"tool {tool!r}" if tool else "the tool listing"
+    if leaf is not None and tool and "elicitation/create" in leaf.message:  # the SDK's words for a missing back-channel
+        return McpFailure("Rejected", f"tool {tool!r} of `{server.label()}` asked a person for answers (MCP "
+                                      "elicitation) and this channel cannot ask, so the tool stopped; run it from "
+                                      "the console, Slack or Discord")
     if leaf is not None:
         return McpFailure("Rejected", f"the MCP server `{server.label()}` refused {what}: "
                                            f"{leaf.message} (error {leaf.code})")

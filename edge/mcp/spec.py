@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
 from oz0.edge.model.job import JobFailure
+from oz0.edge.model.secrets import ENV_REF, env_secrets
 
 __all__ = [
     "ELICIT_OPTIONS",
@@ -24,9 +25,6 @@ __all__ = [
 ELICIT_OPTIONS = {"mode": "legacy"}  # the elicitation handshake: the server has a back-channel to ask
 
 REASON_TAIL_LINES = 5
-
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
 
 class McpFailure(JobFailure):
     """A typed failure of an MCP server or call: a JobFailure of a built-in kind, so the runtime reports it.
@@ -57,7 +55,7 @@ def _expand_env(value: str, *, what: str) -> str:
         if name not in os.environ:
             raise McpFailure("Misconfigured", f"{what} names the environment variable ${{{name}}}, which is not set")
         return os.environ[name]
-    return _ENV_REF.sub(sub, value)
+    return ENV_REF.sub(sub, value)
 
 
 @dataclass(frozen=True)
@@ -123,6 +121,11 @@ class ServerSpec:
         parts = urlsplit(self.url or "")
         host = parts.netloc.rpartition("@")[2]
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    def secrets(self) -> list[str]:
+        """What this server's configuration reads from the environment (`${NAME}` in its env, headers
+        and URL): hidden by the job's Redactor wherever the server's words go."""
+        return env_secrets(*(v for _, v in self.env), *(v for _, v in self.headers), self.url or "")
 
     def resolved_env(self) -> dict[str, str]:
         return {k: _expand_env(v, what=f"server env {k}") for k, v in self.env}

@@ -114,21 +114,28 @@ class StdioServer:
             if remaining > 0:
                 await asyncio.sleep(remaining)
 
-    async def _start(self) -> None:
-        from mcp import Client, StdioServerParameters
+    def _transport(self) -> Any:
+        """The transport a session opens: the server's process over stdio, its stderr kept (`stderr`)."""
+        from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
         env = self.spec.resolved_env()
         params = StdioServerParameters(command=self.spec.command[0], args=list(self.spec.command[1:]),
                                        env=env or None, cwd=self.spec.cwd)
-        stderr = StderrTail()
-        self.stderr = stderr
+        self.stderr = StderrTail()
+        return stdio_client(params, errlog=self.stderr.writer)
+
+    async def _start(self) -> None:
+        from mcp import Client
+
+        transport = self._transport()
+        stderr = self.stderr
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         stop = asyncio.Event()
 
         async def own() -> None:
             try:
-                async with Client(stdio_client(params, errlog=stderr.writer), cache=None,
+                async with Client(transport, cache=None,
                                   message_handler=self.pool.changes.handler(self.spec, lambda: self.client),
                                   **self._elicit_options()) as client:
                     edge_session(client)
@@ -141,34 +148,41 @@ class StdioServer:
                 elif not isinstance(exc, asyncio.CancelledError):
                     log.warning("MCP server %s ended with %s", self.spec.label(), describe(exc))
             finally:
-                stderr.release_writer()
+                if stderr is not None:
+                    stderr.release_writer()
 
         self.starts += 1
         self._stop = stop
         self._owner = asyncio.create_task(own(), name=f"oz0-mcp {self.spec.label()}")
         try:
             client = await asyncio.wait_for(asyncio.shield(ready), self.pool.start_timeout_s)
-            stderr.release_writer()
+            if stderr is not None:
+                stderr.release_writer()
             self.client = client
-            self.tools = await self.pool._list(client, self.spec, self.pool.start_timeout_s)
+            self.tools = await self.pool._list(client, self.spec, self.pool.start_timeout_s, eliciting=self.eliciting)
         except BaseException as exc:
             await self._teardown()
             self._failed()
-            await asyncio.to_thread(stderr.ended.wait, 1.0)
+            if stderr is not None:
+                await asyncio.to_thread(stderr.ended.wait, 1.0)
             if isinstance(exc, McpFailure):
                 raise
-            if isinstance(exc, asyncio.TimeoutError):
-                why = f"it did not finish the MCP handshake within {self.pool.start_timeout_s:g} s"
-            elif any(isinstance(e, FileNotFoundError) for e in leaves(exc)):
-                why = f"{self.spec.command[0]!r} was not found (is it installed and on PATH?)"
-            elif any(isinstance(e, PermissionError) for e in leaves(exc)):
-                why = f"{self.spec.command[0]!r} is not executable"
-            elif is_connection_error(exc):
-                why = "it exited before finishing the MCP handshake"
-            else:
-                why = describe(exc)
-            raise McpFailure("Unavailable", f"the MCP server `{self.spec.label()}` could not start: {why}",
-                             stderr_tail=stderr.text()) from None
+            raise self._start_failure(exc, stderr.text() if stderr is not None else "") from None
+
+    def _start_failure(self, exc: BaseException, tail: str) -> McpFailure:
+        """Why the server could not start, in words."""
+        if isinstance(exc, asyncio.TimeoutError):
+            why = f"it did not finish the MCP handshake within {self.pool.start_timeout_s:g} s"
+        elif any(isinstance(e, FileNotFoundError) for e in leaves(exc)):
+            why = f"{self.spec.command[0]!r} was not found (is it installed and on PATH?)"
+        elif any(isinstance(e, PermissionError) for e in leaves(exc)):
+            why = f"{self.spec.command[0]!r} is not executable"
+        elif is_connection_error(exc):
+            why = "it exited before finishing the MCP handshake"
+        else:
+            why = describe(exc)
+        return McpFailure("Unavailable", f"the MCP server `{self.spec.label()}` could not start: {why}",
+                          stderr_tail=tail)
 
     def _elicit_options(self) -> dict[str, Any]:
         if not self.eliciting:
@@ -207,8 +221,15 @@ class StdioServer:
         if stderr is not None:
             await asyncio.to_thread(stderr.ended.wait, 1.0)
             tail = stderr.text()
-        return McpFailure("Crashed", f"the MCP server `{self.spec.label()}` died during {during}; "
-                                           "it is restarted on the next call", stderr_tail=tail)
+        return McpFailure("Crashed", self._crash_reason(during), stderr_tail=tail)
+
+    async def forgotten(self, client: Any) -> bool:
+        """Whether the server no longer knows this session, so a refused request never ran (an HTTP
+        server that restarted); a stdio session lives as long as its process."""
+        return False
+
+    def _crash_reason(self, during: str) -> str:
+        return f"the MCP server `{self.spec.label()}` died during {during}; it is restarted on the next call"
 
     async def close(self) -> None:
         async with self._lock:

@@ -10,6 +10,7 @@ the edge cannot use, refuses the install with the reason, before anything is sto
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.documents.contract_hash import contract_hash
@@ -20,7 +21,7 @@ from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.session import pick
-from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.mcp.spec import McpFailure, ServerSpec
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -33,11 +34,14 @@ def _needs_tool(spec: AgentSpec) -> bool:
 
 
 def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -> Plugin:
-    """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now.
+    """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now,
+    to a client that declares the elicitation capability: an installed agent may run from a channel
+    that can ask, and a server offers a tool that asks only to such a client (edge.mcp.kind.job_tool).
 
     Raises PluginError naming the agent and why (the server cannot be reached, it has no such tool, or
     the tool's schema cannot be used, e.g. a remote $ref).
     """
+    _check_loop_tools(plugin, pool)
     if not any(map(_needs_tool, plugin.agents)):
         return plugin
     pool = pool or servers()
@@ -47,13 +51,34 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
             try:
                 server = server_for_agent(spec)
                 name = tool_name(spec)
-                info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s), name, server)
+                info = pick(pool.tools_sync(server, timeout_s=spec.limits.timeout_s, eliciting=True), name, server)
                 spec = apply_tool_contracts(spec, info)
             except McpFailure as exc:
                 raise PluginError(f"agent {spec.name!r} takes its contracts from its MCP tool, and they cannot "
                                   f"be read: {exc.reason}", file=spec.file) from None
         agents.append(spec)
     return replace(plugin, agents=tuple(agents))
+
+
+def _check_loop_tools(plugin: Plugin, pool: "McpServers | None") -> None:
+    """Each server a model agent's `tools:` names is listed once: a tool under `only:` it does not list
+    refuses the install, naming what it lists (a server that cannot be listed now is checked when a job
+    starts, for a tool loop can do without a server that is down at install)."""
+    wanted = [(spec, t) for spec in plugin.agents for t in spec.tools if t.server is not None and t.only]
+    if not wanted:
+        return
+    pool = pool or servers()
+    for spec, decl in wanted:
+        try:
+            server = ServerSpec.from_config(spec.servers[decl.server], cwd=str(Path(spec.file).resolve().parent.parent))
+            listed = pool.tools_sync(server, timeout_s=spec.limits.timeout_s)
+        except McpFailure:
+            continue
+        missing = [n for n in decl.only or () if n not in listed]
+        if missing:
+            raise PluginError(f"agent {spec.name!r}: server {decl.server!r} lists no tool "
+                              f"{', '.join(map(repr, missing))} (it lists: {', '.join(sorted(listed)) or 'none'})",
+                              file=spec.file)
 
 
 def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import orjson
 
 from oz0.edge.model.budget import Budget, Price
+from oz0.edge.model.tools import ToolDecl
 
 if TYPE_CHECKING:
     from oz0.edge.contracts.schema import Contract
@@ -61,6 +62,8 @@ class Limits:
     max_output_bytes: int = 1_048_576
     max_attempts: int = 3
     concurrency: int | None = None  # jobs of this agent running at once, across every replica
+    max_restarts: int = 3           # crashes in a row a job may be resumed after (edge.runtime.durable)
+    max_queued: int | None = None   # jobs of this agent waiting to run; past it an ask is busy (edge.runtime.backlog)
     max_steps: int = 100            # steps run below the job: every child job, retry and loop run
     max_depth: int = 5              # flows within flows, delegations within delegations (the job: 0)
     max_children: int = 50          # children one job of the tree may start
@@ -109,6 +112,14 @@ class AgentSpec:
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
     budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+    tools: tuple[ToolDecl, ...] = ()  # a model agent's `tools:` (edge.model.tools)
+    servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # plugin.yaml's
+
+    @property
+    def loops(self) -> bool:
+        """Whether a job of this agent is a tool loop (edge.runtime.tool_loop): a model agent with
+        tools, or one of a provider only the loop speaks."""
+        return self.kind == "model" and (bool(self.tools) or self.config.get("provider") == "anthropic")
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
+from oz0.edge.model.reply_ref import ReplyRef
 
 __all__ = [
     "BUILTIN_FAILURES",
@@ -18,7 +19,6 @@ __all__ = [
     "Job",
     "JobFailure",
     "JobStatus",
-    "REPLY_TO_SHOWN",
     "UnknownAgent",
     "snake_case",
 ]
@@ -77,7 +77,7 @@ class Job:
     ended: float | None
     attempts: int
     dedupe_key: str | None
-    reply_to: Mapping[str, Any] | None
+    reply_to: ReplyRef | None            # where the answer goes, opaque to the edge (edge.model.reply_ref)
     plugin: str | None = None
     plugin_version: str | None = None
     parent_id: str | None = None  # a flow step's job: the flow's job
@@ -86,6 +86,9 @@ class Job:
     root_id: str | None = None           # the first job of its tree (edge.runtime.tree); None: it is one
     limit_reached: str | None = None     # on a root: the limit that ended its tree
     progress: Mapping[str, Any] | None = None  # the latest progress journaled ({message, done, total})
+    workspace: str | None = None         # the asker's workspace (a Slack team, a Discord guild)
+    channel_id: str | None = None        # the asker's channel on its platform
+    question_shown: Mapping[str, Any] | None = None  # where its open question is shown (its channel's words)
 
     @property
     def failed(self) -> bool:
@@ -101,21 +104,23 @@ class Job:
             return None
         return self.ended - self.started
 
+    @property
+    def platform(self) -> str:
+        """Where the job was asked: its reply reference's platform (slack, discord), else its channel
+        (api, console, cli)."""
+        return self.reply_to.platform if self.reply_to is not None else self.channel
+
     def to_dict(self) -> dict[str, Any]:
-        """The job as JSON-ready data for people and APIs: `reply_to` only where the answer went,
-        never the credential a channel keeps to answer (a Discord interaction token, a response_url)."""
+        """The job as JSON-ready data for people and APIs: `reply_to` only where the answer went (the
+        platform, the asker's workspace and channel), never the reference's data (a channel's
+        credential to answer: a Discord interaction token, a response_url)."""
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
             "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
             "parent_id", "contract_hash", "contract_version", "progress")}
-        out["reply_to"] = ({k: v for k, v in self.reply_to.items() if k in REPLY_TO_SHOWN}
-                           if self.reply_to else self.reply_to)
+        shown = {"platform": self.platform, "workspace": self.workspace, "channel": self.channel_id}
+        out["reply_to"] = {k: v for k, v in shown.items() if v is not None} if self.reply_to is not None else None
         return out
-
-
-# What of a job's `reply_to` may be shown: where the answer went. The rest is a credential a chat
-# channel keeps to answer, and it stays in the journal.
-REPLY_TO_SHOWN = ("platform", "team", "guild", "channel", "user", "thread_ts", "ts")
 
 
 def snake_case(name: str) -> str:

@@ -2,10 +2,14 @@
 
 An archive comes from the network, so every entry is checked before a byte of it is written: no
 absolute path or drive, no `..`, no backslash, no link (symbolic or hard), no device, FIFO or other
-special entry, no name given twice; at most MAX_FILES files and folders and MAX_UNPACKED_BYTES bytes in all,
-counted while decompressing (the sizes an archive claims are not trusted, so a zip bomb stops at the
-limit). The archive is unpacked into a folder the caller owns (a temporary one); the plugin is that
-folder, or the one folder at its top when the archive wraps it (`team-1.2.0/plugin.yaml`).
+special entry, no name given twice; at most MAX_FILES entries (every one counts, `./` too) and
+MAX_UNPACKED_BYTES bytes in all, counted while decompressing (the sizes an archive claims are not
+trusted, so a zip bomb stops at the limit). A tar's headers are bounded before they are read: a pax or
+GNU long-name header over MAX_EXTENDED_HEADER_BYTES, more than MAX_EXTENDED_HEADERS of them before one
+entry, or over MAX_HEADER_BYTES of headers in all is refused (tarfile would read whatever size a header
+claims into memory), and so is a sparse entry. The archive is unpacked into a folder the caller owns
+(a temporary one); the plugin is that folder, or the one folder at its top when the archive wraps it
+(`team-1.2.0/plugin.yaml`).
 """
 
 from __future__ import annotations
@@ -17,11 +21,17 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Iterator
 
-__all__ = ["MAX_FILES", "MAX_NAME_CHARS", "MAX_UNPACKED_BYTES", "ArchiveError", "archive_kind", "unpack_plugin"]
+__all__ = ["MAX_EXTENDED_HEADERS", "MAX_EXTENDED_HEADER_BYTES", "MAX_FILES", "MAX_HEADER_BYTES", "MAX_NAME_CHARS",
+           "MAX_UNPACKED_BYTES", "ArchiveError", "archive_kind", "unpack_plugin"]
 
 MAX_FILES = 1_000
 MAX_UNPACKED_BYTES = 50 * 1024 * 1024
 MAX_NAME_CHARS = 400
+MAX_EXTENDED_HEADER_BYTES = 64 * 1024
+MAX_EXTENDED_HEADERS = 4
+MAX_HEADER_BYTES = 4 * 1024 * 1024
+_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+             tarfile.SOLARIS_XHDTYPE)
 _CHUNK = 64 * 1024
 
 
@@ -61,8 +71,6 @@ class _Writer:
         self.seen: set[PurePosixPath] = set()
 
     def claim(self, rel: PurePosixPath, name: str) -> Path:
-        if len(self.seen) >= MAX_FILES:
-            raise ArchiveError(f"the archive holds more than {MAX_FILES:,} files and folders")
         if rel in self.seen:
             raise ArchiveError(f"entry {name!r}: the name is given twice")
         self.seen.add(rel)
@@ -86,9 +94,55 @@ class _Writer:
         target.chmod(0o755 if executable else 0o644)
 
 
+def _too_many() -> ArchiveError:
+    return ArchiveError(f"the archive holds more than {MAX_FILES:,} files and folders "
+                        "(every entry counts, `./` too)")
+
+
+class _HeaderBudget:
+    """The header bytes read so far and the extended headers before the current entry."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.chained = 0
+
+    def spend(self, info: tarfile.TarInfo) -> None:
+        """Checked before tarfile reads what `info` claims (its own 512 bytes are already read)."""
+        extended = info.type in _EXTENDED
+        if info.type == tarfile.GNUTYPE_SPARSE:
+            raise ArchiveError(f"entry {info.name[:60]!r}: a sparse file is refused")
+        if extended and not 0 <= info.size <= MAX_EXTENDED_HEADER_BYTES:
+            raise ArchiveError(f"a pax or GNU long-name header claims {info.size:,} bytes, over "
+                               f"{MAX_EXTENDED_HEADER_BYTES:,}")
+        self.chained = self.chained + 1 if extended else 0
+        if self.chained > MAX_EXTENDED_HEADERS:
+            raise ArchiveError(f"more than {MAX_EXTENDED_HEADERS} pax or GNU long-name headers before one entry")
+        claimed = -(-info.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE if extended else 0
+        self.bytes += tarfile.BLOCKSIZE + claimed
+        if self.bytes > MAX_HEADER_BYTES:
+            raise ArchiveError(f"the archive's headers take more than {MAX_HEADER_BYTES:,} bytes")
+
+
+def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
+    """A TarInfo whose headers spend `budget` before they are read (`_proc_member` is tarfile's hook
+    for subclasses); GNU sparse maps in pax headers are refused."""
+
+    class Bounded(tarfile.TarInfo):
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+            budget.spend(self)
+            return super()._proc_member(tar)
+
+        def _refuse_sparse(self, *_: object) -> None:
+            raise ArchiveError(f"entry {self.name[:60]!r}: a sparse file is refused")
+
+        _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
+
+    return Bounded
+
+
 def _tar_entries(data: bytes, writer: _Writer) -> None:
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz", tarinfo=_bounded_tarinfo(_HeaderBudget())) as tar:
             for member in _members(tar):
                 rel = _checked_name(member.name)
                 if member.issym() or member.islnk():
@@ -110,8 +164,12 @@ def _tar_entries(data: bytes, writer: _Writer) -> None:
 
 
 def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    """The members one at a time (tarfile reads headers as it goes: memory stays bounded)."""
+    """The members one at a time (tarfile reads headers as it goes: memory stays bounded), counted."""
+    count = 0
     while (member := tar.next()) is not None:
+        count += 1
+        if count > MAX_FILES:
+            raise _too_many()
         yield member
 
 
@@ -120,7 +178,7 @@ def _zip_entries(data: bytes, writer: _Writer) -> None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             if len(infos) > MAX_FILES:
-                raise ArchiveError(f"the archive holds {len(infos):,} entries, more than {MAX_FILES:,} files and folders")
+                raise _too_many()
             for info in infos:
                 rel = _checked_name(info.filename)
                 mode = info.external_attr >> 16
@@ -148,6 +206,8 @@ def unpack_plugin(data: bytes, dest: Path) -> Path:
     what was written stays in `dest` for the caller to remove with it."""
     writer = _Writer(dest)
     (_tar_entries if archive_kind(data) == "tar.gz" else _zip_entries)(data, writer)
+    if not writer.seen:
+        raise ArchiveError("the archive holds no file or folder: it is empty (a plugin needs plugin.yaml)")
     if (dest / "plugin.yaml").is_file():
         return dest
     tops = list(dest.iterdir())

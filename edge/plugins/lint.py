@@ -24,6 +24,7 @@ from oz0.edge.contracts.view import SchemaView, walk_schema
 from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.files import plugin_problems
 from oz0.edge.plugins.lint_examples import lint_examples
+from oz0.edge.plugins.lint_tools import lint_tools
 from oz0.edge.plugins.manifest import VERSION_RE
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
 from oz0.edge.model.agent import AgentSpec
@@ -121,6 +122,7 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
         refused.add(rel)
     manifest_file = root / "plugin.yaml"
     name = version = None
+    manifest: Any = None
     strict = False
     if "plugin.yaml" in refused:
         pass
@@ -152,6 +154,10 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
             lint.add("error", file, "$.name", f"two agents are named {agent_name!r} (also {lint.rel(seen[agent_name])})",
                      "give each agent its own name")
         seen.setdefault(agent_name, file)
+    lint_tools({f: lint.yaml(f) for f in files}, manifest if manifest_file.is_file() and "plugin.yaml" not in refused
+               else None, plugin_agents=set(seen), installed=set(installed) if installed is not None else None,
+               add=lambda sev, file, path, message, fix: lint.add(sev, file, path, message, fix),  # type: ignore[arg-type]
+               manifest_file=manifest_file)
     flows_dir = root / "flows"
     flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
         if flows_dir.is_dir() and "flows" not in refused else []

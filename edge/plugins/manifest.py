@@ -9,15 +9,16 @@ every finding instead. The manifest shapes are the JSON Schemas in `schemas/`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Mapping
 
 import orjson
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.model.agent import AgentSpec, FailureKind, Limits
+from oz0.edge.plugins.agent_tools import DEFAULT_LOOP_STEPS, ToolsError, parse_servers, parse_tools
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, budget_of, examples_of, manifest_contract, read_yaml
 from oz0.edge.plugins.flow_manifest import load_flow
 
@@ -37,6 +38,7 @@ class Plugin:
     description: str = ""
     agents: tuple[AgentSpec, ...] = ()
     flows: tuple[AgentSpec, ...] = ()  # edge.plugins.flow_manifest.FlowSpec, from flows/*.yaml
+    servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -54,9 +56,13 @@ def load_plugin(path: str | Path) -> Plugin:
                           file=str(manifest_file))
     manifest = read_yaml(manifest_file)
     _check(manifest, manifest_contract("plugin"), manifest_file)
+    try:
+        servers = parse_servers(manifest.get("servers"))
+    except ToolsError as exc:
+        raise PluginError(exc.message, file=str(manifest_file), location=exc.path) from None
     agents = []
     for agent_file in sorted((root / "agents").glob("*.yaml")):
-        agents.append(_load_agent(root, agent_file, manifest["name"]))
+        agents.append(_load_agent(root, agent_file, manifest["name"], servers))
     names = [a.name for a in agents]
     for name in names:
         if names.count(name) > 1:
@@ -72,7 +78,7 @@ def load_plugin(path: str | Path) -> Plugin:
             names.append(flow.name)
             flows.append(flow)
     return Plugin(manifest["name"], str(manifest["version"]), root, manifest.get("description", ""),
-                  tuple(agents), tuple(flows))
+                  tuple(agents), tuple(flows), servers)
 
 
 def _check(data: Any, contract: Contract, file: Path) -> None:
@@ -82,7 +88,8 @@ def _check(data: Any, contract: Contract, file: Path) -> None:
         raise PluginError(v.message, file=str(file), location=v.json_path)
 
 
-def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
+def _load_agent(root: Path, file: Path, plugin: str,
+                servers: Mapping[str, Mapping[str, Any]] = MappingProxyType({})) -> AgentSpec:
     data = read_yaml(file)
     _check(data, manifest_contract("agent"), file)
     if "name" not in data and not AGENT_NAME_RE.match(file.stem):
@@ -108,16 +115,29 @@ def _load_agent(root: Path, file: Path, plugin: str) -> AgentSpec:
                     bool(f.get("person", False)), str(f.get("description", "")))
         for name, f in (data.get("failures") or {}).items()
     )
-    limits = Limits(**(data.get("limits") or {}))
+    try:
+        tools = parse_tools(data.get("tools"), servers)
+    except ToolsError as exc:
+        raise PluginError(exc.message, file=str(file), location=exc.path) from None
+    declared_limits = dict(data.get("limits") or {})
+    if data["kind"] == "model" and tools:
+        declared_limits.setdefault("max_steps", DEFAULT_LOOP_STEPS)
+    limits = Limits(**declared_limits)
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example", "examples", "budget", "price"}
-    config = MappingProxyType({k: v for k, v in data.items() if k not in known})
+             "limits", "example", "examples", "budget", "price", "tools"}
+    config = {k: v for k, v in data.items() if k not in known}
+    if isinstance(config.get("server"), str):  # an mcp agent naming a server of plugin.yaml `servers:`
+        if config["server"] not in servers:
+            raise PluginError(f"server {config['server']!r} is not declared in plugin.yaml `servers:` (declared: "
+                              f"{', '.join(sorted(servers)) or 'none'})", file=str(file), location="$.server")
+        config["server"] = dict(servers[config["server"]])
     example = data.get("example")
     return AgentSpec(
         name=data.get("name") or file.stem, plugin=plugin, kind=data["kind"], file=str(file),
         description=data.get("description", ""), input=contracts["input"], output=contracts["output"],
         input_schema_file=data.get("input_schema"), output_schema_file=data.get("output_schema"),
-        failures=failures, limits=limits, config=config,
+        failures=failures, limits=limits, config=MappingProxyType(config), tools=tools,
+        servers=MappingProxyType({t.server: servers[t.server] for t in tools if t.server is not None}),
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
         examples=examples_of(data), budget=budget_of(data, file), price=budget_of(data, file, key="price"),
     )

@@ -14,9 +14,10 @@ import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
 
-__all__ = ["CALL_TOOL_RESULT_KEYS", "ToolResult", "is_call_tool_result", "read_tool_result"]
+__all__ = ["CALL_TOOL_RESULT_KEYS", "KEPT_KEYS", "ToolResult", "is_call_tool_result", "kept_value", "read_tool_result"]
 
 CALL_TOOL_RESULT_KEYS = frozenset({"content", "structuredContent", "isError", "_meta", "resultType"})
+KEPT_KEYS = ("content", "structuredContent", "isError")  # what a job keeps of a result with other blocks
 _MISSING = object()
 
 
@@ -48,6 +49,18 @@ class ToolResult:
     def complete(self) -> bool:
         return self.result_type == "complete"
 
+    @property
+    def has_other_blocks(self) -> bool:
+        """Content blocks other than text (images, audio, resource links, embedded resources): what
+        the value alone would drop, so a job keeps the whole result for its card (edge.results.blocks)."""
+        return isinstance(self.content, list) and any(
+            not (isinstance(b, dict) and b.get("type") == "text") for b in self.content)
+
+    def value(self) -> Any:
+        """What the result means as a value: its structured content, else its text (parsed when JSON).
+        The value a job's output contract (the tool's outputSchema) describes."""
+        return self.structured if self.has_structured else self.text_value()
+
     def text_value(self) -> Any:
         """The text as the value it spells: parsed when it is JSON, else the text itself."""
         try:
@@ -66,3 +79,10 @@ def read_tool_result(result: Mapping[str, Any]) -> ToolResult:
                       structured=None if structured is _MISSING else structured,
                       content=result.get("content", []), is_error_given="isError" in result,
                       is_error_value=result.get("isError"))
+
+
+def kept_value(output: Any) -> Any:
+    """The value an `mcp` agent's output contract describes when its job kept the tool's whole result
+    (edge.mcp.kind.tool_output: a result with blocks other than text): its structured content or text.
+    Any other output is its own value."""
+    return read_tool_result(output).value() if is_call_tool_result(output) else output

@@ -12,14 +12,18 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from oz0.edge.cards.choice import is_qzx_result
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.model.agent import AgentSpec, FailureKind
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.results.tool_result import kept_value
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
+from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.flow_engine import FlowEngine
@@ -65,8 +69,8 @@ class AgentAttempts:
             raise JobFailure("Misconfigured", f"agent kind {spec.kind!r} is not available in this bot; "
                                               f"available kinds: {', '.join(AGENT_KINDS)}")
         timeout = spec.limits.timeout_s
-        try:
-            async with asyncio.timeout(timeout):
+        try:  # a tool loop's timeout_s bounds each of its calls; tree_timeout_s bounds the loop
+            async with asyncio.timeout(None if spec.loops else timeout):
                 output = await kind(spec, value, ctx)
         except TimeoutError:
             raise JobFailure("Timeout", f"the agent did not answer within {timeout:g} s "
@@ -74,6 +78,8 @@ class AgentAttempts:
         except JobFailure:
             raise
         except Exception as exc:
+            if isinstance(exc, SQLAlchemyError) and is_transient(exc):
+                raise  # the journal's fault (a question, a budget), not the agent's: the engine retries the step
             log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
             raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
         output = self._check_output(spec, output)
@@ -111,7 +117,7 @@ class AgentAttempts:
                                                   f"{_json_kind(output)}; answer a string, or declare "
                                                   "output_schema")
             return output
-        violations = spec.output.validate(output)
+        violations = spec.output.validate(kept_value(output) if spec.kind == "mcp" else output)
         if violations:
             raise JobFailure("InvalidOutput", violation_sentence(violations, subject="the answer",
                                                                  rules_of=spec.output_schema_file),

@@ -7,6 +7,13 @@ grants`; the database serialises the two updates of the row (Postgres re-checks 
 row the first one committed; SQLite lets one writer in at a time), so exactly one of them matches.
 All the budgets of one call are reserved in one transaction, in the order of their ids (no deadlock
 between two calls sharing several), and a refusal by any rolls back all.
+
+Why a call may reserve more than it asks: a model endpoint may ignore `max_tokens` (and so its
+price bound), so the reported usage can be far above what was reserved. So each call reserves, in
+each dimension it spends, at least what the budget's settled calls spent on average; and under a
+budget that limits tokens or cost, a model call waits while the first call has not yet reported
+what it used. An endpoint that overruns its bound then overspends by its first call only: its
+usage is settled as reported, and the next reservation (at least that much) does not fit.
 """
 
 from __future__ import annotations
@@ -97,6 +104,7 @@ class Refusal:
 
     state: BudgetState
     need: Amounts
+    waiting: bool = False  # no room yet only because the budget's first call has not reported its usage
 
     @property
     def short(self) -> Amounts:
@@ -104,8 +112,19 @@ class Refusal:
 
 
 class _Refused(Exception):
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, need: Amounts, *, waiting: bool) -> None:
         self.index = index
+        self.need = need
+        self.waiting = waiting
+
+
+def _at_least_the_average(need: Amounts, row: Mapping[str, Any]) -> Amounts:
+    """`need`, raised in each dimension it spends to the average of the budget's settled calls."""
+    calls = int(row["spent_calls"] or 0)
+    if not calls:
+        return need
+    return Amounts(**{d: max(need.get(d), -(-int(row[f"spent_{d}"] or 0) // calls)) if need.get(d) else 0
+                      for d in BUDGET_DIMENSIONS})
 
 
 class BudgetBook:
@@ -159,23 +178,32 @@ class BudgetBook:
             with self.store.engine.begin() as conn:
                 for i in ordered:
                     ref, budget_id = refs[i], ids[(refs[i].key, refs[i].period)]
+                    row = conn.execute(select(budgets).where(budgets.c.id == budget_id)).mappings().one()
+                    amounts = _at_least_the_average(need, row)
                     conditions = [budgets.c.id == budget_id]
                     values: dict[str, Any] = {"updated": now, "on_exhausted": ref.budget.on_exhausted}
                     for d in BUDGET_DIMENSIONS:
-                        n, limit = need.get(d), ref.budget.limit(d)
+                        n, limit = amounts.get(d), ref.budget.limit(d)
                         values[f"limit_{d}"] = limit  # as declared now
                         values[f"reserved_{d}"] = budgets.c[f"reserved_{d}"] + n
                         if limit is not None and n:
                             conditions.append(budgets.c[f"spent_{d}"] + budgets.c[f"reserved_{d}"] + n
                                               <= limit + _granted(d, root_id))
+                    unproven = need.tokens > 0 and (ref.budget.limit("tokens") is not None
+                                                    or ref.budget.limit("cost") is not None)
+                    if unproven:  # the first call settles before the next starts
+                        conditions.append(or_(budgets.c.spent_calls > 0, budgets.c.reserved_calls == 0))
                     if conn.execute(update(budgets).where(and_(*conditions)).values(**values)).rowcount != 1:
-                        raise _Refused(i)
+                        raise _Refused(i, amounts, waiting=unproven and not row["spent_calls"]
+                                       and bool(row["reserved_calls"]))
                     conn.execute(insert(budget_holds).values(
                         hold=hold, budget_id=budget_id, job_id=job_id, at=now,
-                        **{d: need.get(d) for d in BUDGET_DIMENSIONS}))
+                        **{d: amounts.get(d) for d in BUDGET_DIMENSIONS}))
         except _Refused as refused:
             state = self.states([refs[refused.index]], root_id=root_id)[0]
-            return Refusal(state, need)
+            if refused.waiting and state.short(refused.need).empty and state.spent.calls == 0:
+                return Refusal(state, refused.need, waiting=True)
+            return Refusal(state, refused.need)
         return None
 
     def settle(self, hold: str, used: Amounts | None, *, agent: str, channel: str) -> None:

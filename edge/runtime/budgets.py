@@ -10,7 +10,10 @@ What a call reserves (its most): a model call its prompt's tokens, bounded by th
 request (no tokenizer is installed; a token is at least one byte, so this is a true upper bound)
 plus its `max_tokens`, their cost from its `price`, and 1 call; an http or MCP call 1 call and its
 `price.per_call`. The call then settles with the provider's reported `usage` (a model answer without
-one settles its reserved maximum); a call that failed releases what it held. A reservation that does
+one settles its reserved maximum); a call that failed releases what it held. A call reserves at least
+what the budget's settled calls spent on average, and under a token or cost budget the first model
+call settles before the next starts (budget_book.py says why: an endpoint that ignores `max_tokens`
+overspends by one call, never more). A reservation that does
 not fit is refused before the call: `on_exhausted: fail` ends the job BudgetExhausted, `ask` asks the
 asker (a person step) and an approval grants that budget the shortfall for this job tree only.
 
@@ -19,6 +22,7 @@ Kinds use `budget_call(ctx, need)` around each call; store work is in edge.runti
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import logging
@@ -58,6 +62,7 @@ log = logging.getLogger("oz0.budgets")
 
 MAX_TREE_DEPTH = 64        # jobs walked up from a job to its root (a cycle cannot loop for ever)
 MAX_BUDGET_ASKS = 3        # questions one call may ask before it ends BudgetExhausted
+FIRST_CALL_POLL_S = 0.05   # how often a call waiting for a budget's first call to settle looks again
 ASK_MARGIN_S = 2.0         # a budget question closes this long before the attempt's time limit
 ALLOW_SCHEMA = {"type": "object", "required": ["allow"],
                 "properties": {"allow": {"type": "boolean", "title": "Allow", "description": "yes: allow it"}}}
@@ -223,14 +228,22 @@ class Budgets:
                                                   f"{ctx.agent.name} declares no {need.missing}, so its calls have no "
                                                   "bound to reserve; declare it in the agent file")
         amounts = Amounts(need.tokens or 0, need.cost or 0, need.calls)
-        for asked in range(MAX_BUDGET_ASKS + 1):
+        asked = 0
+        while True:
             refusal = self.book.reserve(refs, amounts, hold=hold, job_id=job.id, root_id=root.id)
             if refusal is None:
                 return meter
+            wait = ctx.agent.limits.timeout_s - (time.monotonic() - ctx.started) - ASK_MARGIN_S
+            if refusal.waiting:  # the budget's first call is in flight: its usage decides what fits
+                if wait < FIRST_CALL_POLL_S:
+                    raise exhausted(refusal, why="the budget's first call had not reported what it used within "
+                                                 "the job's time limit")
+                await asyncio.sleep(FIRST_CALL_POLL_S)
+                continue
             state = refusal.state
             if state.ref.budget.on_exhausted != "ask" or asked == MAX_BUDGET_ASKS:
                 raise exhausted(refusal)
-            wait = ctx.agent.limits.timeout_s - (time.monotonic() - ctx.started) - ASK_MARGIN_S
+            asked += 1
             asking = dataclasses.replace(ctx, job_id=root.id)  # the root's person step: its asker sees it there
             if not asking.can_ask_person():
                 raise exhausted(refusal, why="on_exhausted is ask, but no channel can ask where the job was "
@@ -249,7 +262,6 @@ class Budgets:
                 "job": job.id, "root": root.id, "budget": state.ref.label,
                 "granted": {d: short.get(d) for d in BUDGET_DIMENSIONS if short.get(d)}})
             ctx.progress(f"{answer.by} allowed {_amounts(short)} more of the budget ({state.ref.label})")
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # reading --------------------------------------------------------------------------------------
 
@@ -264,12 +276,11 @@ class Budgets:
 
 
 def asker_of(job: Job) -> Asker:
-    """Where a job was asked, as access.yaml's conditions see it (its reply_to, else its channel)."""
-    reply = job.reply_to or {}
+    """Where a job was asked, as access.yaml's conditions see it (its workspace and channel columns,
+    else its channel name `platform:channel`)."""
     platform, _, channel = job.channel.partition(":")
-    return Asker(platform=str(reply.get("platform") or platform),
-                 workspace=str(w) if (w := reply.get("team") or reply.get("guild")) else None,
-                 channel=str(reply.get("channel") or channel) or None)
+    return Asker(platform=job.reply_to.platform if job.reply_to is not None else platform,
+                 workspace=job.workspace, channel=job.channel_id or channel or None)
 
 
 def _amounts(amounts: Amounts) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from oz0.edge.model.agent import ANNOTATION_KEYS
 from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.questions import Question
-from oz0.edge.mcp.kind import server_for_agent
+from oz0.edge.mcp.kind import job_tool, server_for_agent
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import McpFailure
 
@@ -32,6 +32,7 @@ __all__ = [
     "CONFIRM_TIMEOUT_S",
     "agent_annotations",
     "confirm_before_run",
+    "is_destructive",
     "known_annotations",
     "needs_confirmation",
 ]
@@ -64,18 +65,22 @@ def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
     return _merged(listed, spec)
 
 
-async def agent_annotations(spec: "AgentSpec") -> dict[str, Any]:
-    """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own."""
+async def agent_annotations(spec: "AgentSpec", *, eliciting: bool = False) -> dict[str, Any]:
+    """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own,
+    with the capabilities of the job's channel (`eliciting`: it can ask a person)."""
     if spec.kind != "mcp":
         return _merged(None, spec)
-    tool = await servers().tool(server_for_agent(spec), str(spec.config.get("tool")),
-                                timeout_s=spec.limits.timeout_s)
+    tool = await job_tool(spec, eliciting=eliciting)
     return _merged(tool.annotations, spec)
 
 
+def is_destructive(annotations: Mapping[str, Any]) -> bool:
+    """A tool that asks before it runs: `destructiveHint: true`, and not `readOnlyHint: true`."""
+    return annotations.get("destructiveHint") is True and annotations.get("readOnlyHint") is not True
+
+
 def needs_confirmation(spec: "AgentSpec", annotations: Mapping[str, Any]) -> bool:
-    return (annotations.get("destructiveHint") is True and annotations.get("readOnlyHint") is not True
-            and spec.config.get("confirm") is not False)
+    return is_destructive(annotations) and spec.config.get("confirm") is not False
 
 
 async def confirm_before_run(runtime: "Runtime", spec: "AgentSpec", value: Any, job_id: str) -> None:
@@ -83,7 +88,7 @@ async def confirm_before_run(runtime: "Runtime", spec: "AgentSpec", value: Any, 
     ("Cancelled") naming what was not run and why."""
     if spec.config.get("confirm") is False:
         return
-    annotations = await agent_annotations(spec)
+    annotations = await agent_annotations(spec, eliciting=runtime.questions.can_ask_job(job_id))
     if not needs_confirmation(spec, annotations):
         return
     tool = str(spec.config.get("tool") or spec.name)

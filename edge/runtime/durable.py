@@ -18,6 +18,9 @@ that registered for the job's platform), so a step finished before a crash is ne
   replicas) and OZ0_WORKER_CONCURRENCY (default 16) as the limit per replica.
 - A step that cannot be resumed (a live MCP call: the session died with the process) is not rerun:
   the job ends as interrupted and the deliver step says so in its thread, once.
+- Execution is at least once: a job cut short by a crash runs its agent again (agents get the job id
+  as an idempotency key); after `limits.max_restarts` restarts in a row (default 3) it ends
+  interrupted instead. A database fault inside a step is retried (STEP_RETRIES), never the job's end.
 
 This module imports dbos (about a second); only `Runtime.launch_engine` imports it.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import threading
@@ -36,7 +40,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.model.agent import Limits
+from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.recovery import runner_id
+from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
@@ -51,7 +59,6 @@ __all__ = [
     "app_version",
     "current_runtime",
     "replica_id",
-    "send_answer",
     "workflow_id",
 ]
 
@@ -83,7 +90,7 @@ def app_version() -> str:
     return f"oz0-{package}-{_WORKFLOW_SHAPE}"
 
 
-_WORKFLOW_SHAPE = "run+deliver-1"
+_WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
 
 
 def workflow_id(job: "Job | Mapping[str, Any]") -> str:
@@ -106,11 +113,29 @@ def _positive(env: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def _transient_step(error: BaseException) -> bool:
+    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
+    journal write that failed succeeds once it is back); anything else is the step's own end."""
+    transient = is_transient(error)
+    if transient:
+        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
+    return transient
+
+
+# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
+# minutes in all; a 15 s outage is retried within 5 s of its end.
+STEP_RETRIES: dict[str, Any] = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
+                                "backoff_rate": 1.3, "max_attempts": 25}
+
+
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
-    status = await DBOS.run_step_async({"name": "oz0.run"}, engine.run_step, job_id)
-    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
+        status = await engine.run_step(job_id)
+    else:
+        status = await DBOS.run_step_async({"name": "oz0.run", **STEP_RETRIES}, engine.run_step, job_id)
+    await DBOS.run_step_async({"name": "oz0.deliver", **STEP_RETRIES}, engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
@@ -118,26 +143,6 @@ async def _job_workflow(job_id: str) -> str:
 def current_runtime() -> "Runtime":
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
-
-
-def send_answer(workflow: str, topic: str) -> None:
-    """Wake a workflow waiting durably for an answer (edge.runtime.questions.wait_in_workflow). DBOS.send
-    refuses a thread with a running loop, so it runs on a thread of its own. A send that fails costs
-    the waiter one poll of the store (it re-reads it at least every minute), never the answer."""
-    failed: list[BaseException] = []
-
-    def send() -> None:
-        try:
-            DBOS.send(workflow, {"answered": True}, topic)
-        except Exception as exc:
-            failed.append(exc)
-
-    sender = threading.Thread(target=send, name="oz0-answer-send", daemon=True)
-    sender.start()
-    sender.join(timeout=10)
-    if failed:
-        log.warning("could not wake workflow %s for its answer (%s: %s); it finds the answer at its next look",
-                    workflow, type(failed[0]).__name__, failed[0])
 
 
 def _current() -> "Engine":
@@ -205,6 +210,14 @@ class Engine(Leases):
             self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
             self._watcher.start()
 
+    def drain(self, timeout_s: float) -> None:
+        """A stop (SIGTERM): take no more work from the queues, let the workflows running here finish
+        for up to `timeout_s` (their cards posted by the channels, still up meanwhile), and leave the
+        rest pending, for the next start or a peer (DBOS's own shutdown wait)."""
+        if self.launched:
+            self.launched = False
+            DBOS.destroy(workflow_completion_timeout_sec=math.ceil(timeout_s))
+
     def shutdown(self) -> None:
         """Stop DBOS; jobs still running stay pending and resume at the next start (or on a peer)."""
         global _ENGINE
@@ -263,21 +276,28 @@ class Engine(Leases):
             return "missing"
         if job.finished:
             return job.status
-        if job.status == "waiting":
+        if job.status == "waiting" and not self.loops(job_id):
             for step in self.runtime.questions.open_steps(job_id):  # closed first: an ended job asks nothing
                 self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
             ended = self.runtime.end_interrupted(
                 job_id, reason="the bot restarted while this job waited for an answer inside a running step "
                                "(the call that asked is gone); ask again to rerun it")
             return ended.status
-        if job.status == "running":
+        if job.status == "running" and (self.runtime.store.job(job_id) or {}).get("runner") != runner_id():
             kind = self._kind(job.agent)
             if kind in NOT_RESUMABLE_KINDS:
                 ended = self.runtime.end_interrupted(
                     job_id, reason=f"the replica running this job stopped during a live {kind} call, which "
                                    "cannot be resumed; ask again to rerun it")
                 return ended.status
-            log.info("resuming job %s (%s), cut short on another run", job_id, job.agent)
+            restarts, limit = self.runtime.store.count_restart(job_id), self._max_restarts(job.agent)
+            if restarts > limit:
+                ended = self.runtime.end_interrupted(
+                    job_id, reason=f"the bot stopped {restarts} times in a row while this job ran "
+                                   f"(limits.max_restarts is {limit}), so it is not run again; ask again to rerun it")
+                return ended.status
+            log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
+                     job.agent, restarts, limit)
         ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
         return ended.status
 
@@ -286,7 +306,7 @@ class Engine(Leases):
         checkpoint is the record of what was posted, keyed by the job: a redelivered or recovered job
         never posts again once this step has ended."""
         job = self.runtime.job(job_id)
-        platform = (job.reply_to or {}).get("platform") if job is not None else None
+        platform = job.reply_to.platform if job is not None and job.reply_to is not None else None
         if job is None or platform is None:
             return False
         deliver = self.runtime.deliverer(platform)
@@ -312,11 +332,26 @@ class Engine(Leases):
         for loop, done in waiters:
             loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
 
+    def loops(self, job_id: str) -> bool:
+        """Whether the job is a tool loop (edge.runtime.tool_loop), run as the workflow's own code: each
+        of its calls a step, a wait for a person durable (so a waiting loop resumes after a restart)."""
+        job = self.runtime.job(job_id)
+        try:
+            return job is not None and bool(self.runtime.agent(job.agent).loops)
+        except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
+            return False
+
     def _workflow_for(self, agent: str) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
         if self._kind(agent) == "flow" and self.runtime.flow_engine is not None:
             return self.runtime.flow_engine.workflow()
         return _job_workflow
+
+    def _max_restarts(self, agent: str) -> int:
+        try:
+            return self.runtime.agent(agent).limits.max_restarts
+        except UnknownAgent:  # uninstalled since: the run step reports it as UnknownAgent
+            return Limits.max_restarts
 
     def _kind(self, agent: str) -> str | None:
         try:

@@ -16,15 +16,30 @@ from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
+from oz0.edge.mcp.kind import server_for_agent
+from oz0.edge.mcp.spec import McpFailure
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.runtime.access import local_user
+from oz0.edge.runtime.redact import Redactor
 from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.documents.openapi import person_steps
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["InstallResult", "agent_row", "content_hash", "contract_version", "install_plugin"]
+__all__ = ["InstallResult", "VersionReused", "agent_row", "content_hash", "contract_version", "install_plugin"]
+
+
+class VersionReused(PluginError):
+    """A version already installed with other content: a version names one content, as on a package
+    index, so a changed plugin needs a new version (or `force`, audited as plugin.version.replaced)."""
+
+    def __init__(self, plugin: Plugin, installed_hash: str, new_hash: str) -> None:
+        super().__init__(f"{plugin.name} {plugin.version} is already installed with other content (sha256 "
+                         f"{installed_hash[:12]}, this is {new_hash[:12]}); give the changed plugin a new version, "
+                         "or replace it with --force (force=true over the API)",
+                         file=str(Path(plugin.path) / "plugin.yaml"), location="$.version")
+        self.installed_hash, self.new_hash = installed_hash, new_hash
 
 
 def content_hash(root: str | Path) -> str:
@@ -65,6 +80,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
     if spec.kind == "flow":
         limits["person_steps"] = person_steps(spec)
+    if spec.tools:  # kept with its limits, so a later version's upgrade check can compare them
+        limits["tools"] = [t.as_json() for t in spec.tools]
     return {
         "name": spec.name, "kind": spec.kind, "description": spec.description,
         "input_schema_file": spec.input_schema_file,
@@ -82,7 +99,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
 
 
 def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool = False,
-                   actor: str | None = None) -> InstallResult:
+                   actor: str | None = None, force: bool = False) -> InstallResult:
     """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made
     current in one transaction. Installing the same content again changes nothing.
@@ -94,20 +111,25 @@ def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool =
     cannot be listed, and UpgradeRefused
     (edge.documents.compat) when the new version breaks the installed one's contracts without a new major version
     or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
-    is recorded in the audit log as `plugin.contracts.breaking`.
+    is recorded in the audit log as `plugin.contracts.breaking`. A version installed before with other
+    content raises VersionReused unless `force` (then audited as `plugin.version.replaced`).
     """
     actor = actor or local_user()
     digest = content_hash(plugin.path)
     previous = runtime.store.current_version(plugin.name)
     if previous is not None and previous.version == plugin.version and previous.content_hash == digest:
         return InstallResult(previous, unchanged=True, previous=previous)
+    reused = next((v for v in runtime.store.versions(plugin.name)
+                   if v.version == plugin.version and v.content_hash != digest), None)
+    if reused is not None and not force:
+        raise VersionReused(plugin, reused.content_hash, digest)
     owners = {a.name: v.plugin for v in runtime.installed() if v.plugin != plugin.name for a in v.agents}
     for spec in (*plugin.agents, *plugin.flows):
         if spec.name in owners:
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
                               file=spec.file, location="$.name")
-    plugin = with_listed_contracts(plugin)  # an mcp agent's contracts are its tool's, read now
+    plugin = _listed_contracts(plugin)
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
     copied = not (target / "plugin.yaml").is_file()
@@ -131,8 +153,29 @@ def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool =
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
+    if reused is not None:
+        runtime.audit("plugin.version.replaced", actor=actor, detail={
+            "plugin": plugin.name, "version": plugin.version, "content_hash": digest,
+            "replaced_content_hash": reused.content_hash})
     if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
             "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
     return InstallResult(version, unchanged=False, previous=previous, changes=changes)
+
+
+def _listed_contracts(plugin: Plugin) -> Plugin:
+    """`with_listed_contracts` (an mcp agent's contracts are its tool's, read now); its refusal quotes
+    the server's stderr, so the servers' secrets are hidden in it, as in a job's reason."""
+    try:
+        return with_listed_contracts(plugin)
+    except PluginError as exc:
+        secrets = [s for spec in plugin.agents if spec.kind == "mcp" for s in _server_secrets(spec)]
+        raise PluginError(Redactor(secrets).text(exc.message), file=exc.file, location=exc.location) from None
+
+
+def _server_secrets(spec: AgentSpec) -> list[str]:
+    try:
+        return server_for_agent(spec).secrets()
+    except McpFailure:  # a server the agent file cannot name has no secrets to hide
+        return []

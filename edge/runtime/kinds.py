@@ -24,9 +24,10 @@ import orjson
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
 from oz0.edge.model.job import JobFailure
+from oz0.edge.model.secrets import ENV_REF, env_secrets
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.redact import Redactor
-from oz0.edge.mcp.kind import run_mcp_agent
+from oz0.edge.mcp.kind import run_mcp_agent, server_for_agent
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.python_kind import run_python
 
@@ -36,7 +37,9 @@ __all__ = [
     "MAX_MODEL_TRIES",
     "MAX_PROGRESS_CHARS",
     "command_argv",
+    "env_values",
     "expand_env",
+    "model_api_key",
     "run_command",
     "run_http",
     "run_model",
@@ -178,9 +181,6 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
 
 # http -----------------------------------------------------------------------------------------
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
 def expand_env(value: str, *, what: str) -> str:
     """`${NAME}` in a header or URL from the environment; a name that is not set is Misconfigured
     (its value is never quoted in the reason)."""
@@ -190,12 +190,7 @@ def expand_env(value: str, *, what: str) -> str:
             raise JobFailure("Misconfigured", f"{what} names ${{{name}}}, which is not set in the environment "
                                               "of the bot")
         return os.environ[name]
-    return _ENV_REF.sub(sub, value)
-
-
-def _env_values(*texts: str) -> list[str]:
-    """The values of the `${NAME}` references in these texts that are set: credentials, as a rule."""
-    return [os.environ[m.group(1)] for t in texts for m in _ENV_REF.finditer(t) if m.group(1) in os.environ]
+    return ENV_REF.sub(sub, value)
 
 
 async def _read_capped(response: httpx.Response, cap: int, what: str) -> bytes:
@@ -222,7 +217,7 @@ async def run_http(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """POST the input as JSON (a text input as a JSON string) to `url`; headers may name environment
     variables as ${NAME}. A JSON answer is parsed; any other answer is text."""
     raw_headers = {str(k): str(v) for k, v in (spec.config.get("headers") or {}).items()}
-    redactor = Redactor(_env_values(str(spec.config["url"]), *raw_headers.values()))
+    redactor = Redactor(env_secrets(str(spec.config["url"]), *raw_headers.values()))
     return await redactor.run(_post_http(spec, value, redactor.context(ctx), raw_headers, redactor))
 
 
@@ -231,6 +226,7 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     url = expand_env(str(spec.config["url"]), what="url")
     headers = {k: expand_env(v, what=f"header {k}") for k, v in raw_headers.items()}
     headers.setdefault("X-Oz0-Job", ctx.job_id)
+    headers.setdefault("Idempotency-Key", ctx.job_id)  # a job can run again after a crash: the same key each time
     what = f"the agent's URL {spec.config['url']}"
     try:
         async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the URL
@@ -255,6 +251,18 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
 
 # model ----------------------------------------------------------------------------------------
 
+def model_api_key(spec: AgentSpec) -> str | None:
+    """The model's API key from `api_key_env` (Misconfigured when it is named and not set)."""
+    key_env = spec.config.get("api_key_env")
+    if not key_env:
+        return None
+    key = os.environ.get(str(key_env))
+    if not key:
+        raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
+                                          "in the environment of the bot")
+    return key
+
+
 def _schema_name(agent: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", agent)[:64] or "answer"
 
@@ -262,17 +270,17 @@ def _schema_name(agent: str) -> str:
 async def run_model(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     """An OpenAI-compatible chat-completions endpoint. With an output schema the model is asked for
     that structure (`response_format` json_schema); an answer that does not match goes back with the
-    reason, at most twice, then the job fails quoting the last reason."""
+    reason, at most twice, then the job fails quoting the last reason. A model agent with tools (or an
+    anthropic one) runs the tool loop instead (edge.runtime.tool_loop)."""
+    key = model_api_key(spec)
+    secrets = [key] if key else []
+    if spec.loops:
+        from oz0.edge.runtime.tool_loop import run_tool_loop  # imports pydantic-ai: only for a loop
+
+        return await run_tool_loop(spec, value, ctx, key=key, secrets=secrets)
     headers = {"Content-Type": "application/json"}
-    secrets: list[str] = []
-    key_env = spec.config.get("api_key_env")
-    if key_env:
-        key = os.environ.get(str(key_env))
-        if not key:
-            raise JobFailure("Misconfigured", f"the model's API key is read from ${key_env}, which is not set "
-                                              "in the environment of the bot")
+    if key:
         headers["Authorization"] = f"Bearer {key}"
-        secrets.append(key)
     redactor = Redactor(secrets)
     return await redactor.run(_ask_model(spec, value, redactor.context(ctx), headers, redactor))
 
@@ -356,9 +364,28 @@ def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:
     return content
 
 
+def mcp_redacted(spec: AgentSpec, failure: JobFailure) -> JobFailure:
+    """A failure of an mcp agent's job before its call (listing its tool, reading its annotations)
+    with its server's secrets hidden, as `run_mcp` hides them in the call's: its reason quotes the
+    server's stderr."""
+    if spec.kind != "mcp":
+        return failure
+    try:
+        redactor = Redactor(server_for_agent(spec).secrets())
+    except JobFailure:  # a server the agent file cannot name has no secrets to hide
+        return failure
+    return redactor.failure(failure) if redactor else failure
+
+
 async def run_mcp(spec: AgentSpec, value: Any, ctx: RunContext | None = None) -> Any:
-    """An `mcp` agent's job (edge.mcp.kind), its tool call reserved against the job's budgets first."""
-    return await run_mcp_agent(spec, value, ctx, reserve=lambda: budget_call(ctx, call_need(spec)))
+    """An `mcp` agent's job (edge.mcp.kind), its tool call reserved against the job's budgets first.
+    What its server configuration reads from the environment (`${NAME}` in its env, headers, URL) is
+    hidden by the one Redactor, as for http and model agents: the answer, a failure's reason (the
+    server's stderr too), progress lines and an elicitation's question."""
+    redactor = Redactor(server_for_agent(spec).secrets())
+    ctx = redactor.context(ctx) if ctx is not None else None
+    work = run_mcp_agent(spec, value, ctx, reserve=lambda: budget_call(ctx, call_need(spec)), redactor=redactor)
+    return await (redactor.run(work) if redactor else work)  # without secrets, its McpFailure kept whole
 
 
 # the table ------------------------------------------------------------------------------------

@@ -44,57 +44,96 @@ class Leases:
     def _take_own_lease(self) -> None:
         """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
         recover this replica's jobs, and refuse a duplicate replica id."""
-        import sqlalchemy as sa
-
-        self._lease_conn = self.runtime.store.engine.connect()
         deadline = time.monotonic() + 2 * self.lease_s
-        while True:
-            got = self._lease_conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"),
-                                           {"k": _lock_key(self.replica)}).scalar()
-            self._lease_conn.commit()
-            if got:
-                return
+        while not self._lock_own():
             if time.monotonic() > deadline:
-                self._release_lease()
                 raise EngineError(f"replica id {self.replica!r} is held by another live process; give each "
                                   "replica its own OZ0_REPLICA_ID (the host name by default)")
             time.sleep(0.5)
+
+    def _lock_own(self) -> bool:
+        """Take this replica's lock on a session of its own (a new one: the old died with the server)."""
+        import sqlalchemy as sa
+
+        self._release_lease()
+        conn = self.runtime.store.engine.connect()
+        try:
+            got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _lock_key(self.replica)}).scalar()
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        if got:
+            self._lease_conn = conn
+        else:
+            conn.close()
+        return bool(got)
+
+    def _keep_own_lease(self) -> None:
+        """The lease's session still answers; when it died (a database restart frees every session's
+        locks), take the lock back at once, before a peer finds it free for a whole lease."""
+        import sqlalchemy as sa
+
+        try:
+            if self._lease_conn is not None:
+                self._lease_conn.execute(sa.text("SELECT 1")).scalar()
+                self._lease_conn.commit()
+                return
+        except Exception as exc:
+            log.warning("replica %s lost its lease's database session (%s); taking the lease back",
+                        self.replica, type(exc).__name__)
+        if self._lock_own():
+            log.warning("replica %s holds its lease again", self.replica)
+        else:
+            log.error("replica %s could not take its lease back: a peer holds it (recovering this replica's "
+                      "jobs?); trying again", self.replica)
 
     def _release_lease(self) -> None:
         if self._lease_conn is not None:
             try:
                 self._lease_conn.close()  # the session ends, and its locks with it
+            except Exception as exc:  # a session the server already closed holds no lock
+                log.info("the lease's session was already gone (%s)", type(exc).__name__)
             finally:
                 self._lease_conn = None
 
     def _watch_peers(self) -> None:
-        """Every few seconds: a replica with pending workflows whose lock has been free for a lease is
-        dead; take its lock and give its workflows back to the queues (DBOS's own recovery)."""
-        import sqlalchemy as sa
-
+        """Every few seconds: keep this replica's own lease (retaken after a database restart); then a
+        replica with pending workflows whose lock has been free for a lease is dead: take its lock and
+        give its workflows back to the queues (DBOS's own recovery). Each look uses a session of its
+        own from the pool, so a database restart costs one failed look, never a broken session."""
         free_since: dict[str, float] = {}
         period = max(0.2, min(self.lease_s / 4, 5.0))
+        while not self._stop.wait(period):
+            try:
+                self._keep_own_lease()
+                self._look_at_peers(free_since)
+            except Exception as exc:
+                free_since.clear()  # a peer's lock is judged free only from looks that worked
+                log.warning("could not check the replicas' leases (%s: %s); trying again in %.1f s",
+                            type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "", period)
+
+    def _look_at_peers(self, free_since: dict[str, float]) -> None:
+        import sqlalchemy as sa
+
+        if self._lease_conn is None:
+            return  # without its own lease this replica takes over nobody's jobs
+        peers = {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False, load_output=False)}
+        peers.discard(self.replica)
         with self.runtime.store.engine.connect() as conn:
-            while not self._stop.wait(period):
+            for peer in sorted(p for p in peers if p):
+                key = {"k": _lock_key(peer)}
+                if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
+                    free_since.pop(peer, None)
+                    conn.commit()
+                    continue
                 try:
-                    peers = {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False,
-                                                                        load_output=False)}
-                    peers.discard(self.replica)
-                    for peer in sorted(p for p in peers if p):
-                        key = {"k": _lock_key(peer)}
-                        if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
-                            free_since.pop(peer, None)
-                            conn.commit()
-                            continue
-                        try:
-                            since = free_since.setdefault(peer, time.monotonic())
-                            if time.monotonic() - since >= self.lease_s:
-                                handles = DBOS._recover_pending_workflows([peer])
-                                free_since.pop(peer, None)
-                                log.warning("replica %s stopped (its lease expired): %d job(s) handed to the "
-                                            "live replicas", peer, len(handles))
-                        finally:
-                            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), key)
-                            conn.commit()
-                except Exception:
-                    log.exception("could not check the other replicas' leases; trying again")
+                    since = free_since.setdefault(peer, time.monotonic())
+                    if time.monotonic() - since >= self.lease_s:
+                        handles = DBOS._recover_pending_workflows([peer])
+                        free_since.pop(peer, None)
+                        log.warning("replica %s stopped (its lease expired): %d job(s) handed to the "
+                                    "live replicas", peer, len(handles))
+                finally:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), key)
+                    conn.commit()

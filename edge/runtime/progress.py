@@ -27,14 +27,16 @@ JOURNAL_EVERY_S = 2.0       # a job's latest progress is written to the journal 
 
 class JournalProgress:
     """A sink that keeps a job's latest progress in its journal row (`jobs.progress`) for readers on
-    any replica, and passes every report on to `then` (the caller's sink, if any).
+    any replica, publishes every report on the job's event stream (`publish`), and passes it on to
+    `then` (the caller's sink, if any).
 
     Written at most every JOURNAL_EVERY_S: a report inside the window is written when it ends (by a
     timer thread, one per job at most), unless a newer one came; never once the job has ended."""
 
     def __init__(self, store: "Store", job_id: str, then: ProgressSink | None = None, *,
-                 every_s: float = JOURNAL_EVERY_S) -> None:
+                 publish: Callable[[str, Progress], None] | None = None, every_s: float = JOURNAL_EVERY_S) -> None:
         self.store, self.job_id, self.then, self.every_s = store, job_id, then, every_s
+        self.publish = publish
         self._last = -math.inf
         self._pending: Progress | None = None
         self._timer: threading.Timer | None = None
@@ -54,6 +56,8 @@ class JournalProgress:
                     self._timer.start()
         if due:
             self._write(progress)
+        if self.publish is not None:
+            self.publish(self.job_id, progress)
         if self.then is not None:
             self.then(progress)
 

@@ -1,21 +1,22 @@
 """The store side of person steps (edge.runtime.questions): the questions table read and written, the
-first answer taken once, the listeners of each platform called, the in-process waiters woken."""
+first answer taken once, each ask and answer published on the job's event stream, and the one wait
+for an answer (woken by the stream, in a job's own call or in a durable workflow's step)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.runtime.questions import (ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerListener, AnswerRefused,
-                                        Question, QuestionListener, answer_topic, job_platform)
 from oz0.edge.contracts.answer_schema import check_answer_schema
+from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
+from oz0.edge.runtime.questions import ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerRefused, Question, job_platform
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["Questions"]
-
-log = logging.getLogger("oz0.questions")
 
 
 def _question(row: Mapping[str, Any]) -> Question:
@@ -51,27 +50,19 @@ def _may_answer(answerers: Mapping[str, Any], requester: str, *, by: str, groups
 
 
 class Questions:
-    """The runtime's person steps: the store's questions, the listeners of each platform, the waiters."""
+    """The runtime's person steps: the store's questions, published on the job's stream, and waited for."""
 
     def __init__(self, runtime: "Runtime") -> None:
         self.runtime = runtime
-        self._on_question: dict[str, list[QuestionListener]] = {}
-        self._on_answered: dict[str, list[AnswerListener]] = {}
-        self._woken = threading.Condition()
-        self._async_woken: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self._shown: set[str] = set()
 
-    # listeners -------------------------------------------------------------------------------
-
-    def on_question(self, platform: str, callback: QuestionListener) -> None:
-        self._on_question.setdefault(platform, []).append(callback)
-
-    def on_answered(self, platform: str, callback: AnswerListener) -> None:
-        self._on_answered.setdefault(platform, []).append(callback)
+    def shows(self, platform: str) -> None:
+        """A channel of `platform` draws its jobs' questions here (it reads their event streams)."""
+        self._shown.add(platform)
 
     def can_ask(self, platform: str) -> bool:
-        """Whether a channel of this platform draws questions here (it registered `on_question`)."""
-        return bool(self._on_question.get(platform))
+        """Whether a channel of this platform draws questions here (it said so with `shows`)."""
+        return platform in self._shown
 
     def can_ask_job(self, job_id: str) -> bool:
         job = self.runtime.job(job_id)
@@ -81,7 +72,7 @@ class Questions:
 
     def ask(self, question: Question) -> bool:
         """Record the question and show it; True when this call asked it (a second ask is a no-op)."""
-        check_answer_schema(question.answer_schema)
+        question = replace(question, answer_schema=check_answer_schema(question.answer_schema))
         if len(question.message) > MAX_MESSAGE_CHARS:
             raise ValueError(f"a question is {len(question.message):,} characters; the limit is "
                              f"{MAX_MESSAGE_CHARS:,}")
@@ -98,7 +89,7 @@ class Questions:
         except IntegrityError:
             return False
         store.update_job(job.id, only_if_status=("queued", "running"), status="waiting")
-        self._notify(self._on_question.get(job_platform(job), ()), job, question)
+        self.runtime.stream.publish(job.id, QuestionAsked(question))
         return True
 
     def question(self, job_id: str) -> Question | None:
@@ -116,17 +107,6 @@ class Questions:
                                ).mappings().first()
         return (_question(row), _answer(row)) if row else None
 
-    def _waiter(self, job_id: str, step: str) -> str | None:
-        with self.runtime.store.engine.connect() as conn:
-            return conn.execute(select(table.c.waiter).where(table.c.job_id == job_id, table.c.step == step)
-                                ).scalar()
-
-    def set_waiter(self, job_id: str, step: str, workflow: str) -> None:
-        """Name the DBOS workflow that waits durably for this step (an answer sends it a message)."""
-        with self.runtime.store.engine.begin() as conn:
-            conn.execute(update(table).where(table.c.job_id == job_id, table.c.step == step)
-                         .values(waiter=workflow))
-
     def open_steps(self, job_id: str) -> list[str]:
         with self.runtime.store.engine.connect() as conn:
             return [r[0] for r in conn.execute(select(table.c.step).where(
@@ -139,9 +119,9 @@ class Questions:
     # answering -------------------------------------------------------------------------------
 
     def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = ()) -> Answer:
+               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
         """Take an answer, once: checked (answerer, then state, then content), recorded, audited, and
-        the waiters woken. Raises AnswerRefused."""
+        published (`via`: the channel whose control took it, see events.Answered). Raises AnswerRefused."""
         job = self.runtime.job(job_id)
         found = self.asked(job.id, step) if job is not None else None
         if job is None or found is None:
@@ -164,21 +144,29 @@ class Questions:
             content = self._checked(question, content)
         elif content is not None:
             raise AnswerRefused(422, f"a {action} answer carries no content")
-        answer, won = self._record(job, question, Answer(action, content, by, time.time()))  # type: ignore[arg-type]
+        answer, won = self._record(job, question, Answer(action, content, by, time.time()), via)  # type: ignore[arg-type]
         if not won:
             raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({answer.action}) by "
                                      f"{answer.by}; the first answer stands")
         return answer
 
     def _checked(self, question: Question, content: Any) -> dict[str, Any]:
+        """The content if it is JSON data (the rule results pass: it is stored and read back) and meets
+        the answer schema; AnswerRefused(422) otherwise."""
         if not isinstance(content, dict):
             raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
+        try:
+            check_json_data(content)
+        except JsonDataError as exc:
+            where = f" at {exc.path}" if len(exc.path) <= 80 else ""
+            raise AnswerRefused(422, f"the answer is not JSON data: {exc.message}{where}") from None
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
             raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
-    def _record(self, job: "Job", question: Question, answer: Answer) -> tuple[Answer, bool]:
+    def _record(self, job: "Job", question: Question, answer: Answer,
+                via: str | None = None) -> tuple[Answer, bool]:
         """Write the answer if none is there (the database decides who was first): the answer that
         stands, and whether it is this one."""
         store = self.runtime.store
@@ -196,8 +184,7 @@ class Questions:
             return standing[1], False
         if self.question(job.id) is None:
             store.update_job(job.id, only_if_status=("waiting",), status="running")
-        self._wake(job.id, question.step)
-        self._notify(self._on_answered.get(job_platform(job), ()), job, question, answer)
+        self.runtime.stream.publish(job.id, Answered(question.step, answer, via))
         return answer, True
 
     def close(self, job_id: str, step: str, *, action: str, by: str) -> Answer:
@@ -212,86 +199,65 @@ class Questions:
 
     # waiting ---------------------------------------------------------------------------------
 
-    def wait(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """Block this thread until the step is answered or `timeout_s` passes (then a timeout answer)."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            answer, pause = self._settled(job_id, step, deadline)
-            if answer is not None:
-                return answer
-            with self._woken:
-                self._woken.wait(pause)
+    async def answered_within(self, job_id: str, step: str, seconds: float) -> Answer | None:
+        """The one wait for an answer: the step's answer once given, or None after `seconds`. Woken by
+        the job's `Answered` event (from this replica, or another through the stream's backend); the
+        store is read again every POLL_S, for an answer given in a process the stream does not reach
+        (`oz0` commands beside `oz0 serve` on one SQLite file)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        with self.runtime.stream.reader(job_id) as reader:
+            while True:
+                answer = self._given(job_id, step)
+                left = deadline - loop.time()
+                if answer is not None or left <= 0:
+                    return answer
+                event = await reader.next(min(left, POLL_S))
+                if isinstance(event, Answered) and event.step == step:
+                    return event.answer
+                if isinstance(event, JobEnded) or reader.ended:
+                    return self._given(job_id, step)
 
-    def _settled(self, job_id: str, step: str, deadline: float | None) -> tuple[Answer | None, float]:
-        """The step's answer (a timeout answer once `deadline` has passed), or None and how long to
-        wait before looking again (another replica may answer without waking this one)."""
+    def _given(self, job_id: str, step: str) -> Answer | None:
         found = self.asked(job_id, step)
         if found is None:
             raise KeyError(f"job {job_id} has no question {step!r}")
-        if found[1] is not None:
-            return found[1], 0.0
-        left = POLL_S if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return self.close(job_id, step, action="timeout", by="timeout"), 0.0
-        return None, min(left, POLL_S)
+        return found[1]
 
     async def wait_async(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """`wait` for a coroutine: the loop stays free; cancelling it (the job's time limit, a stop)
-        closes the question as cancelled, so a late answer is refused rather than lost."""
+        """Wait in the job's own call (not durable) until the step is answered or `timeout_s` passes
+        (then a timeout answer); cancelling it (the job's time limit, a stop) closes the question as
+        cancelled, so a late answer is refused rather than lost."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        woken = (asyncio.get_running_loop(), asyncio.Event())
-        self._async_woken.add(woken)
         try:
             while True:
-                answer, pause = self._settled(job_id, step, deadline)
+                left = POLL_S * 60 if deadline is None else deadline - time.monotonic()
+                answer = await self.answered_within(job_id, step, max(0.0, left))
                 if answer is not None:
                     return answer
-                woken[1].clear()
-                try:
-                    await asyncio.wait_for(woken[1].wait(), timeout=pause)
-                except TimeoutError:
-                    pass  # look again: another replica may have answered
+                if self.job_ended(job_id):
+                    return self.close(job_id, step, action="cancel", by="ended")
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self.close(job_id, step, action="timeout", by="timeout")
         except asyncio.CancelledError:
             self.close(job_id, step, action="cancel", by="stopped")
             raise
-        finally:
-            self._async_woken.discard(woken)
 
-    def _wake(self, job_id: str, step: str) -> None:
-        with self._woken:
-            self._woken.notify_all()
-        for loop, event in list(self._async_woken):
-            loop.call_soon_threadsafe(event.set)
-        engine = self.runtime.engine
-        if engine is not None and getattr(engine, "launched", False):
-            waiter = self._waiter(job_id, step)
-            if waiter:
-                from oz0.edge.runtime.durable import send_answer  # imports dbos (about a second)
+    def wait(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
+        """`wait_async` for a sync agent's own thread (it has no loop): blocks that thread."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self.runtime.stream.reader(job_id) as reader:
+            while True:
+                answer = self._given(job_id, step)
+                if answer is not None:
+                    return answer
+                left = POLL_S if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    return self.close(job_id, step, action="timeout", by="timeout")
+                reader.next_blocking(min(left, POLL_S))
+                if reader.ended and self.job_ended(job_id):
+                    return self.close(job_id, step, action="cancel", by="ended")
 
-                send_answer(waiter, answer_topic(step))
-
-    def _notify(self, listeners: Any, *args: Any) -> None:
-        """Call a platform's listeners: as tasks on this thread's loop, else on a loop of their own."""
-        for listener in list(listeners):
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                threading.Thread(target=_run_listener, args=(listener, args), daemon=True,
-                                 name="oz0-question-listener").start()
-                continue
-            task = loop.create_task(_guarded(listener, args))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-
-async def _guarded(listener: Callable[..., Awaitable[None]], args: tuple[Any, ...]) -> None:
-    try:
-        await listener(*args)
-    except Exception:
-        log.exception("a person-step listener failed for job %s", getattr(args[0], "id", "?"))
-
-
-def _run_listener(listener: Callable[..., Awaitable[None]], args: tuple[Any, ...]) -> None:
-    asyncio.run(_guarded(listener, args))
-
-
+    def job_ended(self, job_id: str) -> bool:
+        job = self.runtime.job(job_id)
+        return job is None or job.finished

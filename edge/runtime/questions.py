@@ -5,20 +5,21 @@ tools. A question is a row of the store's `questions` table, keyed by (job, step
 no-op, and the answer is written once, by a conditional UPDATE ... WHERE action IS NULL, so the first
 answer wins across replicas and restarts. While a question is open the job's status is `waiting`.
 
-Two ways to wait:
-- `Questions.wait` / `wait_async` (a running step: an MCP elicitation, a confirmation): in-process,
-  woken at once by an answer given here and finding one given on another replica within
-  `POLL_S`. Not durable: a restart ends such a job interrupted, once (edge.runtime.durable).
-- `wait_in_workflow` (a DBOS workflow: a flow): durable. Every decision is a checkpointed step
-  reading the store, and the wait between them is DBOS.recv, which `answer` wakes with DBOS.send;
-  an answer given after `oz0 serve` restarted resumes the workflow.
+Asking publishes `QuestionAsked` and answering `Answered` on the job's event stream
+(edge.runtime.event_stream); channels draw and update questions from there. There is one wait,
+`Questions.answered_within` (woken by the stream's `Answered`), with two backends:
+- in the job's own call (`Questions.wait_async` / `wait`: an MCP elicitation, a confirmation, a flow
+  run by `oz0 run`): not durable, a restart ends such a job interrupted, once (edge.runtime.durable);
+- in a DBOS workflow (`wait_in_workflow`: a flow under `oz0 serve`): durable. The wait is a
+  sequence of checkpointed steps, each waiting at most WORKFLOW_SLICE_S, so a restart replays the
+  finished ones and goes on waiting; an answer given after a restart resumes the workflow.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ __all__ = [
     "POLL_S",
     "Question",
     "PersonSteps",
-    "answer_topic",
     "job_platform",
     "wait_in_workflow",
 ]
@@ -40,11 +40,8 @@ __all__ = [
 
 ACTIONS = ("accept", "decline", "cancel", "timeout")
 MAX_MESSAGE_CHARS = 3_000       # a question's text
-POLL_S = 1.0                    # how often an in-process waiter looks for an answer given on another replica
-WORKFLOW_POLL_S = 60.0          # how often a durable waiter re-reads the store (a lost DBOS.send costs this)
-
-QuestionListener = Callable[["Job", "Question"], Awaitable[None]]
-AnswerListener = Callable[["Job", "Question", "Answer"], Awaitable[None]]
+POLL_S = 1.0                    # how often a waiter re-reads the store (an answer the stream cannot carry)
+WORKFLOW_SLICE_S = 60.0         # the longest checkpointed step of a durable wait
 
 
 @dataclass(frozen=True)
@@ -88,13 +85,8 @@ class AnswerRefused(Exception):
 
 
 def job_platform(job: "Job") -> str:
-    """Where a job was asked: its reply_to platform (slack, discord), else its channel (api, console, cli)."""
-    return str((job.reply_to or {}).get("platform") or job.channel)
-
-
-def answer_topic(step: str) -> str:
-    """The DBOS message topic an answer to `step` is sent on."""
-    return f"oz0.answer:{step}"
+    """Where a job was asked: its reply reference's platform (slack, discord), else its channel."""
+    return job.platform
 
 
 class PersonSteps:
@@ -111,10 +103,10 @@ class PersonSteps:
         return self.questions.question(job_id)
 
     def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = ()) -> Answer:
+               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
         """Answer a job's question once (see Questions.answer); raises AnswerRefused."""
         return self.questions.answer(job_id, step, action=action, content=content, by=by, groups=groups,
-                                     roles=roles)
+                                     roles=roles, via=via)
 
     def wait_answer(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
         """Block this thread for the answer (not durable; in a workflow use wait_in_workflow)."""
@@ -124,14 +116,10 @@ class PersonSteps:
         """Await the answer without blocking the loop (not durable)."""
         return await self.questions.wait_async(job_id, step, timeout_s=timeout_s)
 
-    def on_question(self, platform: str, callback: QuestionListener) -> None:
-        """A channel draws its platform's questions with `await callback(job, question)`; registering
-        is also how it says it can ask (`can_ask`)."""
-        self.questions.on_question(platform, callback)
-
-    def on_answered(self, platform: str, callback: AnswerListener) -> None:
-        """A channel updates the card a question replaced with `await callback(job, question, answer)`."""
-        self.questions.on_answered(platform, callback)
+    def shows_questions(self, platform: str) -> None:
+        """A channel of `platform` draws its jobs' questions (from their event streams) in this
+        process: `can_ask` is then true for it (MCP elicitation and budgets check that)."""
+        self.questions.shows(platform)
 
     def can_ask(self, platform: str) -> bool:
         """Whether a channel of `platform` draws questions in this process."""
@@ -140,22 +128,17 @@ class PersonSteps:
 
 async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> Answer:
     """Inside a DBOS workflow: wait durably for the answer to `step` of `job_id` (asked before with
-    `runtime.ask`). Each look at the store is a checkpointed step, the wait between is DBOS.recv, so a
-    restart replays to the same point and goes on waiting; past `timeout_s` (from the question's
-    `expires_at` when it has one) the step is closed with a timeout answer, unless a person was first."""
+    `runtime.ask`). Each wait is a checkpointed step of at most WORKFLOW_SLICE_S (the one wait,
+    `Questions.answered_within`, woken by the job's event stream), so a restart replays the slices
+    that ended and goes on waiting; past `timeout_s` (from the question's `expires_at` when it has
+    one) the step is closed with a timeout answer, unless a person was first."""
     from dbos import DBOS
 
     from oz0.edge.runtime.durable import current_runtime  # imports dbos (about a second): only inside a workflow
 
-    runtime = current_runtime()
-    book = runtime.questions
-
-    workflow = DBOS.workflow_id
-    if workflow is None:
-        raise RuntimeError("wait_in_workflow runs inside a DBOS workflow; elsewhere use runtime.wait_answer")
+    book = current_runtime().questions
 
     def look() -> dict[str, Any]:
-        book.set_waiter(job_id, step, workflow)  # before reading: an answer after this read wakes us
         found = book.asked(job_id, step)
         if found is None:
             raise KeyError(f"job {job_id} has no question {step!r}; ask it before waiting")
@@ -163,19 +146,29 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
         return {"answer": answer.to_dict() if answer else None, "now": time.time(),
                 "expires": question.expires_at}
 
+    async def wait(seconds: float) -> dict[str, Any]:
+        answer = await book.answered_within(job_id, step, seconds)
+        return {"answer": answer.to_dict() if answer else None, "now": time.time(),
+                "ended": answer is None and book.job_ended(job_id)}
+
+    def cancel() -> dict[str, Any]:
+        return book.close(job_id, step, action="cancel", by="ended").to_dict()
+
     def expire() -> dict[str, Any]:
         return book.close(job_id, step, action="timeout", by="timeout").to_dict()
 
-    first = await DBOS.run_step_async({"name": "oz0.question.look"}, look)
-    expires = first["expires"]
+    if DBOS.workflow_id is None:
+        raise RuntimeError("wait_in_workflow runs inside a DBOS workflow; elsewhere use runtime.wait_answer")
+    seen = await DBOS.run_step_async({"name": "oz0.question.look"}, look)
+    expires = seen["expires"]
     if timeout_s is not None:
-        until = first["now"] + timeout_s
+        until = seen["now"] + timeout_s
         expires = until if expires is None else min(expires, until)
-    seen = first
     while seen["answer"] is None:
-        left = WORKFLOW_POLL_S if expires is None else expires - seen["now"]
+        left = WORKFLOW_SLICE_S if expires is None else expires - seen["now"]
         if left <= 0:
             return Answer(**await DBOS.run_step_async({"name": "oz0.question.expire"}, expire))
-        await DBOS.recv_async(answer_topic(step), timeout_seconds=max(0.05, min(left, WORKFLOW_POLL_S)))
-        seen = await DBOS.run_step_async({"name": "oz0.question.look"}, look)
+        seen = await DBOS.run_step_async({"name": "oz0.question.wait"}, wait, min(left, WORKFLOW_SLICE_S))
+        if seen.get("ended"):  # the job was ended by someone else (a stop): nobody can answer now
+            return Answer(**await DBOS.run_step_async({"name": "oz0.question.cancel"}, cancel))
     return Answer(**seen["answer"])

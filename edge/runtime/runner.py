@@ -20,12 +20,9 @@ import time
 import uuid
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
-import orjson
-
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
-from oz0.edge.contracts.schema import violation_sentence
+from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
@@ -34,10 +31,15 @@ from oz0.edge.plugins.declared import PluginError
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.tool_contracts import with_stored_contracts
 from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.delegation import Delegation
+from oz0.edge.runtime.event_stream import JobEvents, open_events
+from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
+from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.question_book import Questions
@@ -45,8 +47,9 @@ from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
-from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
+from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
@@ -65,7 +68,7 @@ log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
 MAX_REASON_CHARS = 2000
-MAX_INPUT_CHARS = 262_144
+MAX_HELD_INPUTS = 1000  # inputs checked at submit held for their run (a job not run here lets its go)
 
 
 def default_home() -> Path:
@@ -93,11 +96,16 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.flow_engine = flow_engine  # runs flows (edge.flows.engine.FLOW_ENGINE); None: flows end Misconfigured
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
+        self._inputs: OrderedDict[str, Checked] = OrderedDict()  # job id -> its input, checked at submit
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
+        self._held_ends: dict[str, dict[str, Any]] = {}  # job id -> an end the journal could not take yet
         self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
+        self.stopping = False  # a stop began (drain): asks are turned away, running jobs finish
         self.questions = Questions(self)  # person steps (edge.runtime.questions)
+        self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
+        self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         watch_tools(self)
 
     def close(self) -> None:
@@ -105,7 +113,16 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         if self.engine is not None:
             self.engine.shutdown()
             self.engine = None
+        self.stream.close()
         self.store.close()
+
+    # what happens to a job --------------------------------------------------------------------
+
+    def events(self, job_id: str) -> AsyncIterator[JobEvent]:
+        """The job's events (edge.runtime.events), read on the caller's loop, from whichever replica
+        publishes them: its open question first, then what happens, `JobEnded` last (at once for a job
+        that has ended). KeyError for an unknown job."""
+        return self.stream.events(job_id)
 
     # the job engine -----------------------------------------------------------------------------
 
@@ -117,6 +134,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         engine = Engine(self, env=dict(env) if env is not None else None)
         engine.launch()
         self.engine = engine
+
+    def drain(self, timeout_s: float) -> None:
+        """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
+        to `timeout_s`; the rest resume at the next start, or on another replica."""
+        self.stopping = True
+        if self.engine is not None:
+            self.engine.drain(timeout_s)
 
     @property
     def engine_launched(self) -> bool:
@@ -188,31 +212,22 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     # jobs -------------------------------------------------------------------------------------
 
     def parse_input(self, spec: AgentSpec, text: str) -> Any:
-        """The input an agent gets: the text itself, or for an agent with an input schema the JSON
-        parsed and checked. Raises JobFailure("InvalidInput") naming the path and the rule."""
-        if isinstance(text, str) and len(text) > MAX_INPUT_CHARS:
-            raise JobFailure("InvalidInput", f"the input is {len(text):,} characters; an agent takes at most "
-                                             f"{MAX_INPUT_CHARS:,}. Send a reference to the data instead")
-        if spec.input is None:
-            if not isinstance(text, str):
-                raise JobFailure("InvalidInput", f"{spec.name} takes text, not {type(text).__name__}")
-            return text
-        hint = f"; for example: {spec.example}" if spec.example else ""
-        try:
-            value = loads_exact(text)
-        except orjson.JSONDecodeError as exc:
-            raise JobFailure("InvalidInput", f"{spec.name} takes JSON that matches {spec.input_schema_file}, "
-                                             f"and this is not JSON ({exc}){hint}") from None
-        violations = spec.input.validate(value)
-        if violations:
-            raise JobFailure("InvalidInput", violation_sentence(violations, subject="the input",
-                                                                rules_of=spec.input_schema_file) + hint)
-        return value
+        """The input an agent gets (edge.runtime.input_check). Raises JobFailure("InvalidInput") naming
+        the path and the rule."""
+        return check_input(spec, text).value_or_raise()
+
+    def input_of(self, job: Job, spec: AgentSpec) -> Any:
+        """The job's input as its agent gets it: checked when it was submitted here (`submit(checked=)`),
+        else now. Raises JobFailure("InvalidInput")."""
+        checked = self._inputs.pop(job.id, None)
+        return (checked if checked is not None else check_input(spec, job.input)).value_or_raise()
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
-               dedupe_key: str | None = None, reply_to: Mapping[str, Any] | None = None,
-               parent_id: str | None = None) -> tuple[Job, bool]:
-        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice."""
+               dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
+               channel_id: str | None = None, parent_id: str | None = None,
+               checked: Checked | None = None) -> tuple[Job, bool]:
+        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice.
+        `checked`: its input as the way in checked it (edge.runtime.input_check), so it is not checked again."""
         plugin = version = contract = contract_version = None
         try:
             spec, found = self._lookup(agent)
@@ -225,16 +240,26 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
-            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": dict(reply_to) if reply_to else None,
+            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": reply_to.to_json() if reply_to else None,
+            "workspace": workspace, "channel_id": channel_id,
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version, "tree_steps": 0,
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
         }
         stored, created = self.store.insert_job(row)
+        if created and checked is not None and checked.ok:
+            self._inputs[stored["id"]] = checked
+            while len(self._inputs) > MAX_HELD_INPUTS:
+                self._inputs.popitem(last=False)
         return _job(stored), created
 
-    def set_reply_to(self, job_id: str, reply_to: Mapping[str, Any]) -> None:
-        self.store.update_job(job_id, reply_to=dict(reply_to))
+    def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None:
+        """Where the answer goes now (a channel named its working message)."""
+        self.store.update_job(job_id, reply_to=reply_to.to_json())
+
+    def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None:
+        """Where the job's open question is shown, in its channel's words (to update it once answered)."""
+        self.store.update_job(job_id, question_shown=dict(shown) if shown is not None else None)
 
     def job(self, job_id: str) -> Job | None:
         row = self.store.job(job_id)
@@ -267,8 +292,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                            resume: bool = False) -> Job:
         """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
         replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
+        held = self._held_ends.get(job_id)
+        if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
+            return self._end(job_id, **held)
         started = _now()
-        claimable = ("queued", "running") if resume else ("queued",)
+        claimable = ("queued", "running", "waiting") if resume else ("queued",)
         if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
                                      runner=runner_id()):
             job = self.job(job_id)
@@ -277,7 +305,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return job
         job = self.job(job_id)
         assert job is not None
-        on_progress = JournalProgress(self.store, job_id, on_progress)  # the console reads it from the journal
+        on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
         return await self._watched(job, self._run_claimed(job, on_progress, resume))
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
@@ -286,8 +314,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         attempts = 0
         try:
             spec, plugin = self._lookup(job.agent)
-            spec = await with_tool_contracts(spec)  # an mcp agent's tool schemas, unless its file names its own
-            value = self.parse_input(spec, job.input)
+            spec = await with_tool_contracts(  # an mcp agent's tool schemas, unless its file names its own
+                spec, eliciting=self.questions.can_ask_job(job_id))
+            value = self.input_of(job, spec)
             if spec.kind == FLOW_KIND:
                 self.take_step(job, 1)
                 attempts = 1  # a flow runs once; its steps retry
@@ -307,7 +336,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
-                    if not kind.retryable or attempts >= spec.limits.max_attempts:
+                    # a tool loop is not rerun whole: its calls made would be made again
+                    if not kind.retryable or attempts >= spec.limits.max_attempts or spec.loops:
                         raise
                     delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
                     if on_progress:
@@ -318,6 +348,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         except UnknownAgent as exc:
             return self._end(job_id, "failed", attempts=attempts, kind="UnknownAgent", reason=str(exc))
         except JobFailure as failure:
+            failure = mcp_redacted(spec, failure)
             if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
                 reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
                 kind = "AgentError"
@@ -340,6 +371,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
 
     def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
              reason: str | None = None) -> Job:
+        """Journal a job's end. Until it is written the end is held in memory: on a database fault this
+        raises, the engine retries the step, and the step writes the held end instead of running the
+        agent again (execute_here)."""
+        self._held_ends[job_id] = {"status": status, "attempts": attempts, "output": output, "kind": kind,
+                                   "reason": reason}
         if status == "succeeded":
             ending = self.job(job_id)
             limit = self.tree_reason(ending) if ending is not None else None
@@ -352,8 +388,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
+        self._held_ends.pop(job_id, None)
         job = self.job(job_id)
         assert job is not None
+        self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
         return job
 
     def end_interrupted(self, job_id: str, *, reason: str) -> Job:
@@ -381,8 +419,23 @@ def _job(row: Mapping[str, Any]) -> Job:
         input=row["input"], status=row["status"], output=row.get("output"), failure_kind=row.get("failure_kind"),
         failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
         ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
-        reply_to=row.get("reply_to"), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
+        reply_to=_reply_ref(row), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
         parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
-        limit_reached=row.get("limit_reached"), progress=row.get("progress"),
+        limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
+        channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
     )
+
+
+def _reply_ref(row: Mapping[str, Any]) -> ReplyRef | None:
+    """The job's reply reference; one that cannot be read is logged and left out (its card then has
+    nowhere to go, which the delivery says), never guessed at."""
+    raw = row.get("reply_to")
+    if raw is None:
+        return None
+    try:
+        return ReplyRef.from_json(raw)
+    except ReplyRefError as exc:
+        log.error("job %s has a reply reference that cannot be read: %s", row.get("id"), exc)
+        return None
+

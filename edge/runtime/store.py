@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    func,
     insert,
     select,
     update,
@@ -108,7 +109,7 @@ jobs = Table(
     Column("ended", Float, nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("dedupe_key", String(300), nullable=True, unique=True),
-    Column("reply_to", JSON(none_as_null=True), nullable=True),
+    Column("reply_to", JSON(none_as_null=True), nullable=True),  # revision 0010: a ReplyRef (edge.model.reply_ref)
     Column("runner", String(200), nullable=True),
     Column("parent_id", String(32), nullable=True, index=True),  # revision 0005: a flow step's job -> the flow's job
     Column("contract_hash", String(64), nullable=True),     # revision 0006: the contract the job ran under
@@ -117,6 +118,10 @@ jobs = Table(
     Column("tree_steps", Integer, nullable=True),   # revision 0007: steps run below this job
     Column("limit_reached", Text, nullable=True),   # revision 0007: on a root, the limit that ended its tree
     Column("progress", JSON(none_as_null=True), nullable=True),  # revision 0009: the latest, edge.runtime.progress
+    Column("workspace", String(200), nullable=True),   # revision 0010: the asker's workspace (Slack team, guild)
+    Column("channel_id", String(200), nullable=True),  # revision 0010: the asker's channel on its platform
+    Column("question_shown", JSON(none_as_null=True), nullable=True),  # revision 0010: where its question is
+    Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
 )
@@ -186,7 +191,8 @@ class Store:
             if url.startswith(plain):  # psycopg 3 (the `postgres` extra) unless the URL names a driver
                 url = "postgresql+psycopg://" + url[len(plain):]
         self.url = url
-        self.engine: Engine = create_engine(url, future=True)
+        # pre-ping: after a database restart a pooled connection is found dead at checkout, not mid-write
+        self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not url.startswith("sqlite"))
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self.schema: SchemaChange = upgrade_schema(self.engine)  # Alembic migrations; one query when already current
@@ -246,6 +252,21 @@ class Store:
             query = query.where(jobs.c.status.in_(list(only_if_status)))
         with self.engine.begin() as conn:
             return conn.execute(query).rowcount == 1
+
+    def count_queued(self, agent: str | None = None) -> int:
+        """Jobs waiting their turn (status `queued`), of one agent or of all (edge.runtime.backlog)."""
+        query = select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
+        if agent is not None:
+            query = query.where(jobs.c.agent == agent)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def count_restart(self, job_id: str) -> int:
+        """One more restart of the job (resumed after the process running it stopped): the count now."""
+        with self.engine.begin() as conn:
+            conn.execute(update(jobs).where(jobs.c.id == job_id).values(
+                restarts=func.coalesce(jobs.c.restarts, 0) + 1))
+            return int(conn.execute(select(jobs.c.restarts).where(jobs.c.id == job_id)).scalar() or 0)
 
     # audit ------------------------------------------------------------------------------------
 
@@ -369,3 +390,4 @@ class Store:
 
 
 from oz0.edge.runtime import budget_tables  # noqa: E402,F401  its tables join `metadata` (revision 0008)
+from oz0.edge.runtime import loop_trace  # noqa: E402,F401  its table joins `metadata` (revision 0012)

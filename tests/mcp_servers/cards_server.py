@@ -160,7 +160,10 @@ def crash() -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        import uvicorn  # as server.run("streamable-http") does, but a client's open session ends it within 1 s
+
+        uvicorn.run(server.streamable_http_app(host="127.0.0.1"), host="127.0.0.1", port=int(sys.argv[2]),
+                    log_level="warning", timeout_graceful_shutdown=1)
     else:
         print("cards_server: ready on stdio", file=sys.stderr, flush=True)
         server.run()

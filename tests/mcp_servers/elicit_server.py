@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
-server = MCPServer("oz0-test-elicit")
+server = MCPServer("oz0-test-elicit", title=os.environ.get("ELICIT_SERVER_TITLE"))
 
 
 class Confirm(BaseModel):

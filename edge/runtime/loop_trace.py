@@ -1,0 +1,95 @@
+"""The trace of a tool loop (edge.runtime.tool_loop): one row per model request, tool call and person
+step, in the order they happened, made by revision 0012 (migrations/versions/0012_job_trace.py).
+
+A row is written by the checkpointed step that made its call, keyed by (job, seq): a loop resumed
+after a crash replays the steps that finished (their rows are already there) and writes only the
+new ones; a step rerun after dying mid-call writes its row once (an INSERT that finds the key is a
+no-op). Arguments and results are stored redacted and clipped (MAX_DETAIL_CHARS), so the trace
+never carries a secret and stays small whatever a tool answers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Mapping
+
+from sqlalchemy import JSON, Column, Float, ForeignKey, Integer, String, Table, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from oz0.edge.contracts.json_data import dumps_exact
+from oz0.edge.runtime.store import metadata
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.store import Store
+
+__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "add_trace", "job_trace", "read_trace", "trace_lines"]
+
+MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
+TRACE_KINDS = ("model", "tool", "person")
+
+job_trace = Table(
+    "job_trace", metadata,
+    Column("job_id", String(32), ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),    # model | tool | person
+    Column("name", String(200), nullable=False),   # the model, the tool, the person step
+    Column("detail", JSON(none_as_null=True), nullable=True),
+    Column("ms", Integer, nullable=False),
+    Column("at", Float, nullable=False),
+)
+
+
+def clip(value: Any) -> Any:
+    """A value as the trace keeps it: as it is when small, else its JSON text cut at MAX_DETAIL_CHARS."""
+    text = value if isinstance(value, str) else dumps_exact(value).decode()
+    if len(text) <= MAX_DETAIL_CHARS:
+        return value
+    return text[: MAX_DETAIL_CHARS - 1] + "…"
+
+
+def add_trace(store: "Store", job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
+              ms: float) -> None:
+    """Record one call of the loop; a row already there (a step rerun) is kept as it is."""
+    row = {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
+           "ms": int(ms), "at": time.time()}
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(insert(job_trace).values(**row))
+    except IntegrityError:
+        pass  # written by an earlier run of the same step: the first write is the record
+
+
+def read_trace(store: "Store", job_id: str) -> list[dict[str, Any]]:
+    """The job's trace, in order: [{seq, kind, name, detail, ms, at}]."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(job_trace).where(job_trace.c.job_id == job_id)
+                            .order_by(job_trace.c.seq)).mappings().all()
+    return [{k: r[k] for k in ("seq", "kind", "name", "detail", "ms", "at")} for r in rows]
+
+
+def trace_lines(trace: list[dict[str, Any]]) -> list[str]:
+    """The trace as `oz0 jobs show` prints it, one line a call."""
+    out = []
+    for entry in trace:
+        d = entry.get("detail") or {}
+        head = f"{entry['seq']:>3}. {entry['kind']:<6} {entry['name']}"
+        if entry["kind"] == "model":
+            tokens = d.get("tokens")
+            text = f"{head}: {tokens['input']} in / {tokens['output']} out tokens" if tokens else f"{head}"
+            if d.get("tool_calls"):
+                text += f", asked for {', '.join(d['tool_calls'])}"
+        elif entry["kind"] == "tool":
+            args = d.get("arguments")
+            text = f"{head}({_short(args)})"
+            text += f" -> error: {_short(d['error'])}" if d.get("error") else f" -> {_short(d.get('result'))}"
+        else:
+            text = f"{head}: {_short(d.get('question'))} -> {d.get('action')} {_short(d.get('answer'))}"
+        out.append(f"{text} ({entry['ms']} ms)")
+    return out
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else dumps_exact(value).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
