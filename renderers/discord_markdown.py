@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.monospace import aligned
-from oz0.renderers.safety import clip, discord_escape, fence_safe, one_line, utf16_len
+from oz0.renderers.safety import ascii_host_url, clip, discord_escape, fence_safe, one_line, utf16_len
 
 __all__ = ["CELL_WIDTH", "block", "code_block", "code_block_raw", "esc", "plain_spans"]
 
@@ -50,7 +50,11 @@ def _link(span: md.Link) -> str:
     label = md.plain(span.children)
     url = re.sub(r"@(everyone|here)", r"%40\1", span.url, flags=re.I)
     url = f"<{url}>" if not re.search(r"[<>\s]", url) else discord_escape(url)
-    return url if label in ("", span.url) else f"{_spans(span.children)} ({url})"
+    if label in ("", span.url):
+        return url
+    if ascii_host_url(label) == span.url:  # an autolink to a disguising host: as text, its real URL beside
+        return f"`{fence_safe(label)}` ({url})"
+    return f"{_spans(span.children)} ({url})"
 
 
 _SPAN_RULES: dict[type, Callable[[Any], str]] = {

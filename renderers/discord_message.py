@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Iterable, Iterator
 
-from oz0.edge.cards.model import Action, Card, cell_text
+from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, size_text, uploads_for, within_limits
 from oz0.renderers.discord_markdown import CELL_WIDTH, block, code_block, code_block_raw, esc, plain_spans
@@ -288,7 +288,9 @@ def render(card: Card) -> Rendered:
 
 def _render(card: Card) -> tuple[Rendered, str | None]:
     """The drawing, and which limit it breaks if any."""
-    actions = _action_rows(card.actions)
+    feedback = (Action(FEEDBACK_ACTION, "👍", value=f"good:{card.feedback}"),
+                Action(FEEDBACK_ACTION, "👎", value=f"bad:{card.feedback}")) if card.feedback else ()
+    actions = _action_rows(card.actions + feedback)
     room_components = MAX_COMPONENTS - component_count(actions)  # reserved before the card is filled
     cuts: list[str] = []
     head = _head(card, cuts)

@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Union
 from urllib.parse import urlsplit
 
-from oz0.renderers.safety import clean, idn_host, safe_url, userinfo_host
+from oz0.renderers.safety import ascii_host_url, clean, safe_url, userinfo_host
 
 __all__ = [
     "Block",
@@ -302,8 +302,8 @@ def _inline(token: Token) -> tuple[Span, ...]:
             _append_text(top, clean(child.content))
         elif kind == "code_inline":
             top.append(Code(clean(child.content)))
-        elif kind in ("softbreak", "hardbreak"):
-            top.append(LineBreak(hard=kind == "hardbreak"))
+        elif kind in ("softbreak", "hardbreak"):  # a result's lines are kept, as Slack and Discord keep them
+            top.append(LineBreak(hard=True))
         elif kind in _STYLE or kind == "link_open":
             url = ""
             if kind == "link_open":
@@ -336,7 +336,7 @@ def _close(parent: list[Span], cls: type | None, url: str, children: list[Span],
             else:
                 _append_text(parent, f"{url} (not a link: its real host is {host})")
         elif url:
-            parent.append(Link(_ascii_host(url), tuple(children)))
+            parent.append(Link(ascii_host_url(url), tuple(children)))
         else:
             parent.extend(children)
             _append_text(parent, " (unsafe link removed)")
@@ -344,16 +344,6 @@ def _close(parent: list[Span], cls: type | None, url: str, children: list[Span],
         parent.extend(children)
     else:
         parent.append(cls(tuple(children)))
-
-
-def _ascii_host(url: str) -> str:
-    """`url` with an internationalised host in punycode (markdown-it writes hrefs so already; kept as
-    the rule, not left to the parser)."""
-    parts = urlsplit(url)
-    host = idn_host(parts.hostname or "") if not url.isascii() else None
-    if not host or not host.isascii() or host.startswith("("):
-        return url
-    return parts._replace(netloc=parts.netloc.replace(parts.hostname or "", host)).geturl()
 
 
 def _append_text(spans: list[Span], text: str) -> None:

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "MAX_MARKS",
+    "ascii_host_url",
     "clean",
     "clip",
     "clip_each",
@@ -212,6 +213,20 @@ def idn_host(host: str) -> str | None:
         return "(a host name that cannot be written in ASCII)"
 
 
+def ascii_host_url(url: str) -> str:
+    """`url` with an internationalised host in punycode, the host it really goes to (markdown-it writes
+    hrefs so already; kept as the rule, not left to the parser); any other URL unchanged."""
+    try:
+        parts = urlsplit(url)
+        name = parts.hostname or ""
+    except ValueError:
+        return url
+    host = idn_host(name) if not url.isascii() else None
+    if not host or not host.isascii() or host.startswith("("):
+        return url
+    return parts._replace(netloc=parts.netloc.replace(name, host)).geturl()
+
+
 def utf16_len(text: str) -> int:
     """Length as JavaScript counts it (UTF-16 code units): how Slack and Discord measure their limits."""
     if text.isascii():
@@ -258,7 +273,7 @@ def discord_escape(text: str) -> str:
 def _discord_url(url: str, *, said: str) -> str:
     """A bare URL, which Discord makes a link: as inline code (never a link) with its real host when
     it names a user first (unless the text `said` so right after it, as markdown's link rule does);
-    with its punycode host beside it when its host is internationalised."""
+    as inline code with the link to its punycode host beside it when its host is internationalised."""
     host = userinfo_host(url)
     if host is not None:
         note = "" if said.startswith((" (not a link: its real host", " is not a link: its real host")) else \
@@ -266,10 +281,14 @@ def _discord_url(url: str, *, said: str) -> str:
         return f"`{fence_safe(url)}`{note}"
     url = _EVERYONE.sub("%40\\1", url)
     try:
-        ascii_host = idn_host(urlsplit(url).hostname or "")
+        name = urlsplit(url).hostname or ""
     except ValueError:
-        ascii_host = None
-    return f"{url} ({_discord_escape_plain(ascii_host)})" if ascii_host else url
+        name = ""
+    if name.isascii():
+        return url
+    real = ascii_host_url(url)  # a host that can disguise itself is never a live link: text, the real URL beside
+    beside = f"(<{real}>)" if real != url else "(not a link: its host cannot be written in ASCII)"
+    return f"`{fence_safe(url)}` {beside}"
 
 
 def _escape_line_start(m: re.Match[str]) -> str:

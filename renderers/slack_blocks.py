@@ -33,7 +33,7 @@ import logging
 import re
 from typing import Any, Callable
 
-from oz0.edge.cards.model import Action, Card, cell_text
+from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
@@ -312,8 +312,21 @@ def render(card: Card) -> Rendered:
     return rendered
 
 
+def _feedback_block(card: Card) -> list[dict[str, Any]]:
+    """Slack's assistant feedback buttons (a `context_actions` block) under a card that asks for them."""
+    if not card.feedback:
+        return []
+    button = {"good": ("👍", "Good answer"), "bad": ("👎", "Bad answer")}
+    made = {f"{side}_button": {"text": {"type": "plain_text", "text": emoji}, "accessibility_label": label,
+                               "value": f"{value}:{card.feedback}"[:ACTION_VALUE_MAX]}
+            for side, (value, (emoji, label)) in zip(("positive", "negative"), button.items())}
+    return [{"type": "context_actions", "elements": [{"type": "feedback_buttons", "action_id": FEEDBACK_ACTION,
+                                                      **made}]}]
+
+
 def _render(card: Card) -> Rendered:
-    actions = _actions_block(card.actions)  # its block and characters reserved before the body is filled
+    # the actions' blocks and characters are reserved before the body is filled
+    actions = _actions_block(card.actions) + _feedback_block(card)
     head: list[dict[str, Any]] = []
     if card.title and one_line(card.title):
         head.append({"text": {"emoji": False, "text": clip(one_line(card.title), HEADER_MAX), "type": "plain_text"},

@@ -19,6 +19,12 @@ FORM = {"type": "object", "required": ["reason", "count"],
         "properties": {"reason": {"type": "string", "minLength": 3, "description": "Why"},
                        "count": {"type": "integer", "minimum": 1},
                        "urgent": {"type": "boolean"}}}
+SCHEMAS = {  # the answer schemas the agent's file declares under `asks:`, the same the code passes
+    "bool": {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]},
+    "enum": {"type": "object", "properties": {"env": {"type": "string", "enum": ["prod", "staging", "dev"]}},
+             "required": ["env"]},
+    "form": FORM,
+}
 
 IMPL = f"""
     import json
@@ -32,14 +38,18 @@ IMPL = f"""
 
     async def approve(text, ctx):
         kind, _, who = text.partition(" ")
-        answer = await ctx.ask_person(f"Merge <!here> #12 & ship? ({{kind}})", SCHEMAS[kind], step="approve",
+        step = "approve" if kind == "bool" else kind
+        answer = await ctx.ask_person(f"Merge <!here> #12 & ship? ({{kind}})", SCHEMAS[kind], step=step,
                                       answerers={{"users": who.split(",")}} if who else None, timeout_s=30)
         return f"{{answer.action}} {{json.dumps(answer.content, sort_keys=True)}} by {{answer.by}}"
     """
 
 
 def install_ask_plugin(runtime: Runtime, where: Path) -> None:
-    make_plugin(where, name="asktest", files={"impl.py": IMPL}, agents={"approve": {
-        "description": "Asks a person before it answers", "kind": "python", "entry": "impl:approve",
-        "input": "text", "output": "text", "limits": {"timeout_s": 60}}})
+    asks = {step: {"answer_schema": f"schemas/{kind}.json"} for step, kind in
+            (("approve", "bool"), ("enum", "enum"), ("form", "form"))}
+    make_plugin(where, name="asktest", files={"impl.py": IMPL, **{f"schemas/{k}.json": s for k, s in SCHEMAS.items()}},
+                agents={"approve": {"description": "Asks a person before it answers", "kind": "python",
+                                    "entry": "impl:approve", "input": "text", "output": "text",
+                                    "limits": {"timeout_s": 60}, "asks": asks}})
     install_plugin(runtime, load_plugin(where), actor="test")

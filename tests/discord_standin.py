@@ -24,6 +24,10 @@ DISCORD_EPOCH_MS = 1420070400000
 _counter = itertools.count()
 
 
+MESSAGE_CONTENT = 1 << 15    # the privileged gateway intent
+DIRECT_MESSAGES = 1 << 12
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     """Exactly `application/json`, as Discord answers: discord.py parses nothing else (not even with a charset)."""
     return web.Response(body=json.dumps(data).encode(), status=status, content_type="application/json")
@@ -55,8 +59,13 @@ class DiscordStandIn:
     """Serves `/api/v10/...` and `/gateway` on 127.0.0.1; `api_url` is what discord.py's Route.BASE becomes."""
 
     def __init__(self, *, guilds: list[dict[str, Any]] | None = None, shards: int = 1,
-                 token: str | None = None) -> None:
+                 token: str | None = None, message_content_allowed: bool = True) -> None:
         self.token = token               # when set, bot-authenticated routes refuse any other token
+        # the Developer Portal's "Message Content Intent" switch: off, an IDENTIFY asking for it is closed 4014
+        self.message_content_allowed = message_content_allowed
+        # GET /guilds/{guild}/members/{user}: user id -> {"username", "global_name", "nick"}; others 404 Unknown Member
+        self.people: dict[str, dict[str, str | None]] = {"2000": {"username": "ana", "global_name": "Ana",
+                                                                   "nick": "Ana Lima"}}
         self.app_id = snowflake()
         self.bot_id = self.app_id
         self.guilds = guilds or []
@@ -187,6 +196,16 @@ class DiscordStandIn:
             return _json(self.message_from(body, channel_id="0"))
         if method == "POST" and parts[0] == "channels" and parts[-1] == "messages":
             return _json(self.message_from(body, channel_id=parts[1]))
+        if method == "GET" and parts[0] == "guilds" and len(parts) == 4 and parts[2] == "members":
+            person = self.people.get(parts[3])
+            if person is None:
+                return _json({"message": "Unknown Member", "code": 10007}, status=404)
+            return _json({"user": self.user(parts[3], person.get("username", f"user{parts[3]}"),
+                                            global_name=person.get("global_name")),
+                          "nick": person.get("nick"), "roles": [], "joined_at": "2024-01-01T00:00:00+00:00",
+                          "deaf": False, "mute": False, "flags": 0})
+        if method == "POST" and parts[0] == "channels" and parts[-1] == "typing":
+            return web.Response(status=204)
         return _json({"message": f"stand-in has no {method} {path}", "code": 0}, status=404)
 
     # -- gateway -----------------------------------------------------------------------------
@@ -203,6 +222,9 @@ class DiscordStandIn:
             if frame["op"] == 1:
                 await ws.send_json({"op": 11, "d": None, "s": None, "t": None})
             elif frame["op"] == 2:
+                if int(frame["d"].get("intents") or 0) & MESSAGE_CONTENT and not self.message_content_allowed:
+                    await ws.close(code=4014, message=b"Disallowed intent(s).")
+                    break
                 shard = frame["d"].get("shard") or [0, 1]
                 shard_id = shard[0]
                 self.sockets[shard_id] = ws
@@ -229,6 +251,29 @@ class DiscordStandIn:
     async def dispatch(self, event: str, data: dict[str, Any], *, shard_id: int = 0) -> None:
         await self._send(self.sockets[shard_id], event, data)
 
+    async def post_message(self, content: str, *, guild_id: str | None, channel_id: str, user_id: str = "2000",
+                           mentions_bot: bool = False, shard_id: int = 0) -> dict[str, Any]:
+        """A person's message (MESSAGE_CREATE) as Discord delivers it: without the message-content intent
+        a guild message that does not mention the bot arrives with its content empty (a DM keeps its
+        content). A DM (`guild_id` None) reaches a bot only with the direct-messages intent."""
+        if guild_id is None and not int((self.identifies[-1] if self.identifies else {}).get("intents") or 0) & DIRECT_MESSAGES:
+            return {}
+        intents = int((self.identifies[-1] if self.identifies else {}).get("intents") or 0)
+        text = f"<@{self.bot_id}> {content}" if mentions_bot else content
+        msg = {"id": snowflake(), "channel_id": channel_id, **({"guild_id": guild_id} if guild_id else {}), "type": 0,
+               "content": text if intents & MESSAGE_CONTENT or mentions_bot or guild_id is None else "",
+               "embeds": [], "attachments": [], "components": [], "timestamp": "2024-01-01T00:00:00+00:00",
+               "edited_timestamp": None, "pinned": False, "mention_everyone": False, "tts": False,
+               "mentions": [self.bot_user()] if mentions_bot else [], "mention_roles": [], "flags": 0,
+               "author": self.user(user_id, f"user{user_id}"),
+               "member": {"roles": [], "joined_at": "2024-01-01T00:00:00+00:00", "deaf": False, "mute": False,
+                          "flags": 0}}
+        if guild_id is None:
+            del msg["member"]
+        self.messages[msg["id"]] = msg
+        await self.dispatch("MESSAGE_CREATE", msg, shard_id=shard_id)
+        return msg
+
     async def interact(self, payload: dict[str, Any], *, shard_id: int = 0) -> dict[str, Any]:
         await self.dispatch("INTERACTION_CREATE", payload, shard_id=shard_id)
         return payload
@@ -240,12 +285,14 @@ class DiscordStandIn:
                 "flags": 0}
 
     @staticmethod
-    def user(user_id: str, name: str) -> dict[str, Any]:
-        return {"id": user_id, "username": name, "discriminator": "0", "global_name": name,
+    def user(user_id: str, name: str, *, global_name: str | None = "") -> dict[str, Any]:
+        return {"id": user_id, "username": name, "discriminator": "0",
+                "global_name": name if global_name == "" else global_name,
                 "avatar": None, "public_flags": 0}
 
     @staticmethod
-    def guild(guild_id: str, *, channel_ids: tuple[str, ...], role_ids: tuple[str, ...] = ()) -> dict[str, Any]:
+    def guild(guild_id: str, *, channel_ids: tuple[str, ...], role_ids: tuple[str, ...] = (),
+              thread_ids: tuple[str, ...] = ()) -> dict[str, Any]:
         roles = [{"id": guild_id, "name": "@everyone", "permissions": "0", "position": 0, "color": 0,
                   "hoist": False, "managed": False, "mentionable": False, "flags": 0}]
         roles += [{"id": r, "name": f"role-{r}", "permissions": "0", "position": i + 1, "color": 0,
@@ -254,8 +301,12 @@ class DiscordStandIn:
         channels = [{"id": c, "type": 0, "name": f"chan-{c}", "position": i, "guild_id": guild_id,
                      "permission_overwrites": [], "nsfw": False, "parent_id": None}
                     for i, c in enumerate(channel_ids)]
+        threads = [{"id": t, "type": 11, "name": f"thread-{t}", "guild_id": guild_id, "parent_id": channel_ids[0],
+                    "owner_id": "2000", "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
+                    "thread_metadata": {"archived": False, "auto_archive_duration": 1440, "locked": False,
+                                        "archive_timestamp": "2024-01-01T00:00:00+00:00"}} for t in thread_ids]
         return {"id": guild_id, "name": f"guild-{guild_id}", "unavailable": False, "member_count": 2,
-                "roles": roles, "channels": channels, "threads": [], "members": [], "emojis": [],
+                "roles": roles, "channels": channels, "threads": threads, "members": [], "emojis": [],
                 "stickers": [], "features": [], "owner_id": "1000", "icon": None, "large": False,
                 "voice_states": [], "presences": [], "stage_instances": [], "guild_scheduled_events": [],
                 "premium_tier": 0, "verification_level": 0, "default_message_notifications": 0,
@@ -264,12 +315,12 @@ class DiscordStandIn:
 
     def interaction(self, kind: int, data: dict[str, Any], *, guild_id: str, channel_id: str,
                     user_id: str = "2000", roles: tuple[str, ...] = (), message: dict[str, Any] | None = None,
-                    interaction_id: str | None = None) -> dict[str, Any]:
+                    interaction_id: str | None = None, channel_type: int = 0) -> dict[str, Any]:
         """An INTERACTION_CREATE payload: kind 2 command, 3 component, 4 autocomplete, 5 modal submit."""
         payload: dict[str, Any] = {
             "id": interaction_id or snowflake(), "application_id": self.app_id, "type": kind, "data": data,
             "guild_id": guild_id, "channel_id": channel_id,
-            "channel": {"id": channel_id, "type": 0, "guild_id": guild_id, "name": f"chan-{channel_id}",
+            "channel": {"id": channel_id, "type": channel_type, "guild_id": guild_id, "name": f"chan-{channel_id}",
                         "position": 0, "permission_overwrites": [], "nsfw": False, "parent_id": None,
                         "rate_limit_per_user": 0, "topic": None, "last_message_id": None, "flags": 0},
             "member": {"user": self.user(user_id, f"user{user_id}"), "roles": list(roles),

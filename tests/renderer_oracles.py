@@ -100,6 +100,8 @@ def _safe_scheme(url: str) -> bool:
 
 # a URL Discord would make a live link of: outside code, with a user name before the host
 _DISCORD_USERINFO = re.compile(r"https?://[^\s/?#`]*@", re.I)
+# ... or with a host that is not ASCII (an IDN host that can disguise itself as another)
+_DISCORD_HOST = re.compile(r"https?://([^\s/?#`<>@|()\\]*)", re.I)
 
 
 def _rendered(rendered: Rendered) -> Any:
@@ -237,6 +239,9 @@ def check_discord_text(content: str) -> None:
     assert not _MENTION.search(outside), f"live mention in {outside[:200]!r}"
     assert not _MASKED.search(outside), f"masked link in {outside[:200]!r}"
     assert not _DISCORD_USERINFO.search(outside), f"a live link with a user name in {outside[:200]!r}"
+    for host in _DISCORD_HOST.findall(outside):  # "·" stands for an escape, which ends a link
+        letters = [c for c in host.split("·")[0] if not c.isascii() and unicodedata.category(c).startswith("L")]
+        assert not letters, f"a live link with a non-ASCII host in {outside[:200]!r}"
     assert not re.search(r"@(everyone|here)", content, re.I), "@everyone/@here not neutralised"
     assert not hidden(content), hidden(content)
 

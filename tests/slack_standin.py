@@ -61,9 +61,13 @@ class Call:
 class SlackStandIn:
     """Run with `async with SlackStandIn() as slack:`; `slack.api_url` is the SLACK_API_URL to use."""
 
-    def __init__(self, *, usergroups: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, *, usergroups: dict[str, list[str]] | None = None,
+                 people: dict[str, dict[str, str]] | None = None) -> None:
         self.calls: list[Call] = []
         self.usergroups = dict(usergroups or {})
+        # users.info: user id -> {"name", "real_name", "display_name"}; any other id is user_not_found
+        self.assistant_threads: set[tuple[str, str]] = set()
+        self.people = dict(people or {"U0ASKER": {"name": "ana", "real_name": "Ana Lima", "display_name": "Ana Lima"}})
         self.rate_limit_once: dict[str, int] = {}   # method -> Retry-After seconds, for the next call only
         self.fail_once: dict[str, str] = {}          # method -> Slack error code, for the next call only
         self.socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -234,6 +238,42 @@ class SlackStandIn:
         if problem:
             return _error(problem)
         return _ok(message_ts=self._next_ts())
+
+    # assistant.threads.*: only in a direct message's thread the assistant pane started
+    # (`assistant_threads`: (channel, thread_ts) pairs); elsewhere Slack answers invalid_thread_ts
+    def _assistant_problem(self, args: dict[str, Any]) -> str | None:
+        if not args.get("channel_id") or not args.get("thread_ts"):
+            return "invalid_arguments"
+        if (args["channel_id"], args["thread_ts"]) not in self.assistant_threads:
+            return "invalid_thread_ts"
+        return None
+
+    async def _m_assistant_threads_setStatus(self, args: dict[str, Any]) -> web.Response:
+        problem = self._assistant_problem(args) or (None if isinstance(args.get("status"), str) else "invalid_arguments")
+        return _error(problem) if problem else _ok()
+
+    async def _m_assistant_threads_setTitle(self, args: dict[str, Any]) -> web.Response:
+        problem = self._assistant_problem(args) or (None if args.get("title") else "invalid_arguments")
+        return _error(problem) if problem else _ok()
+
+    async def _m_assistant_threads_setSuggestedPrompts(self, args: dict[str, Any]) -> web.Response:
+        prompts = args.get("prompts")
+        if isinstance(prompts, str):
+            prompts = json.loads(prompts)
+        well_formed = (isinstance(prompts, list) and 1 <= len(prompts) <= 4
+                       and all(isinstance(p, dict) and p.get("title") and p.get("message") for p in prompts))
+        problem = self._assistant_problem(args) or (None if well_formed else "invalid_arguments")
+        return _error(problem) if problem else _ok()
+
+    async def _m_users_info(self, args: dict[str, Any]) -> web.Response:
+        """users.info as Slack answers it: the profile's display_name may be "" (then people see real_name)."""
+        person = self.people.get(str(args.get("user", "")))
+        if person is None:
+            return _error("user_not_found")
+        return _ok(user={"id": args["user"], "team_id": TEAM, "name": person.get("name", ""), "deleted": False,
+                         "real_name": person.get("real_name", ""), "is_bot": False,
+                         "profile": {"display_name": person.get("display_name", ""),
+                                     "real_name": person.get("real_name", "")}})
 
     async def _m_conversations_open(self, args: dict[str, Any]) -> web.Response:
         users = str(args.get("users", ""))

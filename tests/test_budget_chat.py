@@ -88,7 +88,7 @@ def test_slack_yes_lets_the_call_happen_and_the_card_arrive(oz0_home):
                 asked_ts = h.runtime.job(job.id).question_shown["ts"]
                 decided = await eventually(lambda: [u.args for u in h.slack.of("chat.update")
                                                     if u.args["ts"] == asked_ts])
-                assert decided[0]["text"].startswith("Yes — by @U0ASKER at")
+                assert decided[0]["text"].startswith("Yes — by Ana Lima at")
                 assert slack_buttons(decided[0]["blocks"]) == []
                 assert h.runtime.job(job.id).status == "succeeded"
                 [state] = h.runtime.budgets.report(job)
@@ -172,7 +172,7 @@ def test_discord_yes_lets_the_call_happen_and_the_card_arrive(oz0_home, runs):
                 assert server.requests == []
                 click = await discord_click(h, yes["custom_id"], question)
                 decided = texts((await h.edit(click)).body["components"])
-                assert "Yes — by @2000 at" in decided
+                assert "Yes — by Ana Lima at" in decided
                 assert "looks fine" in await discord_card(h, ask, "looks fine")
                 job = h.runtime.job(ask_job(h))
                 assert job.status == "succeeded"
@@ -188,7 +188,7 @@ def test_discord_no_ends_with_a_budget_exhausted_card_naming_the_budget(oz0_home
             async with discord_channel(oz0_home, server.url) as h:
                 ask, question, _, no = await discord_question(h)
                 click = await discord_click(h, no["custom_id"], question)
-                assert "No — by @2000 at" in texts((await h.edit(click)).body["components"])
+                assert "No — by Ana Lima at" in texts((await h.edit(click)).body["components"])
                 card = await discord_card(h, ask, "Failed")
                 assert "the 50 tokens budget (agent reviewer, per job) has no room for the next call" in card
                 assert "its tokens limit is 50 tokens" in card and "this call needs up to 194 tokens" in card

@@ -183,16 +183,20 @@ SCHEMA_ROWS: list[tuple[str, Any, Any, tuple[bool, bool], tuple[str, str]]] = [
      ("$.a.b.c is newly required",) * 2),
     ("anyOf branch added",
      obj({"v": {"anyOf": [{"type": "string"}]}}), obj({"v": {"anyOf": [{"type": "string"}, {"type": "null"}]}}),
-     (OK, B), ('$.v has a new anyOf branch: {"type": "null"}',) * 2),
+     (B, B), ('$.v has a new anyOf branch: {"type": "null"}'
+            " (the check does not compare anyOf, so any change to it counts as breaking)",) * 2),
     ("anyOf branch removed",
      obj({"v": {"anyOf": [{"type": "string"}, {"type": "null"}]}}), obj({"v": {"anyOf": [{"type": "string"}]}}),
-     (B, OK), ('$.v lost an anyOf branch: {"type": "null"}',) * 2),
+     (B, B), ('$.v lost an anyOf branch: {"type": "null"}'
+            " (the check does not compare anyOf, so any change to it counts as breaking)",) * 2),
     ("oneOf branch added",
      obj({"v": {"oneOf": [{"type": "string"}]}}), obj({"v": {"oneOf": [{"type": "string"}, {"title": "n", "type": "integer"}]}}),
-     (OK, B), ("$.v has a new oneOf branch: 'n'",) * 2),
+     (B, B), ("$.v has a new oneOf branch: 'n'"
+            " (the check does not compare oneOf, so any change to it counts as breaking)",) * 2),
     ("oneOf branch removed",
      obj({"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}), obj({"v": {"oneOf": [{"type": "integer"}]}}),
-     (B, OK), ('$.v lost a oneOf branch: {"type": "string"}',) * 2),
+     (B, B), ('$.v lost a oneOf branch: {"type": "string"}'
+            " (the check does not compare oneOf, so any change to it counts as breaking)",) * 2),
     ("allOf changed",
      obj({"v": {"allOf": [{"type": "string"}]}}), obj({"v": {"allOf": [{"type": "string"}, {"minLength": 1}]}}),
      (B, B), ("allOf of $.v changed (the check does not compare allOf)",) * 2),

@@ -158,6 +158,6 @@ def test_oz0_mcp_tools_shows_the_annotations(capsys):
     block = out.split("drop_table", 1)[1].split("\n\n", 1)[0]
     assert 'hints:  title="Drop table", destructiveHint=true, idempotentHint=false, openWorldHint=false' in block
     code = main(["mcp", "tools", "--json", "--command", shlex.join([sys.executable, str(SERVER)])])
-    tools = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
+    tools = {t["name"]: t for t in json.loads(capsys.readouterr().out)["tools"]}
     assert tools["read_table"]["annotations"] == {"readOnlyHint": True, "destructiveHint": True}
     assert "annotations" not in tools["deploy"]

@@ -306,7 +306,8 @@ def test_markdown_prose_is_still_markdown(tmp_path):
     card = card_of(write(tmp_path, "r.json", {"content": [{"type": "text", "text": prose}]}))
     assert card["text_format"] == "markdown"
     text = oz0("render", str(tmp_path / "r.json")).stdout
-    assert "The search is faster and the login is fixed." in text
+    assert "The search is faster\nand the login is fixed." in text  # styled, its lines kept (issue 28, 16)
+    assert "*faster*" not in text and "# Release" not in text
 
 
 def test_an_agent_answer_checked_against_its_own_contract_is_not_read_as_json_rpc():

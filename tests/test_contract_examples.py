@@ -275,7 +275,7 @@ def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path
         assert '  example (agent deploys): The api\'s deploys: {"service":"api"}' in block
         assert out.count("example (agent") == 1
         code, out, err = oz0(capsys, "mcp", "tools", "--json", "--command", shlex.join([sys.executable, "cards_server.py"]))
-        tools = {t["name"]: t for t in json.loads(out)}
+        tools = {t["name"]: t for t in json.loads(out)["tools"]}
         assert tools["deploys"]["examples"] == [{"agent": "deploys", "description": "The api's deploys",
                                                  "input": {"service": "api"}}]
         assert all("examples" not in t for name, t in tools.items() if name != "deploys")

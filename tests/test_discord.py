@@ -35,12 +35,13 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 
-def buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def buttons(components: list[dict[str, Any]], *, feedback: bool = False) -> list[dict[str, Any]]:
+    """The buttons of a message, less its 👍 / 👎 (unless `feedback`)."""
     found: list[dict[str, Any]] = []
     stack = list(components)
     while stack:
         node = stack.pop()
-        if node.get("type") == 2:
+        if node.get("type") == 2 and (feedback or not str(node.get("custom_id", "")).startswith("oz0_feedback:")):
             found.append(node)
         stack += node.get("components") or []
     return found
@@ -75,7 +76,7 @@ def test_ask_defers_at_once_then_edits_the_original_response_into_the_card(home)
             assert [o["name"] for o in names["ask"]["options"]] == ["agent", "input"]
             assert names["ask"]["options"][0]["autocomplete"] is True
             assert names[discord_client.ASK_MESSAGE_COMMAND]["type"] == 3
-            assert h.standin.identifies[0]["intents"] == 1  # guilds only: nothing privileged
+            assert h.standin.identifies[0]["intents"] == 1 | 1 << 9  # guilds, guild messages: nothing privileged
 
             started = time.monotonic()
             ask = await h.send(h.standin.slash("ask", {"agent": "deploys", "input": '{"service": "api", "rows": 2}'},
@@ -89,6 +90,9 @@ def test_ask_defers_at_once_then_edits_the_original_response_into_the_card(home)
             assert "deploys" in shown and "api" in shown
             share = buttons(edit.body["components"])
             assert [b["label"] for b in share] == ["Share in channel"]
+            job = h.runtime.jobs(limit=1)[0]
+            assert sorted(b["custom_id"] for b in buttons(edit.body["components"], feedback=True)
+                          if b not in share) == [f"oz0_feedback:bad:{job.id}", f"oz0_feedback:good:{job.id}"]
             assert share[0]["custom_id"].startswith(discord_client.SHARE_PREFIX)
             assert [r.method for r in h.to(ask)] == ["POST", "PATCH"]
     run(scenario())

@@ -69,7 +69,7 @@ def test_a_question_answered_by_its_buttons_edits_its_message_and_a_second_click
             first = await h.send(click(h, yes["custom_id"], question))
             assert (await h.callback(first)).body == {"type": DEFERRED_UPDATE}
             edited = (await h.edit(first)).body              # the message clicked, edited into the decision
-            assert "Yes — by @2000 at" in texts(edited["components"])
+            assert "Yes — by Ana Lima at" in texts(edited["components"])
             assert buttons(edited["components"]) == []
             final = await h.standin.wait_for(lambda r: r.method == "PATCH" and ask["token"] in r.path
                                              and "accept" in texts((r.body or {}).get("components") or []))
@@ -137,7 +137,7 @@ def test_a_question_answered_in_a_modal_shows_the_path_and_rule_of_an_invalid_an
 
             good = await h.send(submit("3"))
             await h.callback(good)
-            assert "by @2000 at" in texts((await h.edit(good)).body["components"])
+            assert "by Ana Lima at" in texts((await h.edit(good)).body["components"])
             final = await h.standin.wait_for(lambda r: r.method == "PATCH" and ask["token"] in r.path
                                              and "accept" in texts((r.body or {}).get("components") or []))
             assert '{"count": 3, "reason": "ok go", "urgent": true}' in texts(final[0].body["components"])

@@ -43,7 +43,7 @@ def test_a_flows_person_step_is_answered_with_slack_buttons_and_the_flow_goes_on
             assert "steps: review succeeded; approve" in shown and "merge succeeded" in shown
             decided = json.dumps([c.args for c in h.slack.of("chat.update")] + [c.args for c in h.slack.of("response")],
                                  ensure_ascii=False)
-            assert "by @U0ASKER" in decided
+            assert "by Ana Lima" in decided
 
     asyncio.run(asyncio.wait_for(main(), 90))
     journal = Runtime(oz0_home, flow_engine=FLOW_ENGINE)

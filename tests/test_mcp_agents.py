@@ -48,7 +48,7 @@ def test_mcp_tools_lists_contracts_and_card_forms(capsys: pytest.CaptureFixture[
 
 def test_mcp_tools_json(capsys: pytest.CaptureFixture[str], http_url: str) -> None:
     code, out, _ = run_cli(capsys, "mcp", "tools", "--url", http_url, "--json")
-    tools = {t["name"]: t for t in json.loads(out)}
+    tools = {t["name"]: t for t in json.loads(out)["tools"]}
     assert code == 0 and tools["disk"]["card"] == "key-values: host, mount, used_percent"
     assert tools["disk"]["outputSchema"]["properties"]["used_percent"]["maximum"] == 100
     assert "outputSchema" not in tools["notes"]

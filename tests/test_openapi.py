@@ -82,6 +82,7 @@ def test_failure_kinds_are_error_responses_with_their_flags(plugin):
     assert (invalid["x-retryable"], invalid["x-partial"], invalid["x-person"]) == (False, False, False)
     kinds = {b["title"]: b for b in responses["502"]["content"]["application/json"]["schema"]["oneOf"]}
     assert sorted(kinds) == ["AgentError", "BudgetExhausted", "Cancelled", "Crashed", "Interrupted", "InvalidOutput",
+                             "InvalidResultContract",
                              "LimitExceeded", "Misconfigured", "NeedsOwner", "OutputTooLarge", "Rejected", "Timeout",
                              "Unavailable"]
     assert (kinds["LimitExceeded"]["x-retryable"], kinds["LimitExceeded"]["x-partial"]) == (False, True)

@@ -38,14 +38,14 @@ SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean", "titl
                                            "count": {"type": "integer", "minimum": 1}}, "required": ["approved"]}
 
 
-def agent(entry: str) -> dict:
+def agent(entry: str, step: str) -> dict:
     return {"description": "asks a person", "kind": "python", "entry": f"impl:{entry}", "input": "text",
-            "output": "text"}
+            "output": "text", "asks": {step: {"answer_schema": "schemas/approve.json"}}}
 
 
 def with_asking_agents(runtime: Runtime, where: Path) -> Runtime:
-    make_plugin(where, name="asking", agents={"approve": agent("approve"), "gated": agent("gated")},
-                files={"impl.py": IMPL})
+    make_plugin(where, name="asking", agents={"approve": agent("approve", "approve"), "gated": agent("gated", "ask-1")},
+                files={"impl.py": IMPL, "schemas/approve.json": SCHEMA})
     install_plugin(runtime, load_plugin(where), actor="test")
     return runtime
 

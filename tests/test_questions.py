@@ -45,17 +45,18 @@ IMPL = """
     """
 
 
-def agent(entry: str) -> dict:
+def agent(entry: str, step: str) -> dict:
     return {"description": f"asks a person ({entry})", "kind": "python", "entry": f"impl:{entry}",
-            "input": "text", "output": "text"}
+            "input": "text", "output": "text", "asks": {step: {"answer_schema": "schemas/approve.json"}}}
 
 
 @pytest.fixture
 def runtime(oz0_home: Path, tmp_path: Path) -> Runtime:
     rt = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
-    make_plugin(tmp_path / "asks", name="asks", agents={"merge": agent("merge"), "mine": agent("mine"),
-                                                         "blocking": agent("blocking")},
-                files={"impl.py": IMPL})
+    make_plugin(tmp_path / "asks", name="asks", agents={"merge": agent("merge", "approve"),
+                                                         "mine": agent("mine", "ask-1"),
+                                                         "blocking": agent("blocking", "go")},
+                files={"impl.py": IMPL, "schemas/approve.json": APPROVE})
     install_plugin(rt, load_plugin(tmp_path / "asks"), actor="test")
     yield rt
     rt.close()

@@ -82,8 +82,9 @@ def test_a_job_waiting_inside_its_step_when_the_engine_stops_ends_interrupted_on
             async def ask(text, ctx):
                 answer = await ctx.ask_person("Go?", {"type": "object", "properties": {"go": {"type": "boolean"}}})
                 return answer.action
-            """}, agents={"asks": {"description": "asks", "kind": "python", "entry": "impl:ask",
-                                   "input": "text", "output": "text"}})
+            """, "schemas/go.json": {"type": "object", "properties": {"go": {"type": "boolean"}}}},
+            agents={"asks": {"description": "asks", "kind": "python", "entry": "impl:ask", "input": "text",
+                             "output": "text", "asks": {"ask-1": {"answer_schema": "schemas/go.json"}}}})
         install_plugin(runtime, load_plugin(tmp_path / "asks"), actor="test")
         job, _ = runtime.submit("asks", "x", requester="console:maria")
     finally:

@@ -86,7 +86,7 @@ def test_share_in_channel_posts_the_card_for_everyone_and_removes_the_private_vi
             assert post.args["channel"] == "C0GENERAL" and "thread_ts" not in post.args
             assert_valid_blocks(post.args["blocks"])
             assert "echo: ship it" in texts(post.args["blocks"])
-            assert "Asked by U0ASKER" in texts(post.args["blocks"])
+            assert "Asked by Ana Lima" in texts(post.args["blocks"])
             assert share_values(post.args["blocks"]) == []
             responses = await h.slack.wait_for("response", 2)
             assert responses[1].path == "/response/share-1" and responses[1].args == {"delete_original": True}
@@ -475,10 +475,14 @@ def test_the_app_manifest_asks_for_what_the_channel_uses():
     [command] = manifest["features"]["slash_commands"]
     assert command["command"] == slack_app.COMMAND and command["url"].endswith(slack_app.EVENTS_PATH)
     settings = manifest["settings"]
-    assert settings["event_subscriptions"]["bot_events"] == ["app_mention"]
+    assert settings["event_subscriptions"]["bot_events"] == ["app_mention", "message.channels", "message.groups",
+                                                             "message.im", "assistant_thread_started"]
+    assert "assistant_description" in manifest["features"]["assistant_view"]
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith(slack_app.EVENTS_PATH)
-    needed = {"commands", "app_mentions:read", "chat:write", "files:write", "im:write", "usergroups:read"}
+    needed = {"commands", "app_mentions:read", "chat:write", "files:write", "im:write", "usergroups:read",
+              "channels:history", "groups:history", "im:history", "assistant:write", "users:read"}
     assert set(manifest["oauth_config"]["scopes"]["bot"]) == needed
 
 

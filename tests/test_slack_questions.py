@@ -78,10 +78,10 @@ def test_a_question_answered_by_its_buttons_updates_its_card_and_a_second_click_
             status, took = await click(h, yes)
             assert status == 200 and took < ACK_LIMIT_S
             [answered] = await eventually(lambda: [u for u in h.slack.of("chat.update")
-                                                   if "by @U0ASKER at" in json.dumps(u.args["blocks"], ensure_ascii=False)])
+                                                   if "by Ana Lima at" in json.dumps(u.args["blocks"], ensure_ascii=False)])
             assert answered.args["ts"] == shown["ts"] and answered.args["channel"] == "C0GENERAL"
             assert_valid_blocks(answered.args["blocks"])
-            assert "Yes — by @U0ASKER at" in json.dumps(answered.args["blocks"], ensure_ascii=False)
+            assert "Yes — by Ana Lima at" in json.dumps(answered.args["blocks"], ensure_ascii=False)
             assert buttons(answered.args["blocks"]) == []
             final = await eventually(lambda: [u for u in h.slack.of("chat.update")
                                               if "accept" in json.dumps(u.args.get("blocks"))])
@@ -125,7 +125,7 @@ def test_an_enum_gets_a_button_per_value(home):
             assert labels == ["prod", "staging", "dev"]
             await click(h, buttons(question.args["blocks"])[1])
             await eventually(lambda: [u for u in h.slack.of("chat.update")
-                                      if "staging — by @U0ASKER" in json.dumps(u.args["blocks"], ensure_ascii=False)])
+                                      if "staging — by Ana Lima" in json.dumps(u.args["blocks"], ensure_ascii=False)])
     run(main())
 
 
@@ -166,7 +166,7 @@ def test_a_private_question_is_answered_in_a_modal_and_an_invalid_answer_shows_t
             status, closed, _ = await h.post(body, signed_headers(body))
             assert status == 200 and not closed          # an empty ack closes the modal
             [updated] = await eventually(lambda: [r for r in responses(h, "form") if r.get("replace_original")])
-            assert "by @U0ASKER" in json.dumps(updated["blocks"]) and buttons(updated["blocks"]) == []
+            assert "by Ana Lima" in json.dumps(updated["blocks"]) and buttons(updated["blocks"]) == []
             final = await eventually(lambda: [r for r in responses(h, "ask-1") if r.get("replace_original")])
             assert '{\\"count\\": 3, \\"reason\\": \\"ok go\\", \\"urgent\\": true}' in json.dumps(final[-1]["blocks"])
     run(main())
@@ -192,7 +192,7 @@ def test_a_question_answered_elsewhere_still_updates_its_card_in_the_thread(home
             await asyncio.to_thread(h.runtime.answer, job.id, "approve", action="decline", content=None,
                                     by=job.requester)
             [updated] = await eventually(lambda: [u for u in h.slack.of("chat.update") if u.args["ts"] == shown["ts"]])
-            assert "Declined by @U0ASKER at" in json.dumps(updated.args["blocks"], ensure_ascii=False)
+            assert "Declined by Ana Lima at" in json.dumps(updated.args["blocks"], ensure_ascii=False)
             assert buttons(updated.args["blocks"]) == []
     run(main())
 
@@ -223,5 +223,5 @@ def test_a_private_question_answered_elsewhere_is_told_to_the_asker_privately(ho
                                     content={"approved": False}, by=job.requester)
             [told] = await h.slack.wait_for("chat.postEphemeral")
             assert told.args["user"] == "U0ASKER"
-            assert "No — by @U0ASKER at" in json.dumps(told.args["blocks"], ensure_ascii=False)
+            assert "No — by Ana Lima at" in json.dumps(told.args["blocks"], ensure_ascii=False)
     run(main())

@@ -215,7 +215,7 @@ def test_mcp_server_time_as_a_tool(tmp_path):
         agent = yaml.safe_load((root / "agents" / "triage.yaml").read_text())
         agent["tools"] = [{"server": "time", "only": ["get_current_time"]}]
         (root / "agents" / "triage.yaml").write_text(yaml.safe_dump(agent))
-        install_plugin(rt, load_plugin(root), allow_breaking=True)
+        install_plugin(rt, load_plugin(root), allow_breaking=True, force=True)  # the same version, edited
         job, _ = run(rt)
     assert job.status == "succeeded"
     assert [t["function"]["name"] for t in model.requests[0]["json"]["tools"]] == ["get_current_time"]
@@ -307,5 +307,5 @@ def test_install_refuses_a_tool_the_server_does_not_list(tmp_path):
     agent["tools"] = [{"server": "ci", "only": ["ci_log", "ci_rerun"]}]
     (root / "agents" / "triage.yaml").write_text(yaml.safe_dump(agent))
     with pytest.raises(PluginError) as refused:
-        install_plugin(rt, load_plugin(root), allow_breaking=True)
+        install_plugin(rt, load_plugin(root), allow_breaking=True, force=True)  # the same version, edited
     assert "server 'ci' lists no tool 'ci_rerun' (it lists: ci_log, delete_branch)" in str(refused.value)

@@ -132,20 +132,22 @@ def who(by: str, platform: str) -> str:
     return "@" + by[len(prefix):] if by.startswith(prefix) else by
 
 
-def answered_card(question: Any, answer: Any, *, platform: str) -> Card:
-    """The question's card once answered: what was decided, by whom and when; no buttons."""
+def answered_card(question: Any, answer: Any, *, platform: str, by_name: str | None = None) -> Card:
+    """The question's card once answered: what was decided, by whom (`by_name`: their display name)
+    and when; no buttons."""
     when = _when(answer.at)
+    by = by_name or who(answer.by, platform)
     if answer.action == "timeout":
         line = f"No answer in time (closed at {when})"
     elif answer.action in ("decline", "cancel"):
-        line = f"{answer.action.capitalize()}d by {who(answer.by, platform)} at {when}"
+        line = f"{answer.action.capitalize()}d by {by} at {when}"
     else:
         content = answer.content or {}
         choices = _choices(question.answer_schema) or []
         label = next((lbl for _, lbl, c in choices if c == content), None)
         said = label if label is not None else ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}"
                                                          for k, v in content.items())
-        line = f"{said or 'Answered'} — by {who(answer.by, platform)} at {when}"
+        line = f"{said or 'Answered'} — by {by} at {when}"
     notes = (f"Asked by {question.source}.",) if question.source else ()
     return Card(form="text", title=line, text=question.message, text_format="plain", notes=notes)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, Iterable, Mapping
 
 import discord
@@ -35,6 +36,8 @@ from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
+from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow, Restarts
@@ -68,6 +71,9 @@ MAX_CHOICES = 25                 # autocomplete answers and select options: at m
 STOP_GRACE_S = 5.0               # how long running jobs may finish when the channel stops
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
+STOP_PREFIX = f"{STOP_ACTION}:"     # the Stop button under an answer in a conversation
+FEEDBACK_PREFIX = f"{FEEDBACK_ACTION}:"   # 👍 / 👎 under an answer
+THREAD_TYPES = (10, 11, 12)         # announcement, public and private threads
 AGENT_FIELD = discord_modal.ASK_AGENT_ID
 INPUT_FIELD = discord_modal.ASK_INPUT_ID
 
@@ -117,9 +123,55 @@ def to_ask(data: Mapping[str, Any], *, interaction: Any = None) -> Ask:
     if not data.get("id") or not data.get("token") or asker.user is None or asker.channel is None:
         raise ValueError("interaction without id, token, user or channel")
     reply = _reply(data, asker, interaction)
+    in_thread = (data.get("channel") or {}).get("type") in THREAD_TYPES
     return Ask(agent.strip() if isinstance(agent, str) else None, text if isinstance(text, str) else "", asker,
                f"discord:interaction:{data['id']}", reply, help=wants_help,
-               source="modal" if kind == 5 else "command")
+               source="modal" if kind == 5 else "command", thread=asker.channel if in_thread else None)
+
+
+def to_direct_message(data: Mapping[str, Any]) -> Ask:
+    """A direct message to the bot (access.yaml `dms: true`): `AGENT INPUT` or `help`, no mention
+    needed; the DM is one conversation, so words that name no agent follow it up."""
+    author = data.get("author") or {}
+    content = str(data.get("content") or "").strip()
+    if author.get("bot") or not author.get("id") or not data.get("id") or not content:
+        raise ValueError("a bot's direct message, or one without author, id or text")
+    channel = str(data["channel_id"])
+    asker = Asker("discord", workspace=None, channel=channel, user=str(author["id"]))
+    reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
+                        message_id=str(data["id"]))
+    words = content.split(None, 1)
+    wants_help = words[0].lower() in ("help", "?", "/agents")
+    return Ask(None if wants_help else words[0], "" if wants_help or len(words) < 2 else words[1].strip(), asker,
+               f"discord:message:{data['id']}", reply, help=wants_help, source="mention", thread=channel)
+
+
+def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
+    """A person's message in a thread (MESSAGE_CREATE): a mention of the bot asks like `/ask` (`@oz0
+    AGENT INPUT`, or words that follow up the thread's conversation); without one it is a follow-up,
+    whose content Discord sends only with the message-content intent. ValueError for anything else."""
+    author = data.get("author") or {}
+    if author.get("bot") or not author.get("id") or not data.get("id") or not data.get("channel_id"):
+        raise ValueError("a bot's message, or one without author, id or channel")
+    if data.get("channel_type") not in THREAD_TYPES:
+        raise ValueError("a message outside a thread: /ask asks there")
+    content = str(data.get("content") or "")
+    mentioned = any(str(m.get("id")) == bot_id for m in data.get("mentions") or ())
+    if not content.strip():
+        raise ValueError("a message without content (no message-content intent, or only attachments)")
+    channel = str(data["channel_id"])
+    asker = Asker("discord", workspace=_str(data.get("guild_id")), channel=channel, user=str(author["id"]),
+                  groups=tuple(str(r) for r in (data.get("member") or {}).get("roles") or ()))
+    reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
+                        guild_id=asker.workspace, message_id=str(data["id"]))
+    delivery = f"discord:message:{data['id']}"
+    if mentioned:
+        words = re.sub(rf"<@!?{re.escape(bot_id)}>", " ", content).strip().split(None, 1)
+        agent, text = (words[0] if words else None), (words[1].strip() if len(words) > 1 else "")
+        wants_help = agent is None or agent.lower() in ("help", "?")
+        return Ask(None if wants_help else agent, "" if wants_help else text, asker, delivery, reply,
+                   help=wants_help, source="mention", thread=channel)
+    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel, follow_up=True)
 
 
 def _reply(data: Mapping[str, Any], asker: Asker, interaction: Any) -> ReplyTarget:
@@ -189,6 +241,9 @@ class DiscordChannel:
         policy = policy if policy is not None else AccessPolicy.load(runtime.home)
         intents = discord.Intents.none()
         intents.guilds = True      # roles of the guilds, for access rules on roles; not privileged
+        intents.guild_messages = True    # messages in a conversation's thread (their content: the next one)
+        intents.message_content = settings.message_content   # privileged: without it, only mentions are read
+        intents.dm_messages = policy.dms   # direct messages, when access.yaml says `dms: true`
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False  # oz0 has no voice
         options: dict[str, Any] = {"intents": intents, "allowed_mentions": discord.AllowedMentions.none()}
         if settings.sharded:
@@ -200,6 +255,7 @@ class DiscordChannel:
         self.client.setup_hook = self._setup_hook  # type: ignore[method-assign]
         self.client.on_ready = self._on_ready  # type: ignore[attr-defined]
         self.client.on_interaction = self._on_interaction  # type: ignore[attr-defined]
+        self.client.on_message = self._on_message  # type: ignore[attr-defined]
         self.tree = app_commands.CommandTree(self.client)
         self.tree.on_error = self.on_error  # type: ignore[method-assign]
         self._register_commands()
@@ -261,9 +317,11 @@ class DiscordChannel:
         """The interaction as Discord sent it, as far as `to_ask` needs it."""
         user = interaction.user
         roles = [str(r.id) for r in getattr(user, "roles", ()) if not r.is_default()]
+        channel_type = getattr(getattr(interaction.channel, "type", None), "value", None)
         return {"id": str(interaction.id), "type": interaction.type.value, "token": interaction.token,
                 "application_id": str(interaction.application_id), "guild_id": _str(interaction.guild_id),
-                "channel_id": _str(interaction.channel_id), "data": interaction.data or {},
+                "channel_id": _str(interaction.channel_id), "channel": {"type": channel_type},
+                "data": interaction.data or {},
                 "member": {"user": {"id": str(user.id)}, "roles": roles}}
 
     async def ask(self, interaction: discord.Interaction) -> None:
@@ -297,6 +355,27 @@ class DiscordChannel:
             return
         await self.wire.open_ask_form(interaction, discord_modal.ask_modal(allowed, message.content))
 
+    async def _on_message(self, message: discord.Message) -> None:
+        """A message the gateway delivered: a conversation's follow-up, or a mention in a thread."""
+        me = self.client.user
+        if me is None or message.author.id == me.id:
+            return
+        data = {"id": str(message.id), "channel_id": str(message.channel.id), "guild_id": _str(message.guild and
+                message.guild.id), "channel_type": getattr(message.channel.type, "value", None),
+                "content": message.content, "author": {"id": str(message.author.id), "bot": message.author.bot},
+                "mentions": [{"id": str(m.id)} for m in message.mentions],
+                "member": {"roles": [str(r.id) for r in getattr(message.author, "roles", ()) if not r.is_default()]}}
+        try:
+            if message.guild is None:
+                if not self.flow.policy.dms:
+                    return   # not subscribed to DMs then; one that arrives anyway is nobody's ask
+                ask = to_direct_message(data)
+            else:
+                ask = to_thread_message(data, bot_id=str(me.id))
+        except ValueError:
+            return   # most messages are nobody's ask
+        self.flow.tasks.spawn(self.flow.ask(ask), name=f"discord-message-{message.id}")
+
     async def _on_interaction(self, interaction: discord.Interaction) -> None:
         kinds = (discord.InteractionType.component, discord.InteractionType.modal_submit)
         if interaction.type not in kinds:
@@ -309,6 +388,15 @@ class DiscordChannel:
                 await self.flow.answer(to_answer_click(self._wire(interaction), interaction=interaction))
             elif interaction.type is discord.InteractionType.component and share_job(custom_id) is not None:
                 await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))
+            elif interaction.type is discord.InteractionType.component and custom_id.startswith(FEEDBACK_PREFIX):
+                data = self._wire(interaction)
+                asker = asker_of(data)
+                await self.flow.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, _reply(data, asker, interaction))
+            elif interaction.type is discord.InteractionType.component and custom_id.startswith(STOP_PREFIX):
+                data = self._wire(interaction)
+                asker = asker_of(data)
+                await self.flow.conversing.stop_click(custom_id[len(STOP_PREFIX):], f"discord:{asker.user}",
+                                                      _reply(data, asker, interaction))
         except Exception as exc:
             await self.on_error(interaction, exc)
 
@@ -346,7 +434,14 @@ class DiscordChannel:
                     await self.flow.close()
                     await self.client.close()
                     if connection.done() and not connection.cancelled() and connection.exception():
-                        raise connection.exception()  # type: ignore[misc]
+                        failed = connection.exception()
+                        if isinstance(failed, discord.PrivilegedIntentsRequired):
+                            raise DiscordConfigError(
+                                "DISCORD_MESSAGE_CONTENT is on, but Discord refused the Message Content Intent: "
+                                "switch it on in the Developer Portal (your application > Bot > Privileged "
+                                "Gateway Intents), or unset DISCORD_MESSAGE_CONTENT to follow up with mentions"
+                            ) from None
+                        raise failed  # type: ignore[misc]
                     connection.cancel()
                     await asyncio.gather(connection, return_exceptions=True)
 

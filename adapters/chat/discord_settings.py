@@ -25,6 +25,9 @@ class DiscordSettings:
     api_url: str | None = None
     shard_count: int | None = None
     shard_ids: tuple[int, ...] | None = None
+    # DISCORD_MESSAGE_CONTENT: the privileged intent (switched on in the Developer Portal too) that lets a
+    # reply in a conversation's thread be a follow-up without a mention; off, only mentions are read
+    message_content: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> "DiscordSettings":
@@ -51,7 +54,11 @@ class DiscordSettings:
             wrong = [s for s in shard_ids if s >= count]
             if wrong:
                 raise DiscordConfigError(f"DISCORD_SHARD_IDS {wrong} are not below DISCORD_SHARD_COUNT {count}")
-        return cls(token=token, guild_ids=guilds, api_url=api_url, shard_count=count, shard_ids=shard_ids)
+        content = env.get("DISCORD_MESSAGE_CONTENT", "").strip().lower()
+        if content not in ("", "0", "1", "true", "false", "yes", "no"):
+            raise DiscordConfigError(f"DISCORD_MESSAGE_CONTENT must be true or false, not {content!r}")
+        return cls(token=token, guild_ids=guilds, api_url=api_url, shard_count=count, shard_ids=shard_ids,
+                   message_content=content in ("1", "true", "yes"))
 
     @property
     def sharded(self) -> bool:

@@ -34,6 +34,9 @@ ASK_MESSAGE_COMMAND = "Ask an agent about this"
 REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
 
+EPHEMERAL = 1 << 6   # a message flag only an interaction's answer may carry
+
+
 @dataclass(frozen=True)
 class ReplyTarget:
     """Where the answer goes: the interaction's original response, or (token expired) its channel."""
@@ -45,12 +48,14 @@ class ReplyTarget:
     guild_id: str | None = None
     created: float = 0.0          # when Discord created the interaction (its token's clock)
     interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
+    message_id: str | None = None  # a message asked (a reply in a thread): the answer replies to it
 
     def to_ref(self) -> ReplyRef:
         """This target as the job journals it: version REF_VERSION of the Discord reply reference."""
         return ReplyRef.written("discord", REF_VERSION, {
             "application_id": self.application_id, "token": self.token, "channel": self.channel_id,
-            "user": self.user_id, "guild": self.guild_id, "created": self.created})
+            "user": self.user_id, "guild": self.guild_id, "created": self.created,
+            "message": self.message_id})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
@@ -58,7 +63,8 @@ class ReplyTarget:
         data = ref.data_for("discord", (REF_VERSION,))
         return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
                    channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
-                   guild_id=data.get("guild"), created=float(data.get("created") or 0.0))
+                   guild_id=data.get("guild"), created=float(data.get("created") or 0.0),
+                   message_id=data.get("message"))
 
     def token_usable(self, *, now: float, lifetime_s: float) -> bool:
         return bool(self.token) and now < self.created + lifetime_s - min(TOKEN_MARGIN_S, lifetime_s / 10)
@@ -80,14 +86,33 @@ class DiscordWire:
     async def with_groups(self, asker: Asker) -> Asker:
         return asker   # the roles come with the interaction
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """The guild member's nick, else their global name, else their username."""
+        route = (Route("GET", "/guilds/{guild_id}/members/{user_id}", guild_id=workspace, user_id=user) if workspace
+                 else Route("GET", "/users/{user_id}", user_id=user))
+        try:
+            found = await self.client.http.request(route)
+        except discord.HTTPException as exc:
+            log.warning("cannot read Discord user %s: %s", user, exc.status)
+            return None
+        person = (found.get("user") or found) if isinstance(found, dict) else {}
+        nick = found.get("nick") if isinstance(found, dict) else None
+        return nick or person.get("global_name") or person.get("username") or None
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         return {"platform": "discord", "agent": ask.agent, "guild": asker.workspace, "channel": asker.channel,
                 "user": asker.user, "roles": list(asker.groups)}
 
     async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
+        if ask.reply.interaction is None:   # a message in a thread: a message has no private answer
+            await self._in_channel(ask.reply, rendered)
+            return
         await ask.reply.interaction.response.send_message(discord.utils.escape_markdown(message), ephemeral=True)
 
     async def show_help(self, ask: Ask, rendered: Rendered) -> None:
+        if ask.reply.interaction is None:
+            await self._in_channel(ask.reply, rendered)
+            return
         await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
         await self._send(_original(ask.reply), rendered.payload, rendered.uploads)
 
@@ -99,6 +124,13 @@ class DiscordWire:
 
     async def working(self, ask: Ask, rendered: Rendered) -> ReplyTarget:
         # An interaction's "thinking..." is Discord's own working message: the card replaces it.
+        if ask.reply.interaction is None:   # a message: "oz0 is typing..." until the answer is posted
+            try:
+                await self.client.http.request(Route("POST", "/channels/{channel_id}/typing",
+                                                      channel_id=ask.reply.channel_id))
+            except discord.HTTPException as exc:
+                log.warning("could not show typing in %s: %s", ask.reply.channel_id, exc.status)
+            return ask.reply
         await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
         return ask.reply
 
@@ -119,9 +151,17 @@ class DiscordWire:
                             reply.channel_id)
             except discord.HTTPException as exc:
                 raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
+        await self._in_channel(reply, rendered)
+
+    async def _in_channel(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        """Post in the channel (as a reply to the message asked, when a message asked)."""
         route = Route("POST", "/channels/{channel_id}/messages", channel_id=reply.channel_id)
+        payload = dict(rendered.payload)
+        payload["flags"] = int(payload.get("flags") or 0) & ~EPHEMERAL
+        if reply.message_id:
+            payload["message_reference"] = {"message_id": reply.message_id, "fail_if_not_exists": False}
         try:
-            await self._send(route, rendered.payload, rendered.uploads)
+            await self._send(route, payload, rendered.uploads)
         except discord.HTTPException as exc:
             log.error("could not post a card in channel %s: %s %s", reply.channel_id, exc.status, exc.text)
 

@@ -31,6 +31,8 @@ from dataclasses import replace
 from typing import Any, Awaitable, Callable, Iterable
 
 from oz0.adapters.chat.catalog import Catalog
+from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
@@ -42,6 +44,7 @@ from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.model.job import Job
 from oz0.edge.runtime.events import Answered, QuestionAsked
+from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
@@ -70,6 +73,8 @@ class AskFlow:
         self._progress: dict[str, WorkingProgress] = {}
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
+        self.conversing = Conversing(self)
+        self.names = Names(wire.platform, wire.display_name)
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -205,6 +210,19 @@ class AskFlow:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
+        if ask.follow_up:
+            followed = await self.conversing.follow_up(ask, specs)
+            if followed is None:
+                return   # a reply in a thread that is no open conversation: nobody's ask
+            ask = followed
+        elif self.conversing.is_stop(ask, names):
+            await self.conversing.stop(ask, recorded)
+            return
+        elif ask.thread is not None and ask.agent is not None and ask.agent not in names and not ask.help:
+            # "@oz0 and yesterday's?" in a conversation's thread: a follow-up (where the platform
+            # shows the bot only the messages that mention it, the only way to follow up)
+            words = replace(ask, agent=None, text=f"{ask.agent} {ask.text}".strip(), follow_up=True)
+            ask = await self.conversing.follow_up(words, specs) or ask
         if ask.help and ask.agent is None:
             allowed = set(self.policy.allowed_agents(names, asker))
             if await self._first(ask, recorded):
@@ -220,13 +238,17 @@ class AskFlow:
                     await self.jobs.call(self.runtime.audit, "access.denied", actor=ask.requester, detail=denial)
             return
         assert ask.agent is not None
+        spec = next(s for s in specs if s.name == ask.agent)
         if ask.help:
             if await self._first(ask, recorded):
-                spec = next(s for s in specs if s.name == ask.agent)
-                card = agent_help_card(spec, self.wire.syntax)
-                await self.wire.show_help(ask, await self.jobs.call(self.draw, card))
+                await self.wire.show_help(ask, await self.jobs.call(self.draw, agent_help_card(spec, self.wire.syntax)))
             return
-        spec = next(s for s in specs if s.name == ask.agent)
+        not_text = self.conversing.refusal(ask, spec)
+        if not_text is not None:
+            if await self._first(ask, recorded):
+                assert not_text.status is not None
+                await self.wire.refuse(ask, not_text.status.message, await self.jobs.call(self.draw, not_text))
+            return
         busy = await self.jobs.call(self.runtime.backlog.busy, spec)
         if busy is not None:   # turned away at once, not queued (edge.runtime.backlog)
             if await self._first(ask, recorded):
@@ -248,6 +270,7 @@ class AskFlow:
             if not early:
                 await self.wire.ignore(ask)
             return
+        await self.conversing.turn(ask, job.id, job.agent)
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent, ahead))
         if reply.to_ref() != ask.reply.to_ref():
@@ -339,6 +362,11 @@ class AskFlow:
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
+        cid = await self.jobs.call(self.runtime.conversations.of_job, job_id)
+        if cid is not None and shareable:
+            card = replace(card, actions=(*card.actions, stop_button(cid)))
+        if shareable:
+            card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
         try:
@@ -349,6 +377,16 @@ class AskFlow:
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- feedback --
+
+    async def feedback(self, value: str, asker: Asker, reply: Any) -> None:
+        """A click on 👍 / 👎 under an answer (`value`: "good:JOB" or "bad:JOB"): audited once per person."""
+        verdict, _, job_id = value.partition(":")
+        by = f"{self.wire.platform}:{asker.user}"
+        problem = await self.jobs.call(lambda: give_feedback(self.runtime, job_id, verdict, by=by,
+                                                             platform=self.wire.platform))
+        await self.wire.notice(reply, problem or f"Thanks: your {'👍' if verdict == 'good' else '👎'} was recorded.")
 
     # -- share --
 
@@ -369,7 +407,8 @@ class AskFlow:
             await self.wire.notice(click.reply, problem or "This result is no longer available; ask again.")
             return
         card = await self.jobs.call(self.runtime.card, job)
-        note = self.wire.share_note(str(asker.user), job.agent)
+        name = await self.names.of(f"{self.wire.platform}:{asker.user}", workspace=asker.workspace)
+        note = self.wire.share_note(name, job.agent)
         reply, files_at = self.wire.files_place(click.reply, private=False, job_id=job.id)
         public = await self.jobs.call(self.draw, replace(card, notes=card.notes + ((note,) if note else ()),
                                                          files_at=files_at))

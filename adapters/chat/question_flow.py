@@ -64,7 +64,9 @@ class Questions:
         if fresh.reply_to is None or (shown.get("step") != question.step and via is None):
             self.log.info("question %s of job %s was not shown here; nothing to update", question.step, job.id)
             return
-        rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform))
+        name = await flow.names.of(answer.by, workspace=fresh.workspace)
+        rendered = await flow.jobs.call(flow.draw, answered_card(question, answer, platform=wire.platform,
+                                                                 by_name=name))
         await wire.update_question(wire.reply_from(fresh.reply_to), shown, rendered, via=via)
 
     # -- a click, or a modal's submit --

@@ -33,6 +33,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
+from oz0.adapters.chat.conversing import STOP_ACTION, suggested_prompts
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
@@ -109,10 +111,52 @@ def to_ask(body: Mapping[str, Any], *, ack: Callable[..., Any] | None = None) ->
             raise ValueError("app_mention by a bot (its own message, or another app's): only people ask")
         wants_help, agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
         asker = Asker("slack", workspace=team, channel=channel, user=user)
-        reply = ReplyTarget(channel=channel, user=user, team=team,
-                            thread_ts=event.get("thread_ts") or event.get("ts"), in_thread=bool(event.get("thread_ts")))
-        return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention")
+        thread = event.get("thread_ts") or event.get("ts")
+        reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=thread,
+                            in_thread=bool(event.get("thread_ts")))
+        return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
+                   thread=str(thread) if thread else None)
+    if body.get("type") == "event_callback" and event.get("type") == "message":
+        if event.get("channel_type") == "im":
+            return _direct_message(body, event)
+        return _thread_reply(body, event)
     raise ValueError(f"not an ask: {body.get('type') or 'unknown'} payload")
+
+
+def _direct_message(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
+    """A message to the bot in its direct messages (the App Home's Messages tab, the assistant pane):
+    an ask with no mention (`AGENT INPUT`, `help`), answered in its thread, which is then a
+    conversation (where words that name no agent follow it up)."""
+    user, channel = str(event.get("user", "")), str(event.get("channel", ""))
+    ts = event.get("thread_ts") or event.get("ts")
+    if event.get("subtype") or event.get("bot_id") or user in _bot_users(body):
+        raise ValueError("a direct message that is no person's ask (an edit, the bot's own message)")
+    if not user or not channel or not ts or not body.get("event_id"):
+        raise ValueError("a direct message without user, channel, ts or event_id")
+    wants_help, agent, text = _split(plain_input(_LEADING_MENTION.sub("", str(event.get("text", "")), count=1)))
+    team = body.get("team_id") or event.get("team")
+    asker = Asker("slack", workspace=team, channel=channel, user=user)
+    reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=str(ts), in_thread=bool(event.get("thread_ts")))
+    return Ask(agent, text, asker, f"slack:event:{body['event_id']}", reply, help=wants_help, source="mention",
+               thread=str(ts))
+
+
+def _thread_reply(body: Mapping[str, Any], event: Mapping[str, Any]) -> Ask:
+    """A person's reply in a thread (a `message` event with `thread_ts`): a follow-up of the thread's
+    conversation, if it is one (the flow decides). A reply that mentions the bot is its `app_mention`."""
+    user, channel, thread = str(event.get("user", "")), str(event.get("channel", "")), event.get("thread_ts")
+    if event.get("subtype") or event.get("bot_id") or user in _bot_users(body):
+        raise ValueError("a message that is no person's reply (an edit, a join, a bot's message)")
+    if not thread or not user or not channel or not body.get("event_id"):
+        raise ValueError("a message outside a thread: only a mention asks there")
+    raw = str(event.get("text", ""))
+    if any(f"<@{bot}" in raw for bot in _bot_users(body)):
+        raise ValueError("a reply that mentions the bot: its app_mention event asks")
+    team = body.get("team_id") or event.get("team")
+    asker = Asker("slack", workspace=team, channel=channel, user=user)
+    reply = ReplyTarget(channel=channel, user=user, team=team, thread_ts=str(thread), in_thread=True)
+    return Ask(None, plain_input(raw), asker, f"slack:event:{body['event_id']}", reply, source="reply",
+               thread=str(thread), follow_up=True)
 
 
 def _bot_users(body: Mapping[str, Any]) -> set[str]:
@@ -182,6 +226,10 @@ class SlackChannel:
         self.routes: tuple[tuple[str, str | re.Pattern[str], Listener], ...] = (
             ("command", command, self._on_command),
             ("event", "app_mention", self._on_mention),
+            ("event", "message", self._on_message),
+            ("event", "assistant_thread_started", self._on_assistant_thread),
+            ("action", STOP_ACTION, self._on_stop),
+            ("action", FEEDBACK_ACTION, self._on_feedback),
             ("action", SHARE_ACTION, self._on_share),
             ("action", re.compile(f"^{ANSWER_ACTION}_"), self._on_answer),
             ("view", ANSWER_FORM, self._on_answer_form),
@@ -235,6 +283,42 @@ class SlackChannel:
             await ack()
             return
         await self.flow.ask(ask, recorded=ack)
+
+    async def _on_message(self, ack: Any, body: dict[str, Any]) -> None:
+        """A message event: acked once journaled, like a mention (most are nobody's ask: acked at once)."""
+        try:
+            ask = to_ask(body)
+        except ValueError:
+            await ack()   # not worth a log line each
+            return
+        await self.flow.ask(ask, recorded=ack)
+
+    async def _on_assistant_thread(self, ack: Any, body: dict[str, Any]) -> None:
+        """The assistant pane opened a thread: suggest prompts from the agents this person may run."""
+        await ack()
+        thread = (body.get("event") or {}).get("assistant_thread") or {}
+        user, channel, ts = thread.get("user_id"), thread.get("channel_id"), thread.get("thread_ts")
+        if not (user and channel and ts):
+            log.warning("ignored an assistant_thread_started without user, channel or thread")
+            return
+        asker = Asker("slack", workspace=body.get("team_id"), channel=str(channel), user=str(user))
+        prompts = suggested_prompts(await self.flow.allowed(asker))
+        self.flow.tasks.spawn(self.wire.suggest(str(channel), str(ts), prompts), name=f"slack-prompts-{ts}")
+
+    async def _on_stop(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        user = str((body.get("user") or {}).get("id", ""))
+        action = next((a for a in body.get("actions") or () if a.get("action_id") == STOP_ACTION), {})
+        channel = str((body.get("channel") or {}).get("id", ""))
+        reply = ReplyTarget(channel=channel, user=user, team=(body.get("team") or {}).get("id"),
+                            response_url=body.get("response_url"))
+        await self.flow.conversing.stop_click(str(action.get("value", "")), f"slack:{user}", reply)
+
+    async def _on_feedback(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        click = to_share_click(body)   # who clicked and where: the same fields as a share's
+        action = next((a for a in body.get("actions") or () if a.get("action_id") == FEEDBACK_ACTION), {})
+        await self.flow.feedback(str(action.get("value", "")), click.asker, click.reply)
 
     async def _on_share(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -27,6 +27,7 @@ COMMAND = "/ask"
 GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
 MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
+TITLE_MAX = 60              # an assistant thread's title, from its first ask
 
 REF_VERSION = 1               # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
@@ -129,6 +130,18 @@ class SlackWire:
                 mine.append(group)
         return replace(asker, groups=tuple(mine))
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """users.info: the profile's display name, else the real name, else the handle."""
+        try:
+            resp = await self.client.users_info(user=user)
+        except SlackApiError as exc:
+            log.warning("users.info of %s: %s", user, exc.response.get("error"))
+            return None
+        person = resp.get("user") or {}
+        profile = person.get("profile") or {}
+        return (profile.get("display_name") or profile.get("real_name") or person.get("real_name")
+                or person.get("name") or None)
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         return {"platform": "slack", "agent": ask.agent, "workspace": asker.workspace, "channel": asker.channel,
                 "user": asker.user, "groups": list(asker.groups), "source": ask.source}
@@ -161,6 +174,7 @@ class SlackWire:
         if reply.ack is not None:
             await reply.ack({**rendered.payload, "response_type": "ephemeral"})
             return reply
+        await self._assistant_status(ask)
         try:
             resp = await self.client.chat_postMessage(channel=reply.channel, thread_ts=reply.thread_ts,
                                                       **rendered.payload)
@@ -168,6 +182,33 @@ class SlackWire:
         except SlackApiError as exc:
             log.error("could not post the working message for %s: %s", ask.delivery, exc.response.get("error"))
             return reply
+
+    async def suggest(self, channel: str, thread_ts: str, prompts: Sequence[tuple[str, str]]) -> None:
+        """assistant.threads.setSuggestedPrompts in a new assistant thread."""
+        if not prompts:
+            return
+        try:
+            await self.client.assistant_threads_setSuggestedPrompts(
+                channel_id=channel, thread_ts=thread_ts, title="Try one of these agents:",
+                prompts=[{"title": t, "message": m} for t, m in prompts])
+        except SlackApiError as exc:
+            log.warning("could not suggest prompts in %s: %s", channel, exc.response.get("error"))
+
+    async def _assistant_status(self, ask: Ask) -> None:
+        """In a direct message's thread (the assistant pane): "is thinking..." while the job runs, and
+        the thread titled after the ask that started or switched its conversation."""
+        reply: ReplyTarget = ask.reply
+        if not (reply.channel.startswith("D") and reply.in_thread and reply.thread_ts):
+            return
+        try:
+            await self.client.assistant_threads_setStatus(channel_id=reply.channel, thread_ts=reply.thread_ts,
+                                                          status="is thinking...")
+            if not ask.follow_up and ask.agent:
+                title = " ".join(f"{ask.agent} {ask.text}".split())[:TITLE_MAX]
+                await self.client.assistant_threads_setTitle(channel_id=reply.channel, thread_ts=reply.thread_ts,
+                                                             title=title)
+        except SlackApiError as exc:   # a DM thread that is no assistant thread: Slack says so, nothing breaks
+            log.info("assistant status in %s: %s", reply.channel, exc.response.get("error"))
 
     def private(self, reply: ReplyTarget) -> bool:
         return reply.ephemeral

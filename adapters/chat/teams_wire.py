@@ -142,6 +142,11 @@ class TeamsWire:
     async def with_groups(self, asker: Asker) -> Asker:
         return asker   # Entra groups come from the activity's token claims when Teams sends them
 
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """None: the connector names a member only within a conversation (`conversations/{id}/members`),
+        which a name asked by user and tenant alone does not give; the card shows "@" and the id."""
+        return None
+
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
         return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "channel": asker.channel,
                 "user": asker.user, "groups": list(asker.groups)}

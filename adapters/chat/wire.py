@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Pr
 from oz0.edge.cards.model import Attachment, Card
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.model.job import Job
 from oz0.edge.model.progress import Progress
 from oz0.edge.model.reply_ref import ReplyRef
@@ -39,6 +40,8 @@ class Ask:
 
     `delivery` is the platform's id for this delivery (Slack's event_id or trigger_id, Discord's
     interaction id): a redelivery carries the same one and is answered by nobody a second time.
+    `thread` names the thread the answer goes to (a conversation there: `conversing`); a
+    `follow_up` is a reply in it without a mention (`agent` None: the conversation's agent).
     """
 
     agent: str | None
@@ -47,7 +50,9 @@ class Ask:
     delivery: str
     reply: Any
     help: bool = False
-    source: Literal["command", "mention", "modal"] = "command"
+    source: Literal["command", "mention", "modal", "reply"] = "command"
+    thread: str | None = None
+    follow_up: bool = False
 
     @property
     def requester(self) -> str:
@@ -106,6 +111,7 @@ class ChatRuntime(Protocol):
     where a channel reads access.yaml)."""
 
     home: Path
+    conversations: Conversations
     backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
     stopping: bool     # a stop began: asks are turned away (Runtime.drain)
 
@@ -151,6 +157,10 @@ class ChatWire(Protocol):
 
     async def with_groups(self, asker: Asker) -> Asker:
         """The asker with the groups (user groups, roles) access rules may name."""
+        ...
+
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """How the platform names this user for people (None: it will not say); `names.Names` caches it."""
         ...
 
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:

@@ -82,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         print(f"oz0: error: {exc}", file=sys.stderr)
         code = exc.code
+        if getattr(args, "json", False):  # the QZX CLI profile: a failure is one conforming document too
+            from oz0.adapters.cli.json_out import command_name, emit_result
+
+            name = command_name(parser, argv)
+            emit_result(name, False, f"{name} failed: {exc}", error=str(exc), error_code=exc.error_code)
     except KeyboardInterrupt:
         print("oz0: interrupted", file=sys.stderr)
         code = 130

@@ -8,6 +8,7 @@ conforming `invalid_result_contract` failure rather than as a malformed document
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from oz0.edge.results.qzx import result_envelope
 
-__all__ = ["USAGE_ERROR", "emit_result", "usage_failure"]
+__all__ = ["USAGE_ERROR", "command_name", "emit_result", "usage_failure"]
 
 USAGE_ERROR = "usage_error"
 
@@ -59,3 +60,18 @@ def usage_failure(command: str, problem: str, *, started: float | None = None,
     """A usage error under --json: a conforming failure with error_code "usage_error"; returns 2."""
     return emit_result(command, False, f"{command} was not run: {problem}", error=problem,
                        error_code=USAGE_ERROR, started=started, stream=stream)
+
+
+def command_name(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str:
+    """The command `argv` runs as typed, its subcommand words only ("jobs show", "mcp tools"): the
+    name a failure under --json carries in meta.command when the command itself could not say it."""
+    words: list[str] = []
+    for word in argv:
+        if word.startswith("-"):
+            continue
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        words.append(word)
+        parser = sub.choices[word]
+    return " ".join(words) or "oz0"

@@ -12,6 +12,7 @@ import orjson
 
 from oz0.adapters.cli.draw import render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
+from oz0.adapters.cli.json_out import emit_result
 from oz0.edge.documents.summary import schema_summary
 from oz0.edge.contracts.schema import ContractError, violation_sentence
 from oz0.edge.mcp.cards import card_form, result_card
@@ -120,8 +121,8 @@ def _tools(args: argparse.Namespace) -> int:
                                       **({"output": e.output} if e.has_output else {})}
                                      for agent, e in declared[t.name]]} if t.name in declared else {})}
                    for t in tools.values()]
-            sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
-            return 0
+            count = f"{len(out)} tool{'s' if len(out) != 1 else ''}"
+            return emit_result("mcp tools", True, f"{count} on {spec.label()}.", data={"tools": out})
         print(f"{len(tools)} tool{'s' if len(tools) != 1 else ''} on `{spec.label()}`")
         for tool in tools.values():
             print()

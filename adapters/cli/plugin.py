@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
+from oz0.edge.model.agent import ConversationLimits
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 
@@ -119,8 +120,8 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     """The agents and flows installed under OZ0_HOME, for the references of the plugin's flows; None
-    for a plugin without flows or with no store here to ask (lint then warns about agents it cannot
-    see, rather than refusing them)."""
+    for a plugin without flows (nothing to ask for). With no store here yet nothing is installed, so a
+    flow step naming an agent the plugin lacks is an error, in lint as in install."""
     import os
 
     if not (Path(folder) / "flows").is_dir():
@@ -128,10 +129,10 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
     from oz0.edge.runtime.runner import default_home
 
     if not os.environ.get("OZ0_DATABASE_URL") and not (default_home() / "oz0.db").is_file():
-        return None
+        return {}
     runtime = open_runtime()
     try:
-        return {a.name: a for p in runtime.plugins() for a in (*p.agents, *p.flows)}
+        return {a.name: a for a in (*runtime.agents(), *runtime.flows())}
     finally:
         runtime.close()
 
@@ -207,6 +208,14 @@ def _budget(budget: Any) -> str:
     return f"{budget.describe()} per {budget.per}" + (" (ask)" if budget.on_exhausted == "ask" else "")
 
 
+def _conversation(spec: Any) -> str:
+    """A thread's conversation bounds in a table cell (`10 turns/4000 tok/8h +history`); "-" for the defaults."""
+    if spec is None or (spec.conversation == ConversationLimits() and not spec.history):
+        return "-"
+    c = spec.conversation
+    return f"{c.max_turns} turns/{c.max_tokens} tok/{c.idle_hours:g}h" + (" +history" if spec.history else "")
+
+
 def _loop(spec: Any) -> str:
     """A model agent's tools and its loop's max_steps (default 10): `3 tools, ≤10 steps`."""
     tools = getattr(spec, "tools", ())
@@ -236,6 +245,12 @@ def _list(args: argparse.Namespace) -> int:
         value = getattr(specs.get((plugin, agent)), key, None)
         return value.as_json() if value is not None else None
 
+    def annotations(plugin: str, agent: str) -> dict[str, Any]:
+        from oz0.edge.runtime.confirm import known_annotations
+
+        spec = specs.get((plugin, agent))
+        return known_annotations(spec) if spec is not None else {}
+
     if args.json:
         plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
                     "agents": [{"name": a.name, "kind": a.kind,
@@ -245,7 +260,11 @@ def _list(args: argparse.Namespace) -> int:
                                 "contract_version": a.contract_version,
                                 "budget": declared(v.plugin, a.name, "budget"),
                                 "price": declared(v.plugin, a.name, "price"),
-                                **_loop_json(specs.get((v.plugin, a.name)))} for a in v.agents],
+                                "annotations": annotations(v.plugin, a.name),
+                                "conversation": declared(v.plugin, a.name, "conversation"),
+                                "history": bool(getattr(specs.get((v.plugin, a.name)), "history", False)),
+                                **_loop_json(specs.get((v.plugin, a.name)))}
+                               for a in v.agents],
                     "latest_changes": latest_json(latest.get(v.plugin))} for v in versions]
         return emit_result("plugin list", True, f"{len(versions)} plugin{'s' * (len(versions) != 1)} installed.",
                            data={"plugins": plugins})
@@ -254,14 +273,19 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     rows = tuple((v.plugin, v.version, a.name, a.kind, _contract(a.input_schema_file, a.input_hash),
                   _contract(a.output_schema_file, a.output_hash), _contract_id(a.contract_hash, a.contract_version),
+                  _conversation(specs.get((v.plugin, a.name))),
                   _budget(getattr(specs.get((v.plugin, a.name)), "budget", None)),
                   _loop(specs.get((v.plugin, a.name))))
                  for v in versions for a in v.agents)
-    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "budget", "tools")
-    for i in (8, 7):  # no budget (no tool loop) declared: the column would be empty
-        if all(row[i] == "-" for row in rows):
-            rows, columns = tuple(row[:i] + row[i + 1:] for row in rows), columns[:i] + columns[i + 1:]
+    columns = ("plugin", "version", "agent", "kind", "input", "output", "contract", "conversation", "budget", "tools")
+    # no conversation bound of its own, no budget, no tool loop anywhere: that column would be empty
+    keep = [i for i, name in enumerate(columns)
+            if name not in ("conversation", "budget", "tools") or any(row[i] != "-" for row in rows)]
+    rows, columns = tuple(tuple(row[i] for i in keep) for row in rows), tuple(columns[i] for i in keep)
     card = Card(form="table", title=f"Installed plugins ({runtime.home})", columns=columns, rows=rows)
     print(render_payload(card, "text").rstrip("\n"))
+    d = ConversationLimits()
+    print(f"Conversations in chat threads keep {d.max_turns} turns, {d.max_tokens:,} tokens, {d.idle_hours:g}h idle "
+          "unless an agent says otherwise (conversation:).")
     cli_upgrade.print_latest_changes(versions, latest)
     return 0

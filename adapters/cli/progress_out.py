@@ -25,10 +25,11 @@ class TerminalProgress:
         self._rich: Any = None
         self._task: Any = None
         self._closed = False
+        self._paused = False
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:  # reports come from the agent's thread, the jobs loop or the MCP loop
-            if self._closed:
+            if self._closed or self._paused:
                 return
             if not self.bar:
                 print(f"… {progress.line()}", file=self.stream, flush=True)
@@ -48,6 +49,15 @@ class TerminalProgress:
                          TimeElapsedColumn(), console=console, transient=True)
         self._task = self._rich.add_task("working", total=None)
         self._rich.start()
+
+    def pause(self, paused: bool) -> None:
+        """Hold the bar while a question is asked on this terminal (it would redraw over the prompt);
+        reports that come meanwhile are dropped, the next one after draws the bar again."""
+        with self._lock:
+            self._paused = paused
+            if paused and self._rich is not None:
+                self._rich.stop()
+                self._rich = None
 
     def close(self) -> None:
         with self._lock:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from datetime import datetime
@@ -14,7 +13,7 @@ from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
-from oz0.edge.model.job import Job, snake_case
+from oz0.edge.model.job import Job, failure_code
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -23,7 +22,9 @@ def register_run(p: argparse.ArgumentParser) -> None:
     p.description = ("Run an installed agent once. The input is text, or JSON for an agent with an input "
                      "schema: oz0 run acme-reviewer '{\"repo\": \"acme/api\", \"pr\": 42}'. An input that "
                      "does not match fails before the agent starts (InvalidInput).")
-    p.epilog = "Exit codes: 0 the agent answered, 1 the job failed, 2 unknown agent or invalid input."
+    p.epilog = ("Exit codes: 0 the agent answered, 1 the job failed, 2 unknown agent or invalid input, 3 the job "
+                "waits for an answer (off a terminal: answer it with oz0 jobs answer). On a terminal a person "
+                "step is asked there.")
     p.add_argument("agent", metavar="AGENT", help="the agent's name (see oz0 plugin list)")
     p.add_argument("input", metavar="INPUT", help="the input: text, JSON, or - to read it from stdin")
     p.add_argument("--json", action="store_true", help="print one QZX result instead of the card")
@@ -39,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     text = sys.stdin.read() if args.input == "-" else args.input
     runtime = open_runtime()
+    parked = None
     try:
         runtime.recover_interrupted()
         try:
@@ -49,18 +51,16 @@ def _run(args: argparse.Namespace) -> int:
                                    error_code="usage_error", started=started)
             raise CommandError(str(exc)) from None
 
-        from oz0.adapters.cli.progress_out import TerminalProgress
-
-        progress = TerminalProgress()
-        try:
-            job = asyncio.run(runtime.run(args.agent, text, requester=local_user(), channel="cli",
-                                          on_progress=progress))
-        finally:
-            progress.close()
+        submitted, _ = runtime.submit(args.agent, text, requester=local_user(), channel="cli")
+        job = _driven(runtime, submitted.id, lambda progress: runtime.execute(submitted.id, on_progress=progress))
+        if not isinstance(job, Job):
+            parked = job
+            return _parked(parked, args.json, "run", started)
         card = runtime.card(job)
         flow = runtime.agent(args.agent).kind == "flow"
     finally:
-        runtime.close()
+        if parked is None:  # a parked job's wait is left as it stands: the process ends around it
+            runtime.close()
     if args.json:
         return _emit_job(job, started)
     print(render_payload(card, args.to).rstrip("\n"))
@@ -74,17 +74,47 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if job.failure_kind == "InvalidInput" else 1
 
 
-def _emit_job(job: Job, started: float) -> int:
+def _driven(runtime: Any, job_id: str, work: Any) -> Any:
+    """The job run here with its person steps met on this terminal (adapters.cli.asking): the ended
+    Job, or a Parked one off a terminal."""
+    from oz0.adapters.cli.asking import drive, on_a_terminal
+    from oz0.adapters.cli.progress_out import TerminalProgress
+    from oz0.edge.runtime.access import local_user
+
+    progress = TerminalProgress()
+    try:
+        return drive(runtime, lambda: work(progress), job_id, by=local_user(), interactive=on_a_terminal(),
+                     pause=progress.pause)
+    finally:
+        progress.close()
+
+
+def _parked(parked: Any, json_out: bool, command: str, started: float) -> int:
+    """A job left waiting for an answer: its id and how to answer it; exit code 3."""
+    from oz0.adapters.cli.asking import waiting_lines
+
+    lines = waiting_lines(parked)
+    if json_out:
+        emit_result(command, False, lines[0] + ".", error=" ".join(lines[1:]), error_code="waiting_for_answer",
+                    data={"job": {"id": parked.job.id, "agent": parked.job.agent, "status": parked.job.status},
+                          "question": parked.question.to_dict()}, started=started)
+    else:
+        for line in lines:
+            print(line, file=sys.stderr)
+    return 3
+
+
+def _emit_job(job: Job, started: float, *, command: str = "run") -> int:
     facts = {"id": job.id, "agent": job.agent, "status": job.status, "attempts": job.attempts}
     if job.status == "succeeded":
-        return emit_result("run", True, f"{job.agent} answered (job {job.id}).",
+        return emit_result(command, True, f"{job.agent} answered (job {job.id}).",
                            data={"output": job.output, "job": facts}, started=started)
     data: dict[str, Any] = {"job": facts}
     if job.output is not None:
         data["output"] = job.output
-    code = emit_result("run", False, f"{job.agent} failed with {job.failure_kind} (job {job.id}).",
+    code = emit_result(command, False, f"{job.agent} failed with {job.failure_kind} (job {job.id}).",
                        error=job.failure_reason or "the job failed",
-                       error_code=snake_case(job.failure_kind or "Failed"), data=data, started=started)
+                       error_code=failure_code(job), data=data, started=started)
     return 2 if job.failure_kind == "InvalidInput" else code
 
 
@@ -98,6 +128,19 @@ def register_jobs(p: argparse.ArgumentParser) -> None:
     show.add_argument("id", metavar="ID", help="the job id (or its first characters)")
     show.add_argument("--json", action="store_true", help="print one QZX result")
     show.set_defaults(func=_show)
+    answer = jsub.add_parser("answer", help="answer a waiting job's question (a job oz0 run left waiting resumes here)",
+                             description="Answer the question a waiting job asks: ANSWER is a JSON object of the "
+                                         "answer schema's fields (oz0 jobs show ID shows the question). A job that "
+                                         "oz0 run left waiting off a terminal goes on here, and its card is drawn.")
+    answer.add_argument("id", metavar="ID", help="the job id (or its first characters)")
+    answer.add_argument("answer", metavar="ANSWER", nargs="?", help="the answer as a JSON object, or - for stdin")
+    answer.add_argument("--step", help="the question's step (default: the job's open question)")
+    how = answer.add_mutually_exclusive_group()
+    how.add_argument("--decline", action="store_true", help="decline instead of answering")
+    how.add_argument("--cancel", action="store_true", help="cancel instead of answering")
+    answer.add_argument("--json", action="store_true", help="print one QZX result")
+    answer.add_argument("--to", choices=list(TARGETS), default="text", help="how to draw the card (default: text)")
+    answer.set_defaults(func=_answer)
 
 
 def _when(ts: float | None, *, short: bool = False) -> str:
@@ -135,6 +178,61 @@ def _jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answer(args: argparse.Namespace) -> int:
+    import json
+
+    from oz0.adapters.cli.asking import PARKED_RUNNER
+    from oz0.edge.runtime.questions import AnswerRefused
+    from oz0.edge.runtime.access import local_user
+
+    started = time.monotonic()
+    action = "decline" if args.decline else "cancel" if args.cancel else "accept"
+    if (action == "accept") == (args.answer is None):
+        raise CommandError("give the ANSWER as a JSON object, or --decline or --cancel without one")
+    content = None
+    if action == "accept":
+        try:
+            content = json.loads(sys.stdin.read() if args.answer == "-" else args.answer)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"ANSWER is not JSON: {exc.msg} at column {exc.colno}") from None
+    runtime = open_runtime()
+    parked = None
+    try:
+        job = runtime.job(args.id)
+        if job is None:
+            raise CommandError(f"no job {args.id!r} (see oz0 jobs)", code=1, error_code="not_found")
+        open_question = runtime.question(job.id)
+        step = args.step or (open_question.step if open_question is not None else None)
+        if step is None:
+            raise CommandError(f"job {job.id} asks nothing now (it is {job.status})", code=1, error_code="not_waiting")
+        try:
+            runtime.answer(job.id, step, action=action, content=content, by=local_user())
+        except AnswerRefused as exc:
+            raise CommandError(f"not taken: {exc.message}", code=2 if exc.status == 422 else 1,
+                               error_code="invalid_answer" if exc.status == 422 else "answer_refused") from None
+        row = runtime.store.job(job.id) or {}
+        if row.get("runner") != PARKED_RUNNER or row.get("status") != "running":
+            said = f"answered step {step!r} of job {job.id}; it goes on where it runs"
+            if args.json:
+                return emit_result("jobs answer", True, said + ".", started=started)
+            print(said)
+            return 0
+        done = _driven(runtime, job.id, lambda progress: runtime.execute_here(job.id, on_progress=progress,
+                                                                              resume=True))
+        if not isinstance(done, Job):
+            parked = done
+            return _parked(parked, args.json, "jobs answer", started)
+        card = runtime.card(done)
+    finally:
+        if parked is None:
+            runtime.close()
+    if args.json:
+        return _emit_job(done, started, command="jobs answer")
+    print(render_payload(card, args.to).rstrip("\n"))
+    print(f"job {done.id} {done.status}", file=sys.stderr)
+    return 0 if done.status == "succeeded" else 1
+
+
 def _show(args: argparse.Namespace) -> int:
     from oz0.edge.runtime.budget_view import budget_json, budget_lines
     from oz0.edge.runtime.loop_trace import read_trace, trace_lines
@@ -146,7 +244,7 @@ def _show(args: argparse.Namespace) -> int:
         job = runtime.job(args.id)
         if job is None:
             raise CommandError(f"no job {args.id!r} (an id, or its first 4+ characters when they are unique; "
-                               "see oz0 jobs)", code=1)
+                               "see oz0 jobs)", code=1, error_code="not_found")
         card = runtime.card(job)
         tree, left_out = runtime.tree_below(job)  # flow steps, delegations, and their own children
         budgets = runtime.budgets.report(job)

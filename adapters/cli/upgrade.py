@@ -35,11 +35,14 @@ __all__ = [
 
 
 def _load(folder: str) -> Plugin:
-    from oz0.edge.plugins.manifest import load_plugin
+    """The plugin folder as install sees it: an `mcp` agent's contracts (and its tool's annotations) read
+    from its server, started as install starts it, under the agent's limits; one line when it cannot be."""
+    from oz0.edge.mcp.tool_contracts import with_listed_contracts
     from oz0.edge.plugins.declared import PluginError
+    from oz0.edge.plugins.manifest import load_plugin
 
     try:
-        return load_plugin(folder)
+        return with_listed_contracts(load_plugin(folder))
     except PluginError as exc:
         raise CommandError(f"cannot load the plugin: {exc}") from None
 
@@ -47,20 +50,26 @@ def _load(folder: str) -> Plugin:
 def register_openapi(plugin_sub: argparse._SubParsersAction) -> None:
     p = plugin_sub.add_parser(
         "openapi", help="print the OpenAPI 3.1 document of a plugin's agents",
-        description=("Print the OpenAPI 3.1 document of a plugin folder: one POST /agents/{name}/runs "
-                     "operation per agent, its request body from the input contract, its 200 response "
-                     "from the output contract, and its failure kinds as error responses with "
-                     "x-retryable, x-partial and x-person. The upgrade check compares these documents."),
-        epilog="Exit codes: 0 printed, 2 the plugin cannot be loaded.")
+        description=("Print the OpenAPI 3.1 document `oz0 serve` would publish for a plugin folder: one POST "
+                     "/agents/{name}/runs operation per agent, its request body from the input contract, its "
+                     "200 response from the output contract, its examples, and its failure kinds as error "
+                     "responses with x-retryable, x-partial and x-person. An mcp agent's contracts and "
+                     "annotations are its tool's, read from its server as install reads them."),
+        epilog="Exit codes: 0 printed, 2 the plugin cannot be loaded or an MCP server cannot be reached.")
     p.add_argument("dir", metavar="DIR", help="the plugin folder")
     p.set_defaults(func=_openapi)
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from oz0.edge.documents.openapi import openapi_document
+    from oz0.adapters.console.api_doc import api_document
+    from oz0.edge.mcp.pool import servers
 
-    plugin = _load(args.dir)
-    document = openapi_document((*plugin.agents, *plugin.flows), title=plugin.name, version=plugin.version)
+    try:
+        plugin = _load(args.dir)
+    finally:
+        servers().close()
+    document = api_document((*plugin.agents, *plugin.flows), versions={plugin.name: plugin.version})
+    document["info"] = {"title": plugin.name, "version": plugin.version}
     if plugin.description:
         document["info"]["description"] = plugin.description
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
@@ -87,8 +96,13 @@ def _diff(args: argparse.Namespace) -> int:
     from oz0.edge.documents.compat import is_major_bump, required_version_bump
     from oz0.edge.documents.diff import compare_agents
 
+    from oz0.edge.mcp.pool import servers
+
     started = time.monotonic()
-    old, new = _load(args.old), _load(args.new)
+    try:
+        old, new = _load(args.old), _load(args.new)
+    finally:
+        servers().close()
     try:
         changes = compare_agents((*old.agents, *old.flows), (*new.agents, *new.flows))
     except CompatError as exc:

@@ -30,7 +30,7 @@ from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
 from oz0.edge.results.qzx import result_envelope
 
@@ -116,6 +116,7 @@ def routes(runtime: Any) -> list[Route]:
         Route(f"{API_PREFIX}/flows/{{name}}/runs", api.run_flow, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
+        Route(f"{API_PREFIX}/jobs/{{job_id}}/follow-ups", api.follow_up, methods=["POST"]),
     ]
 
 
@@ -230,8 +231,51 @@ class _Api:
         body = None if size > MAX_BODY_BYTES else await read_body(request)
         return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
 
+    async def follow_up(self, request: Request) -> Response:
+        """Continue the conversation of a job (a chat thread's, or one the API started with that job)
+        with a text follow-up to the conversation's agent: the job of the new turn, as a run's answer."""
+        command = "jobs.follow_up"
+        job = self.runtime.job(request.path_params["job_id"])
+        if job is None:
+            return failure(f"no job has the id {request.path_params['job_id']!r}", "unknown_job", status_code=404,
+                           command=command)
+        size = int(request.headers.get("content-length") or 0)
+        body = None if size > MAX_BODY_BYTES else await read_body(request)
+        if body is None:
+            return _too_large(size or None, command)
+        text = follow_up_text(body, request.headers.get("content-type", ""))
+        if not isinstance(text, str):
+            return _invalid(command, text[0], "$")
+        book = self.runtime.conversations
+        cid = book.of_job(job.id) or f"api:{job.id}"
+        current = book.get(cid)
+        agent = current.agent if current is not None and current.agent else job.agent
+        try:
+            spec = self.runtime.agent(agent)
+        except ValueError as exc:
+            return failure(str(exc), "unknown_agent", status_code=404, command=command)
+        if current is not None and not current.open(spec.conversation):
+            return failure(f"the conversation of job {job.id} has ended (stopped, or idle more than "
+                           f"{spec.conversation.idle_hours:g} hours); start a new one with POST "
+                           f"{API_PREFIX}/agents/{agent}/runs", "conversation_ended", status_code=409, command=command)
+        if spec.input is not None:
+            return failure(f"{agent} takes JSON that matches {spec.input_schema_file}, not a follow-up in words",
+                           "follow_up_not_text", status_code=422, command=command)
+        checked = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
+        if isinstance(checked, Refusal):
+            return failure(checked.message, checked.error_code, status_code=checked.status, command=command)
+        requester = _requester(request)
+        if current is None:   # the API's own conversation starts with the job it follows up
+            book.add_turn(cid, job.id, job.agent, by=job.requester)
+        turn, _ = self.runtime.submit(agent, text, requester=requester, channel="api", checked=checked)
+        book.add_turn(cid, turn.id, agent, by=requester)
+        return self._job_response(await self.runtime.execute(turn.id), command)
+
     def _job_data(self, job: Any) -> dict[str, Any]:
         out = _job_json(job)
+        cid = self.runtime.conversations.of_job(job.id)
+        if cid is not None:  # the conversation the job is a turn of, oldest turn first
+            out["conversation"] = conversation_json(self.runtime, cid)
         question = answers.question_json(self.runtime, job)
         if question is not None:
             out["question"] = question
@@ -261,7 +305,7 @@ class _Api:
         if spec_kind is not None:
             details.update(retryable=spec_kind.retryable, partial=spec_kind.partial, person=spec_kind.person)
         status = 200 if read_only else (INVALID_INPUT_HTTP if kind == INVALID_INPUT.name else FAILED_JOB_HTTP)
-        return failure(f"{job.agent} failed: {kind}", snake_case(kind), status_code=status, command=command,
+        return failure(f"{job.agent} failed: {kind}", failure_code(job), status_code=status, command=command,
                        error=reason, details=details, data=data)
 
 
@@ -315,6 +359,36 @@ def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | No
                    f"at GET {API_PREFIX}/agents and pin the new hash", "contract_changed", status_code=412,
                    command=command, details={"agent": spec.name, "pinned": pins, "installed": contract_hash(spec),
                                              "contract_version": spec.contract_version})
+
+
+def follow_up_text(body: bytes, content_type: str) -> str | tuple[str]:
+    """A follow-up's text: text/plain, or a JSON string; (why not) for anything else."""
+    media = content_type.split(";")[0].strip().lower()
+    try:
+        decoded = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return ("the request body is not UTF-8",)
+    if media == "text/plain":
+        return decoded
+    try:
+        value = json.loads(decoded)
+    except json.JSONDecodeError as exc:
+        return (f"the body is not JSON: {exc.msg} (send text/plain, or a JSON string)",)
+    return value if isinstance(value, str) else (f"a follow-up is text: send a JSON string or text/plain, "
+                                                 f"not a JSON {type(value).__name__}",)
+
+
+def conversation_json(runtime: Any, cid: str) -> dict[str, Any]:
+    """A conversation as the API and the console's job page show it: each turn's job, agent and input."""
+    turns = []
+    for row in runtime.conversations.turns(cid):
+        turn: dict[str, Any] = {"seq": row["seq"], "kind": row["kind"], "agent": row["agent"], "by": row["by"],
+                                "at": row["at"], "job_id": row["job_id"], "previous_job_id": row["previous_job_id"]}
+        job = runtime.job(row["job_id"]) if row["job_id"] else None
+        if job is not None:
+            turn.update(status=job.status, input=job.input[:500])
+        turns.append(turn)
+    return {"id": cid, "turns": turns}
 
 
 def _job_json(job: Any) -> dict[str, Any]:

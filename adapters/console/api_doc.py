@@ -118,6 +118,7 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
 
     doc["paths"].update(operations())
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
+    doc["paths"]["/jobs/{job_id}/follow-ups"] = _FOLLOW_UP_PATH
     for path, item in doc["paths"].items():
         for op in item.values():
             op["responses"].setdefault("401", _failure_response(
@@ -240,6 +241,22 @@ _ANSWER_PATH = {"post": {
         "415": _failure_response("A body (or a Content-Type) that is not application/json."),
         "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
                                  "deeper than the limit): details.path and the rule."),
+    }}}
+
+
+_FOLLOW_UP_PATH = {"post": {
+    "operationId": "jobs.follow_up", "summary": "Continue a job's conversation with a follow-up in words",
+    "description": "The conversation's agent is asked the text, given the earlier turns; the new turn's job "
+                   "answers as a run does, `job.conversation` listing every turn.",
+    "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "requestBody": {"required": True, "content": {"text/plain": {"schema": {"type": "string"}},
+                                                  "application/json": {"schema": {"type": "string"}}}},
+    "responses": {
+        "200": {"description": "The new turn's job", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+        "404": _failure_response("No job has this id."),
+        "409": _failure_response("The conversation was stopped, or idle past the agent's conversation.idle_hours."),
+        "422": _failure_response("The body is not text, or the agent takes JSON (follow_up_not_text)."),
     }}}
 
 

@@ -43,6 +43,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
+from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
 from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
 from oz0.edge.runtime.transient import RETRY_AFTER_S, UNAVAILABLE, is_transient, unavailable_reason
@@ -252,7 +253,10 @@ class _Pages:
             values = example_values(spec, fields, spec.examples[int(chosen)].input_text)
         else:
             values = example_values(spec, fields, spec.example) if spec.example else {}
-        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None)
+        counts = feedback_counts(self.runtime.store, agent=spec.name)
+        feedback = {v: counts.get((spec.name, v), 0) for v in FEEDBACK_VALUES}
+        return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values, error=None,
+                         feedback=feedback)
 
     async def run(self, request: Request) -> Response:
         spec = self._spec(request.path_params["name"])
@@ -309,7 +313,10 @@ class _Pages:
                 payloads = channel_payloads(card)
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
+        cid = self.runtime.conversations.of_job(job.id)
+        conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
+                         conversation=conversation,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),

@@ -236,7 +236,8 @@ class _PluginsApi:
                 root = await run_in_threadpool(unpack_plugin, data, folder / "plugin")
             except ArchiveError as exc:
                 return failure(f"the archive is refused: {exc}", "bad_archive", status_code=400, command=command)
-            report = await run_in_threadpool(lint_plugin, root)
+            installed = {a.name: a for a in (*self.runtime.agents(), *self.runtime.flows())}  # a flow may use them
+            report = await run_in_threadpool(lint_plugin, root, installed=installed)
             findings = [f.to_dict() for f in report.findings]
             if not report.ok:
                 return failure(f"not a valid plugin: {report.errors[0].describe()}", "lint_errors", status_code=422,

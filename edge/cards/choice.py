@@ -115,6 +115,11 @@ def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -
 
 def _protocol_error_card(rpc: RpcResponse, response: Any, title: str | None) -> Card:
     """A JSON-RPC error response: the server refused the request, so there is no result to draw."""
+    if rpc.malformed:
+        return Card(form="text", title=title, text="", text_format="plain",
+                    status=Status(success=False, message=f"MCP protocol error: {rpc.malformed}",
+                                  error="JSON-RPC: not a valid response; this is not a completed tool result"),
+                    full_result=compact_json(response))
     said = rpc.error_message.strip() or "no message"
     code = f" {rpc.error_code}" if isinstance(rpc.error_code, int) and not isinstance(rpc.error_code, bool) else ""
     data = "" if rpc.error_data is None else json.dumps(rpc.error_data, indent=2, ensure_ascii=False, default=str)

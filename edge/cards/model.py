@@ -17,6 +17,7 @@ from oz0.edge.contracts.schema import Violation
 from oz0.edge.model.attachment import Attachment  # part of the card model: what a card carries
 
 __all__ = [
+    "FEEDBACK_ACTION",
     "FORMS",
     "Action",
     "Attachment",
@@ -80,6 +81,9 @@ class Status:
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
+
+
+FEEDBACK_ACTION = "oz0_feedback"   # the action id of a card's feedback control; values "good:..." / "bad:..."
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,9 @@ class Card:
     actions: tuple[Action, ...] = ()
     files: tuple[Attachment, ...] = ()
     files_at: str | None = None
+    # non-empty: the platform's feedback control under the card (Slack's feedback buttons, Discord's
+    # 👍 / 👎), each click carrying back f"{value}:{feedback}" under FEEDBACK_ACTION
+    feedback: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The neutral card as JSON-ready data (`oz0 render --to card`)."""

@@ -29,9 +29,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 class JsonDataError(ValueError):
     """A value that is not JSON data as this project takes it: what is wrong, and the JSON path."""
 
-    def __init__(self, message: str, *, path: str = "$") -> None:
+    def __init__(self, message: str, *, path: str = "$", too_deep: bool = False) -> None:
         self.message = message
         self.path = path
+        self.too_deep = too_deep  # JSON data, only nested past the limit: say so, not "not JSON"
         super().__init__(f"{message} at {path}" if path != "$" else message)
 
 
@@ -63,7 +64,7 @@ def check_json_data(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
         elif isinstance(item, (dict, list, tuple)):
             if depth >= max_depth:
                 raise JsonDataError(f"the data nests deeper than {max_depth} levels (the limit for JSON data)",
-                                    path=_path(trail))
+                                    path=_path(trail), too_deep=True)
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):

@@ -23,9 +23,11 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import orjson
 
 from oz0.edge.contracts.bundled import bundled_schema
+from oz0.edge.contracts.dialects import DEFAULT_DIALECT, DIALECTS, META_NAMESPACES, meta_schema_refusal
+from oz0.edge.contracts.formats import formats_for
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
-from oz0.edge.contracts.view import Resolved, SchemaDepthError, join_uri, walk_schema
+from oz0.edge.contracts.view import REF_KEYS, Resolved, SchemaDepthError, hidden_refs, join_uri, walk_schema
 
 __all__ = [
     "DIALECTS",
@@ -39,12 +41,6 @@ __all__ = [
     "violation_sentence",
 ]
 
-DIALECTS: dict[str, str] = {
-    "https://json-schema.org/draft/2020-12/schema": "2020-12",
-    "https://json-schema.org/draft/2019-09/schema": "2019-09",
-    "http://json-schema.org/draft-07/schema": "draft-07",
-}
-DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 MAX_SCHEMA_BYTES = 1_048_576
 MAX_SCHEMA_DEPTH = 64
@@ -142,7 +138,7 @@ class Contract:
         key = (ref, base)
         found = self._found.get(key)
         if found is None:
-            target, doc = _resolve_ref(ref, base or self.base, self._resources, self.schema)
+            target, doc = _resolve_ref(ref, base or self.base, self._resources, self.dialect)
             found = Resolved(target, self._bases.get(id(target), doc))
             if len(self._found) < MAX_REMEMBERED_REFS:
                 self._found[key] = found
@@ -240,7 +236,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
     if cached is not None:
         return cached
     dialect = _dialect(schema, source)
-    resources, bases = _check_refs(schema, source)
+    resources, bases = _check_refs(schema, source, DIALECTS[dialect])
     try:
         jsonschema_rs.meta.validate(schema)
     except jsonschema_rs.ValidationError as exc:
@@ -250,7 +246,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot check against its meta-schema: {exc}", source=source) from None
     try:
         validator = jsonschema_rs.validator_for(
-            schema, retriever=_refuse_retrieval,
+            schema, retriever=_refuse_retrieval, validate_formats=True, formats=formats_for(dialect),
             pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=1_000_000, size_limit=1 << 20,
                                                               dfa_size_limit=1 << 20),
         )
@@ -283,7 +279,7 @@ def _norm(uri: str) -> str:
     return base
 
 
-def _check_refs(schema: Any, source: str) -> tuple[dict[str, Any], dict[int, str]]:
+def _check_refs(schema: Any, source: str, dialect: str) -> tuple[dict[str, Any], dict[int, str]]:
     """Map every resource and anchor in the document, then prove each `$ref` lands on one; also the
     base URI of every schema object (by id), for lookups that land inside an embedded resource."""
     root_base = _norm(schema.get("$id", "urn:oz0:root")) if isinstance(schema, dict) else "urn:oz0:root"
@@ -304,7 +300,7 @@ def _check_refs(schema: Any, source: str) -> tuple[dict[str, Any], dict[int, str
             if frag and not frag.startswith("/"):
                 resources[f"{doc}#{frag}"] = node
     for node, base, path in nodes:
-        for key in ("$ref", "$dynamicRef", "$recursiveRef"):
+        for key in REF_KEYS:
             ref = node.get(key)
             if ref is None:
                 continue
@@ -312,18 +308,16 @@ def _check_refs(schema: Any, source: str) -> tuple[dict[str, Any], dict[int, str
             if not isinstance(ref, str):
                 raise ContractError(f"{key} must be a string", source=source, location=where)
             try:
-                _resolve_ref(ref, base, resources, schema)
+                _resolve_ref(ref, base, resources, dialect)
             except LookupError as exc:
                 raise ContractError(f"{key} {ref!r} {exc}", source=source, location=where) from None
+    for path, keyword, key, ref, base in hidden_refs(nodes):  # no validator follows these; another reader might
+        try:
+            _resolve_ref(ref, base, resources, dialect) if isinstance(ref, str) else None
+        except LookupError as exc:
+            raise ContractError(f"{key} {ref!r} {exc} (it sits under the unknown keyword {keyword!r}, which "
+                                "no validator follows)", source=source, location=format_pointer(path)) from None
     return resources, bases
-
-
-_META_NAMESPACES = tuple(k.rsplit("/", 1)[0] + "/" for k in DIALECTS)
-
-
-def _is_meta_schema(uri: str) -> bool:
-    doc = _norm(uri).rstrip("#")
-    return doc in DIALECTS or doc.startswith(tuple(ns + "meta/" for ns in _META_NAMESPACES))
 
 
 def _without_dot_segments(uri: str) -> str:
@@ -331,7 +325,7 @@ def _without_dot_segments(uri: str) -> str:
     return urljoin(uri, urlsplit(uri).path) if "/." in uri else uri
 
 
-def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> tuple[Any, str]:
+def _resolve_ref(ref: str, base: str, resources: dict[str, Any], dialect: str) -> tuple[Any, str]:
     if ref.startswith("#"):
         doc, fragment = base, fragment_pointer(ref[1:])
     else:
@@ -341,11 +335,14 @@ def _resolve_ref(ref: str, base: str, resources: dict[str, Any], root: Any) -> t
         resources = {doc: bundled_schema(doc)}
     if doc not in resources:
         resolved = _without_dot_segments(doc)
-        if _is_meta_schema(resolved):
-            return {}, doc
-        if resolved != doc and doc.startswith(_META_NAMESPACES):
+        if resolved != doc and doc.startswith(META_NAMESPACES) and not resolved.startswith(META_NAMESPACES):
             raise LookupError(f"leaves the meta-schema namespace: its '..' segments make it {resolved!r}, "
                               "which is not a known meta-schema; nothing is fetched")
+        if resolved.startswith(META_NAMESPACES):
+            why = meta_schema_refusal(resolved, dialect)
+            if why is None:
+                return {}, doc
+            raise LookupError(why)
         scheme = ref.split(":", 1)[0].lower() if ":" in ref else ""
         if scheme in ("http", "https", "file", "ftp"):
             raise LookupError(f"points outside this document ({scheme}://); nothing is fetched, so embed it "

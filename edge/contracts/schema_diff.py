@@ -4,7 +4,8 @@ Every rule is an *effect* on the set of values a schema allows (it widens, narro
 or it is only an annotation); the direction then decides whether that breaks callers: an input must
 accept everything it accepted, an output must not allow anything it excluded. Schemas are compared
 recursively through properties and items, after resolving local `$ref`s; a `$ref` that leaves the
-document is an error, and a keyword the check does not compare counts as breaking when it changes.
+document is an error, and a keyword the check does not compare (`anyOf` and `oneOf` among them)
+counts as breaking when it changes.
 """
 
 from __future__ import annotations
@@ -288,21 +289,20 @@ class SchemaComparison:
 
     def _branches(self, key: str, ov: list[Any] | None, nv: list[Any] | None, has_old: bool, has_new: bool,
                   p: str, path: tuple[Any, ...]) -> None:
-        if not has_old:
-            self.add(path, NARROWS, f"{key} added to {p}")
-            return
-        if not has_new:
-            self.add(path, WIDENS, f"{key} removed from {p}")
+        """anyOf/oneOf are not compared (a oneOf branch added may reject a value two branches now match,
+        an anyOf branch changed may do anything), so any change breaks both directions; the words still
+        say which branches came and went."""
+        why = f" (the check does not compare {key}, so any change to it counts as breaking)"
+        if not has_old or not has_new:
+            self.add(path, CHANGES, f"{key} {'added to' if not has_old else 'removed from'} {p}{why}")
             return
         old_keys = {_canon_key(self._canon(b, self.old_doc)): b for b in ov or []}
         new_keys = {_canon_key(self._canon(b, self.new_doc)): b for b in nv or []}
-        for canon, branch in old_keys.items():
-            if canon not in new_keys:
-                self.add(path, NARROWS, f"{p} lost {'an' if key == 'anyOf' else 'a'} {key} branch: "
-                                        f"{_branch_words(branch)}")
-        for canon, branch in new_keys.items():
-            if canon not in old_keys:
-                self.add(path, WIDENS, f"{p} has a new {key} branch: {_branch_words(branch)}")
+        lost = [_branch_words(b) for c, b in old_keys.items() if c not in new_keys]
+        gained = [_branch_words(b) for c, b in new_keys.items() if c not in old_keys]
+        words = [f"lost {'an' if key == 'anyOf' else 'a'} {key} branch: {w}" for w in lost]
+        words += [f"has a new {key} branch: {w}" for w in gained]
+        self.add(path, CHANGES, f"{p} {'; '.join(words) or f'reordered or repeated its {key} branches'}{why}")
 
     def _object(self, old: Mapping[str, Any], new: Mapping[str, Any], path: tuple[Any, ...], depth: int) -> None:
         old_props = old.get("properties") or {}

@@ -23,11 +23,13 @@ from oz0.edge.contracts.pointer import PointerError, fragment_pointer, resolve_p
 __all__ = [
     "join_uri",
     "MAX_REF_CHAIN",
+    "REF_KEYS",
     "DocumentRefs",
     "Refs",
     "Resolved",
     "SchemaDepthError",
     "SchemaView",
+    "hidden_refs",
     "subschemas",
     "walk_schema",
 ]
@@ -40,6 +42,8 @@ _SCHEMA_VALUED = (
 )
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SCHEMA_ARRAYS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_DATA_VALUED = ("const", "enum", "default", "examples")  # instances, where a "$ref" key is only data
+REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,27 @@ def walk_schema(schema: Any, base: str, *, max_depth: int | None = None, path: t
     yield schema, base, path
     for sub_path, sub in subschemas(schema):
         yield from walk_schema(sub, base, max_depth=max_depth, path=path + sub_path, depth=depth + 1)
+
+
+def hidden_refs(nodes: list[tuple[dict[str, Any], str, tuple[Any, ...]]]
+                ) -> Iterator[tuple[tuple[Any, ...], str, str, Any, str]]:
+    """Each `$ref` (or `$dynamicRef`, `$recursiveRef`) under a keyword no vocabulary defines, which no
+    validator follows: (its path, that keyword, its key, its value, the base of the schema around it).
+    `nodes` are `walk_schema`'s; what sits under const, enum, default and examples is data, not looked at."""
+    known = set(_SCHEMA_VALUED) | set(_SCHEMA_MAPS) | set(_SCHEMA_ARRAYS) | set(_DATA_VALUED) | {"items"}
+    for node, base, path in nodes:
+        for keyword, value in node.items():
+            if keyword in known or not isinstance(value, (dict, list)):
+                continue
+            stack: list[tuple[tuple[Any, ...], Any]] = [(path + (keyword,), value)]
+            while stack:
+                where, value = stack.pop()
+                items = enumerate(value) if isinstance(value, list) else value.items()
+                for key, sub in items:
+                    if key in REF_KEYS:
+                        yield where + (key,), keyword, key, sub, base
+                    elif isinstance(sub, (dict, list)):
+                        stack.append((where + (key,), sub))
 
 
 class SchemaView:

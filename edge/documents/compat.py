@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.documents.diff import compare_agents
-from oz0.edge.model.agent import AgentSpec, FailureKind
+from oz0.edge.model.agent import AgentSpec, FailureKind, PersonAsk
 from oz0.edge.model.flow import FlowSpec
 from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.model.tools import ToolDecl
@@ -90,7 +90,10 @@ def installed_agents(version: InstalledVersion) -> list[AgentSpec]:
 
     def make(a: Any, **fields: Any) -> AgentSpec:
         if a.kind != "flow":
-            return AgentSpec(**fields, tools=tuple(ToolDecl.from_json(t) for t in a.limits.get("tools") or ()))
+            asks = tuple(PersonAsk(s["step"], contract(s.get("answer_schema") or {}, f"asks.{s['step']}"))
+                         for s in a.limits.get("person_steps") or [])
+            return AgentSpec(**fields, asks=asks,
+                             tools=tuple(ToolDecl.from_json(t) for t in a.limits.get("tools") or ()))
         return FlowSpec(**fields, steps=stored_steps(a.limits.get("person_steps") or [], source=version.plugin))
 
     return [make(a,

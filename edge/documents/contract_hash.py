@@ -42,7 +42,8 @@ def contract_parts(spec: AgentSpec) -> dict[str, Any]:
         "output": _schema(spec.output, "#/output"),
         "person_steps": [{"step": s.id, "answer_schema": _schema(s.answer_schema, f"#/person_steps/{i}/answer_schema")
                           if s.answer_schema is not None else {}}
-                         for i, s in enumerate(s for s in getattr(spec, "steps", ()) if s.is_ask)],
+                         for i, s in enumerate(s for s in getattr(spec, "steps", ()) if s.is_ask)]
+        + [{"step": a.step, "answer_schema": _schema(a.answer_schema, f"#/asks/{a.step}")} for a in spec.asks],
         "annotations": {k: v for k, v in dict(annotations).items() if k in ANNOTATION_KEYS},
         "failures": {f.name: {"retryable": f.retryable, "partial": f.partial, "person": f.person}
                      for f in spec.failures},

@@ -64,7 +64,7 @@ def compare_documents(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Ch
             _success(old_op).get("content"), _success(new_op).get("content"))
         _compare_failures(label, _failures(old, old_op), _failures(new, new_op), changes)
         _compare_tools(label, old_op.get("x-oz0-tools") or [], new_op.get("x-oz0-tools") or [], changes)
-        if "x-oz0-flow" in new_op or "x-oz0-flow" in old_op:
+        if "x-oz0-person-steps" in new_op or "x-oz0-person-steps" in old_op:  # a flow's, or an agent's `asks:`
             _compare_person_steps(label, old_op.get("x-oz0-person-steps") or [],
                                   new_op.get("x-oz0-person-steps") or [], changes)
     return changes

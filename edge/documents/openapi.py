@@ -74,11 +74,14 @@ def flow_path(name: str) -> str:
 
 
 def person_steps(spec: AgentSpec) -> list[dict[str, Any]]:
-    """A flow's person steps as the document shows them: what callers' people must answer."""
-    return [{"step": s.id, "message": s.ask, "answer_schema": s.answer_schema.schema if s.answer_schema else {},
-             "answerers": dict(s.answerers), "timeout_s": s.timeout_s,
-             "on_timeout": dict(s.on_timeout) if s.on_timeout else None}
-            for s in getattr(spec, "steps", ()) if s.is_ask]
+    """A flow's person steps, or a python agent's declared `asks:`, as the document shows them: what
+    callers' people must answer."""
+    declared = [{"step": a.step, "message": a.description, "answer_schema": a.answer_schema.schema, "answerers": {},
+                 "timeout_s": None, "on_timeout": None} for a in spec.asks]
+    return declared + [{"step": s.id, "message": s.ask, "answer_schema": s.answer_schema.schema if s.answer_schema
+                        else {}, "answerers": dict(s.answerers), "timeout_s": s.timeout_s,
+                        "on_timeout": dict(s.on_timeout) if s.on_timeout else None}
+                       for s in getattr(spec, "steps", ()) if s.is_ask]
 
 
 def component_key(agent: str, direction: str) -> str:
@@ -122,7 +125,7 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             operation["x-budget"] = agent.budget.as_json()
         if getattr(agent, "price", None) is not None:
             operation["x-price"] = agent.price.as_json()
-        if flow:
+        if flow or agent.asks:
             operation["x-oz0-person-steps"] = person_steps(agent)
         if getattr(agent, "tools", ()):
             operation["x-oz0-tools"] = [t.as_json() for t in agent.tools]

@@ -94,7 +94,7 @@ def apply_tool_contracts(spec: Any, info: ToolInfo) -> Any:
                            output_schema_file=f"the outputSchema of tool {info.name!r}")
     except ContractError as exc:
         raise McpFailure("Misconfigured", str(exc)) from None
-    return replace(spec, **changes)
+    return replace(spec, **changes, listed_annotations=dict(info.annotations) if info.annotations else None)
 
 
 def tool_name(spec: Any) -> str:

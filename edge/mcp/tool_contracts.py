@@ -2,7 +2,7 @@
 
 An `mcp` agent's file usually declares no schema: its tool's `inputSchema` and `outputSchema` are its
 contracts. Installing lists each server's tools once (`tools/list`), so the contracts are stored in the
-agent rows like any other agent's: the upgrade check compares them between versions, and the installed
+agent rows like any other agent's, and the tool's annotations beside them (shown before any job runs): the upgrade check compares them between versions, and the installed
 plugin (the runtime, its OpenAPI document) carries them. A server that cannot be listed, or a tool schema
 the edge cannot use, refuses the install with the reason, before anything is stored.
 """
@@ -100,7 +100,7 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
             except ContractError as exc:
                 raise PluginError(f"agent {spec.name!r}: its stored tool contract cannot be loaded: {exc}",
                                   file=spec.file) from None
-            spec = replace(spec, **changes)
+            spec = replace(spec, **changes, listed_annotations=row.annotations)
         agents.append(_with_version(spec, by_name.get(spec.name)))
     flows = tuple(_with_version(spec, by_name.get(spec.name)) for spec in plugin.flows)
     return replace(plugin, agents=tuple(agents), flows=flows)

@@ -23,10 +23,12 @@ __all__ = [
     "ANNOTATION_KEYS",
     "AgentSpec",
     "BUDGET_EXHAUSTED",
+    "ConversationLimits",
     "Example",
     "FailureKind",
     "INVALID_INPUT",
     "Limits",
+    "PersonAsk",
     "TREE_LIMIT_DEFAULTS",
 ]
 
@@ -71,8 +73,32 @@ class Limits:
     count_waits: bool = False       # whether time waiting for a person counts toward tree_timeout_s
 
 
+@dataclass(frozen=True)
+class ConversationLimits:
+    """How much of a chat thread's conversation a follow-up gives the agent (`conversation:`): the
+    oldest turns past max_turns or max_tokens are dropped; a thread idle for idle_hours is over."""
+
+    max_turns: int = 20
+    max_tokens: int = 8000
+    idle_hours: float = 24.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns, "max_tokens": self.max_tokens, "idle_hours": self.idle_hours}
+
+
 TREE_LIMIT_DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "max_steps": 100, "max_depth": 5, "max_children": 50, "tree_timeout_s": None, "count_waits": False})
+
+
+@dataclass(frozen=True)
+class PersonAsk:
+    """One ask a python agent's file declares under `asks:` (edge.plugins.asks): its step name (the key),
+    the answer schema the answer must match, and what the person is asked."""
+
+    step: str
+    answer_schema: "Contract"
+    answer_schema_file: str | None = None
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,10 @@ class AgentSpec:
     contract_version: str | None = None  # the plugin version that introduced contract_hash, as stored at install
     budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
+    listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
+    asks: tuple[PersonAsk, ...] = ()  # `asks:`, a python agent's person steps (edge.plugins.asks)
+    conversation: ConversationLimits = ConversationLimits()  # `conversation:` (edge.runtime.conversations)
+    history: bool = False         # `history:`: a command or http agent is given the earlier turns too
     tools: tuple[ToolDecl, ...] = ()  # a model agent's `tools:` (edge.model.tools)
     servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))  # plugin.yaml's
 

@@ -26,6 +26,7 @@ class InstalledAgent:
     limits: Mapping[str, Any]
     contract_hash: str | None = None     # None: installed before revision 0006
     contract_version: str | None = None
+    annotations: Mapping[str, Any] | None = None  # an mcp tool's, listed at install (revision 0013)
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,19 @@ from oz0.edge.model.reply_ref import ReplyRef
 __all__ = [
     "BUILTIN_FAILURES",
     "FAILED_STATUSES",
+    "INVALID_RESULT_CONTRACT",
     "Job",
     "JobFailure",
     "JobStatus",
     "UnknownAgent",
+    "failure_code",
     "snake_case",
 ]
 
 JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
 FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
 
+INVALID_RESULT_CONTRACT = "InvalidResultContract"
 BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     INVALID_INPUT,
     FailureKind("InvalidOutput", description="The agent's answer does not match its output contract."),
@@ -33,6 +36,8 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     FailureKind("OutputTooLarge", description="The agent's answer is over limits.max_output_bytes."),
     FailureKind("Crashed", description="The agent raised an error or its process exited abnormally."),
     FailureKind("AgentError", description="The agent reported a failure whose kind it did not declare."),
+    FailureKind(INVALID_RESULT_CONTRACT, description="The agent's answer is shaped as a QZX result but breaks "
+                                                     "the QZX Result Contract v1."),
     FailureKind("Unavailable", description="The agent's service could not be reached or was overloaded."),
     FailureKind("Rejected", description="The agent's service refused the request."),
     FailureKind("Misconfigured", description="The agent cannot run as configured (a missing key or file).",
@@ -126,6 +131,17 @@ class Job:
 def snake_case(name: str) -> str:
     """`InvalidInput` -> `invalid_input`: a failure kind as a QZX error_code."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+_ERROR_CODE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def failure_code(job: "Job") -> str:
+    """The error_code a failed job shows (card header, `oz0 run --json`, the API): the agent's own QZX
+    `error_code` for a failure it reported without declaring its kind (AgentError), else its kind's."""
+    kind = job.failure_kind or "Failed"
+    own = job.output.get("error_code") if kind == "AgentError" and isinstance(job.output, dict) else None
+    return own if isinstance(own, str) and _ERROR_CODE.fullmatch(own) else snake_case(kind)
 
 
 class UnknownAgent(ValueError):

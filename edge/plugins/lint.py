@@ -242,6 +242,13 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
     lint_examples(lint.add, file, data, input=contracts.get("input"), output=contracts.get("output"))
     _lint_kind(lint, file, data)
     _lint_failures(lint, file, data)
+    for step, ask in (data.get("asks") or {}).items() if isinstance(data.get("asks"), dict) else ():
+        if data.get("kind") != "python":
+            lint.add("error", file, "$.asks", "asks: declares the person steps of a python agent's ctx.ask_person",
+                     "remove it (a flow declares its person steps as `ask:` steps)")
+            break
+        if isinstance(ask, dict) and isinstance(ask.get("answer_schema"), str) and ask["answer_schema"]:
+            _lint_schema(lint, file, f"asks.{step}.answer", ask["answer_schema"])  # at $.asks.STEP.answer_schema
     budget_findings(data, kind=data.get("kind"), add=lambda path, message, fix: lint.add("error", file, path, message, fix))
     return name
 

@@ -17,8 +17,9 @@ from typing import Any, Mapping
 import orjson
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.model.agent import AgentSpec, FailureKind, Limits
+from oz0.edge.model.agent import AgentSpec, ConversationLimits, FailureKind, Limits, PersonAsk
 from oz0.edge.plugins.agent_tools import DEFAULT_LOOP_STEPS, ToolsError, parse_servers, parse_tools
+from oz0.edge.plugins.asks import AskDeclarationError, asks_of
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, budget_of, examples_of, manifest_contract, read_yaml
 from oz0.edge.plugins.flow_manifest import load_flow
 
@@ -124,7 +125,8 @@ def _load_agent(root: Path, file: Path, plugin: str,
         declared_limits.setdefault("max_steps", DEFAULT_LOOP_STEPS)
     limits = Limits(**declared_limits)
     known = {"name", "kind", "description", "input", "output", "input_schema", "output_schema", "failures",
-             "limits", "example", "examples", "budget", "price", "tools"}
+             "limits", "example", "examples", "budget", "price", "tools", "asks", "conversation",
+             "history"}
     config = {k: v for k, v in data.items() if k not in known}
     if isinstance(config.get("server"), str):  # an mcp agent naming a server of plugin.yaml `servers:`
         if config["server"] not in servers:
@@ -140,4 +142,13 @@ def _load_agent(root: Path, file: Path, plugin: str,
         servers=MappingProxyType({t.server: servers[t.server] for t in tools if t.server is not None}),
         example=example if isinstance(example, str) or example is None else orjson.dumps(example).decode(),
         examples=examples_of(data), budget=budget_of(data, file), price=budget_of(data, file, key="price"),
+        asks=_asks(root, data, file),
+        conversation=ConversationLimits(**(data.get("conversation") or {})), history=bool(data.get("history")),
     )
+
+
+def _asks(root: Path, data: Mapping[str, Any], file: Path) -> tuple[PersonAsk, ...]:
+    try:
+        return asks_of(root, data)
+    except AskDeclarationError as exc:
+        raise PluginError(exc.message, file=str(file), location=exc.path) from None

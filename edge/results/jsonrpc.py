@@ -24,14 +24,20 @@ class RpcResponse:
     error_code: Any = None
     error_message: str = ""
     error_data: Any = None
+    malformed: str = ""  # why the message is no valid response at all (a protocol error of its own)
 
 
 def read_rpc_response(value: Any) -> RpcResponse | None:
     """`value` read as a JSON-RPC 2.0 response, or None when it is not one (`jsonrpc` "2.0", an `id`,
-    and exactly one of `result` and `error`)."""
+    and `result` or `error`). Holding both, it is a protocol error: has_result False, `malformed` says why."""
     if not (isinstance(value, dict) and value.get("jsonrpc") == "2.0" and "id" in value):
         return None
-    if ("result" in value) == ("error" in value) or not set(value) <= {"jsonrpc", "id", "result", "error"}:
+    if not set(value) <= {"jsonrpc", "id", "result", "error"}:
+        return None
+    if "result" in value and "error" in value:
+        return RpcResponse(value["id"], False, malformed="the response holds both result and error, "
+                                                         "which JSON-RPC 2.0 forbids")
+    if "result" not in value and "error" not in value:
         return None
     if "result" in value:
         return RpcResponse(value["id"], True, result=value["result"])

@@ -10,6 +10,8 @@
         groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids
       - deny: ["*"]
         channels: [C0DEAD]
+    dms: false               # Discord: whether direct messages to the bot are asks (a DM has no channel
+                             # to check, so off unless said)
     budgets:                 # optional: what the jobs asked in a place may spend (edge.runtime.budgets)
       - workspace: T0123     # the same conditions as a rule (platform, workspace, channels), none: everywhere
         channels: [C0456]
@@ -99,6 +101,7 @@ class AccessPolicy:
     rules: tuple[AccessRule, ...] = ()
     source: str = "(no access.yaml: every agent, everywhere)"
     budgets: tuple[AccessBudget, ...] = ()
+    dms: bool = False
 
     @classmethod
     def load(cls, home: str | Path) -> "AccessPolicy":
@@ -122,11 +125,15 @@ class AccessPolicy:
         rules = []
         for i, raw in enumerate(data.get("rules") or []):
             rules.append(_rule(raw, i, source))
-        unknown = set(data) - {"default", "rules", "budgets"}
+        unknown = set(data) - {"default", "rules", "budgets", "dms"}
         if unknown:
-            raise AccessError(f"{source}: unknown keys {sorted(unknown)}; expected 'default', 'rules' and 'budgets'")
+            raise AccessError(f"{source}: unknown keys {sorted(unknown)}; expected 'default', 'rules', 'budgets' "
+                              "and 'dms'")
+        dms = data.get("dms", False)
+        if not isinstance(dms, bool):
+            raise AccessError(f"{source}: dms must be true or false, not {dms!r}")
         budgets = tuple(_budget(raw, i, source) for i, raw in enumerate(data.get("budgets") or []))
-        return cls(default, tuple(rules), source, budgets)
+        return cls(default, tuple(rules), source, budgets, dms)
 
     def decide(self, agent: str, asker: Asker) -> tuple[bool, AccessRule | None]:
         """Whether `asker` may run `agent`, and the rule that decided (None: the default)."""

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from oz0.edge.cards.choice import is_qzx_result
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data, dumps_exact
+from oz0.edge.cards.qzx_status import CORE_FIELDS
+from oz0.edge.contracts.json_data import MAX_JSON_DEPTH, JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.model.agent import AgentSpec, FailureKind
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
+from oz0.edge.model.job import BUILTIN_FAILURES, INVALID_RESULT_CONTRACT, Job, JobFailure
+from oz0.edge.results.qzx import check_core
 from oz0.edge.results.tool_result import kept_value
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
@@ -95,6 +97,9 @@ class AgentAttempts:
             check_json_data(output)
         except JsonDataError as exc:
             where = f" at {exc.path}" if exc.path != "$" else ""
+            if exc.too_deep:
+                raise JobFailure("InvalidOutput", f"the answer nests deeper than {MAX_JSON_DEPTH} levels (the "
+                                                  f"limit for JSON data){where}; answer flatter data") from None
             raise JobFailure("InvalidOutput", f"the answer is not JSON data ({exc.message}){where}; answer strings, "
                                               "finite numbers, booleans, null, lists and objects with string keys"
                              ) from None
@@ -102,6 +107,13 @@ class AgentAttempts:
         if size > cap:
             raise JobFailure("OutputTooLarge", f"the answer is {size:,} bytes, over limits.max_output_bytes "
                                                f"({cap:,})")
+        if is_qzx_result(output):
+            findings = check_core({k: output[k] for k in CORE_FIELDS if k in output})
+            if findings:
+                more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+                raise JobFailure(INVALID_RESULT_CONTRACT, f"the answer is shaped as a QZX result but breaks the "
+                                                          f"QZX Result Contract v1: {findings[0]}{more}",
+                                 partial_output=output)
         if is_qzx_result(output) and output["success"] is False:
             code = output.get("error_code")
             kind = _declared_kind(spec, code) if isinstance(code, str) else None

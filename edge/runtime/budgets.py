@@ -250,8 +250,8 @@ class Budgets:
                                              "asked; ask it from chat or the console")
             if wait < 1:
                 raise exhausted(refusal, why="no time is left in the job's time limit to ask")
-            answer = await asking.ask_person(ask_message(refusal), ALLOW_SCHEMA, step=f"budget-{uuid.uuid4().hex[:8]}",
-                                             timeout_s=wait, source=f"Budget ({state.ref.label})"[:200])
+            answer = await asking.runtime_ask(ask_message(refusal), ALLOW_SCHEMA, step=f"budget-{uuid.uuid4().hex[:8]}",
+                                              timeout_s=wait, source=f"Budget ({state.ref.label})"[:200])
             if answer.action != "accept" or not (answer.content or {}).get("allow"):
                 said = {"accept": f"{answer.by} said no", "decline": f"{answer.by} declined",
                         "cancel": f"{answer.by} cancelled", "timeout": "nobody answered in time"}

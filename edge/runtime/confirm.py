@@ -6,7 +6,8 @@ under `annotations:` (what the file declares wins: the plugin's author knows the
 agent whose annotations say `destructiveHint: true`, and not `readOnlyHint: true`, asks the asker
 to Confirm or Cancel, naming the tool and its arguments, before the job runs (step `confirm`, once
 per job, not per attempt), unless its agent file says `confirm: false`. A job whose channel cannot
-ask (a terminal `oz0 run`) is not run: it fails `Cancelled`, saying how to run it.
+ask is not run: it fails `Cancelled`, saying how to run it (`oz0 run` asks on its terminal, or leaves
+the job waiting for `oz0 jobs answer`).
 """
 
 from __future__ import annotations
@@ -54,14 +55,15 @@ def _merged(listed: Mapping[str, Any] | None, spec: "AgentSpec") -> dict[str, An
 
 
 def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
-    """The agent's annotations without reaching a server: declared, over the tool's last listing."""
-    listed = None
+    """The agent's annotations without reaching a server: declared, over the tool's listing (this
+    process's latest, else the one stored at install)."""
+    listed = spec.listed_annotations
     if spec.kind == "mcp":
         try:
             tool = (servers().listed(server_for_agent(spec)) or {}).get(str(spec.config.get("tool")))
         except McpFailure:
             tool = None
-        listed = tool.annotations if tool is not None else None
+        listed = tool.annotations if tool is not None else listed
     return _merged(listed, spec)
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import JobFailure
+from oz0.edge.plugins.asks import declared_ask
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Question
 
@@ -36,6 +38,8 @@ class RunContext:
     delegate: "Delegation | None" = field(default=None, repr=False)
     budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
     started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
+    # the conversation's earlier turns ({role, content}, oldest first): edge.runtime.conversations
+    history: tuple[Mapping[str, str], ...] = ()
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Report what the job does now (a command's stderr line, a model's step, `done` of `total`
@@ -65,30 +69,54 @@ class RunContext:
         """Whether a channel here draws this job's questions (MCP declares elicitation only then)."""
         return self.questions is not None and self.questions.can_ask_job(self.job_id)
 
-    async def ask_person(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
-                         answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                         source: str | None = None) -> "Answer":
+    async def ask_person(self, message: str, answer_schema: Mapping[str, Any] | None = None, *,
+                         step: str | None = None, answerers: Mapping[str, Any] | None = None,
+                         timeout_s: float | None = None, source: str | None = None) -> "Answer":
         """Pause the job to ask someone (a person step) and wait for the answer, in the job's own call:
         not durable, a restart ends the job interrupted. `answerers` default to the asker; `timeout_s`
-        to the agent's limits.timeout_s (then the answer's action is "timeout")."""
+        to the agent's limits.timeout_s (then the answer's action is "timeout"). A python agent asks
+        only what its file declares under `asks:` (the step, and its answer schema when none is given)."""
+        schema, step = self._declared(answer_schema, step)
+        return await self.runtime_ask(message, schema, step=step, answerers=answerers, timeout_s=timeout_s,
+                                      source=source)
+
+    def ask_person_sync(self, message: str, answer_schema: Mapping[str, Any] | None = None, *,
+                        step: str | None = None, answerers: Mapping[str, Any] | None = None,
+                        timeout_s: float | None = None, source: str | None = None) -> "Answer":
+        """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
+        schema, step = self._declared(answer_schema, step)
+        question, wait = self._question(message, schema, step, answerers, timeout_s, source)
+        self._book().ask(question)
+        return self._book().wait(self.job_id, question.step, timeout_s=wait)
+
+    async def runtime_ask(self, message: str, answer_schema: Mapping[str, Any], *, step: str | None = None,
+                          answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
+                          source: str | None = None) -> "Answer":
+        """A person step the runtime itself takes for the job (a budget's allowance, an MCP elicitation),
+        which no agent file declares."""
         question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
         self._book().ask(question)
         return await self._book().wait_async(self.job_id, question.step, timeout_s=wait)
 
-    def ask_person_sync(self, message: str, answer_schema: dict[str, Any], *, step: str | None = None,
-                        answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                        source: str | None = None) -> "Answer":
-        """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
-        question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
-        self._book().ask(question)
-        return self._book().wait(self.job_id, question.step, timeout_s=wait)
+    def _declared(self, answer_schema: Mapping[str, Any] | None,
+                  step: str | None) -> tuple[Mapping[str, Any], str | None]:
+        """The answer schema and step of an agent's ask: for a python agent, as its `asks:` declares
+        (JobFailure Misconfigured naming the key to add otherwise)."""
+        if self.agent.kind != "python":
+            if answer_schema is None:
+                raise JobFailure("Misconfigured", "ctx.ask_person needs an answer schema")
+            return answer_schema, step
+        ask = declared_ask(self.agent.name, self.agent.file, self.agent.asks, step, answer_schema)
+        if isinstance(ask, str):
+            raise JobFailure("Misconfigured", ask)
+        return ask.answer_schema.schema, ask.step
 
     def _book(self) -> "Questions":
         if self.questions is None:
             raise RuntimeError("this run has no runtime to ask a person through")
         return self.questions
 
-    def _question(self, message: str, answer_schema: dict[str, Any], step: str | None,
+    def _question(self, message: str, answer_schema: Mapping[str, Any], step: str | None,
                   answerers: Mapping[str, Any] | None, timeout_s: float | None,
                   source: str | None) -> tuple[Any, float]:
         import time

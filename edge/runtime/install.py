@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change
-from oz0.edge.documents.compat import check_upgrade, is_major_bump
+from oz0.edge.documents.compat import check_upgrade
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.plugins.files import copy_plugin, plugin_files
 from oz0.edge.plugins.manifest import Plugin, load_plugin
@@ -78,7 +78,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
     limits: dict[str, Any] = {"timeout_s": spec.limits.timeout_s, "max_output_bytes": spec.limits.max_output_bytes,
                               "max_attempts": spec.limits.max_attempts, "concurrency": spec.limits.concurrency,
                               **{k: getattr(spec.limits, k) for k in TREE_LIMIT_DEFAULTS}}
-    if spec.kind == "flow":
+    if spec.kind == "flow" or spec.asks:
         limits["person_steps"] = person_steps(spec)
     if spec.tools:  # kept with its limits, so a later version's upgrade check can compare them
         limits["tools"] = [t.as_json() for t in spec.tools]
@@ -95,6 +95,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "limits": limits,
         "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
+        "annotations": dict(spec.listed_annotations) if spec.listed_annotations else None,
     }
 
 
@@ -110,9 +111,10 @@ def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool =
     Raises PluginError when an agent name belongs to another installed plugin or an mcp agent's tool
     cannot be listed, and UpgradeRefused
     (edge.documents.compat) when the new version breaks the installed one's contracts without a new major version
-    or allow_breaking; both before anything is stored. A breaking change let through by allow_breaking
-    is recorded in the audit log as `plugin.contracts.breaking`. A version installed before with other
-    content raises VersionReused unless `force` (then audited as `plugin.version.replaced`).
+    or allow_breaking; both before anything is stored. A breaking change let through (by a new major
+    version or allow_breaking) is recorded in the audit log as `plugin.contracts.breaking`. A version
+    installed before with other content raises VersionReused unless `force` (then audited as
+    `plugin.version.replaced`).
     """
     actor = actor or local_user()
     digest = content_hash(plugin.path)
@@ -157,7 +159,7 @@ def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool =
         runtime.audit("plugin.version.replaced", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "content_hash": digest,
             "replaced_content_hash": reused.content_hash})
-    if previous is not None and any(c.breaking for c in changes) and not is_major_bump(previous.version, plugin.version):
+    if previous is not None and any(c.breaking for c in changes):  # let through by a major version or the flag
         runtime.audit("plugin.contracts.breaking", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
             "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})

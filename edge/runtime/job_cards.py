@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
 from oz0.edge.model.flow import FLOW_KIND
+from oz0.edge.runtime.conversations import dropped_note
 from oz0.edge.mcp.kind import with_known_contracts
 from oz0.edge.model.agent import AgentSpec
-from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, snake_case
+from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, failure_code
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -35,14 +36,16 @@ class JobCards:
         if job.status == "succeeded":
             checked = contract is not None and self._checked.get(job.id) == contract.digest
             card = choose_card(job.output, contract, title=title, checked=checked)
+            if spec is not None:
+                note = dropped_note(self.conversations.history(job.id, spec.conversation))
+                card = replace(card, notes=(*card.notes, note)) if note else card
             return self._with_steps(card, spec, job)
         if job.status in FAILED_STATUSES:
-            kind = job.failure_kind or "Failed"
-            status = Status(success=False, message=job.failure_reason or "the job failed",
-                            error_code=snake_case(kind))
+            code = failure_code(job)
+            status = Status(success=False, message=job.failure_reason or "the job failed", error_code=code)
             if is_qzx_result(job.output):
                 card = choose_card(job.output, None, title=title)
-                merged = replace(card.status, error_code=snake_case(kind)) if card.status else status
+                merged = replace(card.status, error_code=code) if card.status else status
                 return replace(card, status=merged)
             notes = tuple(n for n in (_failure_note(self, spec, job),) if n)
             card = Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)

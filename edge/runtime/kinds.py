@@ -97,6 +97,8 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     cap = spec.limits.max_output_bytes
     env = dict(os.environ, OZ0_JOB_ID=ctx.job_id, OZ0_AGENT=spec.name, OZ0_ATTEMPT=str(ctx.attempt),
                PYTHONUNBUFFERED="1")
+    if spec.history:  # the conversation's earlier turns, as a JSON list of {role, content}
+        env["OZ0_HISTORY"] = json.dumps([dict(m) for m in ctx.history], ensure_ascii=False)
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -231,7 +233,8 @@ async def _post_http(spec: AgentSpec, value: Any, ctx: RunContext, raw_headers: 
     try:
         async with budget_call(ctx, call_need(spec)):  # reserved first; a refusal never reaches the URL
             async with httpx.AsyncClient(timeout=spec.limits.timeout_s, follow_redirects=False) as client:
-                async with client.stream("POST", url, json=value, headers=headers) as response:
+                body_json = {"input": value, "history": [dict(m) for m in ctx.history]} if spec.history else value
+                async with client.stream("POST", url, json=body_json, headers=headers) as response:
                     body = await _read_capped(response, spec.limits.max_output_bytes, what)
     except httpx.HTTPError as exc:
         raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
@@ -292,6 +295,7 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
     messages: list[dict[str, str]] = []
     if spec.config.get("system"):
         messages.append({"role": "system", "content": str(spec.config["system"])})
+    messages.extend({"role": str(m["role"]), "content": str(m["content"])} for m in ctx.history)
     content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     messages.append({"role": "user", "content": content})
     request: dict[str, Any] = {"model": spec.config["model"], "messages": messages}

@@ -21,6 +21,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from oz0.edge.runtime.feedback import FeedbackCollector
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
 from oz0.edge.model.budget import MICRO
 
@@ -167,4 +168,5 @@ def metrics_registry(runtime: Any) -> CollectorRegistry:
     registry.register(JournalCollector(runtime.store))
     registry.register(SpendCollector(runtime))
     registry.register(CHANNEL_ERRORS)
+    registry.register(FeedbackCollector(runtime.store))
     return registry

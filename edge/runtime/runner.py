@@ -42,6 +42,7 @@ from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.progress import JournalProgress
@@ -105,6 +106,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
+        self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         watch_tools(self)
 
@@ -324,6 +326,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     job, spec, value, on_progress))
             await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
             plugin_path = Path(plugin.path)
+            history = self.conversations.history(job_id, spec.conversation).messages
             while True:
                 self.take_step(job, attempts + 1)
                 attempts += 1
@@ -332,7 +335,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     delegate = Delegation(self, job, attempts, asyncio.get_running_loop())
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
                                                                          on_progress, self.questions, delegate,
-                                                                         budgets=self.budgets))
+                                                                         budgets=self.budgets,
+                                                                         history=history))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -384,7 +388,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
-            output, reason = None, f"{reason or 'the job failed'} (its partial answer is not JSON data: {exc})"
+            what = "could not be kept" if exc.too_deep else "is not JSON data"
+            output, reason = None, f"{reason or 'the job failed'} (its partial answer {what}: {exc})"
         self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
                               failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
         self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)

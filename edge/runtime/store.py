@@ -88,6 +88,7 @@ agents = Table(
     Column("limits", JSON, nullable=False),
     Column("contract_hash", String(64), nullable=True),     # revision 0006: edge.documents.contract_hash
     Column("contract_version", String(64), nullable=True),  # revision 0006: the version that introduced it
+    Column("annotations", JSON(none_as_null=True), nullable=True),  # revision 0013: an mcp tool's, as listed
     UniqueConstraint("version_id", "name", name="uq_agent_per_version"),
 )
 
@@ -351,6 +352,7 @@ class Store:
                 output_schema=a["output_schema"], output_hash=a["output_hash"],
                 failures=a["failures"] or {}, limits=a["limits"] or {},
                 contract_hash=a["contract_hash"], contract_version=a["contract_version"],
+                annotations=a["annotations"],
             ) for a in agent_rows),
         )
 
@@ -391,3 +393,4 @@ class Store:
 
 from oz0.edge.runtime import budget_tables  # noqa: E402,F401  its tables join `metadata` (revision 0008)
 from oz0.edge.runtime import loop_trace  # noqa: E402,F401  its table joins `metadata` (revision 0012)
+from oz0.edge.runtime import conversations  # noqa: E402,F401  its table joins `metadata` (revision 0015)
