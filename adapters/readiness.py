@@ -13,6 +13,8 @@ import threading
 import weakref
 from typing import Any
 
+from oz0.edge import RuntimeFace
+
 __all__ = ["ChannelStates", "channel_states", "connected", "disconnected"]
 
 READY = ("running", "connected")
@@ -52,11 +54,11 @@ class ChannelStates:
         return {name: state for name, state in self.snapshot().items() if state not in READY}
 
 
-_by_runtime: "weakref.WeakKeyDictionary[Any, ChannelStates]" = weakref.WeakKeyDictionary()
+_by_runtime: weakref.WeakKeyDictionary[Any, ChannelStates] = weakref.WeakKeyDictionary()
 _by_runtime_lock = threading.Lock()
 
 
-def channel_states(runtime: Any) -> ChannelStates:
+def channel_states(runtime: RuntimeFace) -> ChannelStates:
     """The channel states of `runtime` (one set per runtime, made on first use)."""
     with _by_runtime_lock:
         states = _by_runtime.get(runtime)
@@ -65,11 +67,11 @@ def channel_states(runtime: Any) -> ChannelStates:
         return states
 
 
-def connected(runtime: Any, channel: str) -> None:
+def connected(runtime: RuntimeFace, channel: str) -> None:
     """A channel says it is connected (again)."""
     channel_states(runtime).set(channel, "connected")
 
 
-def disconnected(runtime: Any, channel: str, why: str) -> None:
+def disconnected(runtime: RuntimeFace, channel: str, why: str) -> None:
     """A channel says it lost its connection (or has not made it yet): /readyz answers 503 until it reconnects."""
     channel_states(runtime).set(channel, f"disconnected: {why}"[:200])

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-from loop_kit import CI_SERVER, loop_plugin  # noqa: E402
-from model_standins import ModelStandin, Turn  # noqa: E402
+from loop_kit import CI_SERVER, loop_plugin
+from model_standins import ModelStandin, Turn
 
 SCRIPT = [Turn(calls=(("ci_log", {"run_id": 1}),)), Turn(calls=(("ci_log", {"run_id": 2}), ("ci_log", {"run_id": 3}))),
           Turn(text='{"verdict": "flaky", "run_id": 3}')]
@@ -43,12 +43,11 @@ async def main(count: int) -> None:
         runtime = loop_plugin(Path(tmp) / "plugin", Path(tmp) / "home", model.url)
         await asyncio.to_thread(runtime.launch_engine)
         from fastmcp.client.transports import StdioTransport
+        from loop_kit import VERDICT
         from pydantic_ai import Agent, NativeOutput, StructuredDict
         from pydantic_ai.mcp import MCPToolset
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
-
-        from loop_kit import VERDICT
 
         bare = Agent(OpenAIChatModel("triage-1", provider=OpenAIProvider(base_url=model.url, api_key="sk-bench")),
                      output_type=NativeOutput(StructuredDict(VERDICT, name="answer"), strict=False),

@@ -102,7 +102,7 @@ def measure(python: str, checkout: Path, count: int) -> list[float]:
         subprocess.run([python, "-m", "oz0.adapters.cli", "plugin", "install", str(plugin)], env=env, check=True,
                        capture_output=True, cwd=checkout)
         port = free_port()
-        log = open(Path(tmp) / "serve.log", "w")
+        log = open(Path(tmp) / "serve.log", "w")  # noqa: SIM115  (the server writes it until it stops)
         server = subprocess.Popen([python, "-m", "oz0.adapters.cli", "serve", "--port", str(port)], env=env,
                                   stdout=log, stderr=subprocess.STDOUT, cwd=checkout)
         base = f"http://127.0.0.1:{port}"

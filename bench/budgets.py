@@ -17,20 +17,20 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-import yaml  # noqa: E402
+import yaml
+from loopback import Loopback
+from plugin_kit import make_plugin
 
-from loopback import Loopback  # noqa: E402
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin  # noqa: E402
-from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
-from oz0.edge.runtime.runner import Runtime  # noqa: E402
-from plugin_kit import make_plugin  # noqa: E402
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 
 def runtime(folder: Path, url: str, *, budgets: bool, count: int, database_url: str | None) -> Runtime:

@@ -41,20 +41,21 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import jsonschema  # noqa: E402
-import orjson  # noqa: E402
+import jsonschema
+import orjson
 
-from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card  # noqa: E402
-from oz0.edge.contracts.schema import Contract, compile_count, load_contract  # noqa: E402
-from oz0.renderers import RENDERERS, Rendered  # noqa: E402
+from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card
+from oz0.edge.contracts.schema import Contract, compile_count, load_contract
+from oz0.renderers import RENDERERS, Rendered
 
 __all__ = ["FORMS", "SIZES", "Case", "build", "main"]
 

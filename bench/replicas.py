@@ -27,12 +27,12 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-import aiohttp  # noqa: E402
+import aiohttp
+from postgres_server import PostgresServer
+from replica_harness import bench_replicas, install_replica_plugin
+from slack_harness import free_port
+from slack_standin import SlackStandIn, signed_headers, slash_command_body
 
-from postgres_server import PostgresServer  # noqa: E402
-from replica_harness import bench_replicas, install_replica_plugin  # noqa: E402
-from slack_harness import free_port  # noqa: E402
-from slack_standin import SlackStandIn, signed_headers, slash_command_body  # noqa: E402
 from oz0.edge.flows.engine import FLOW_ENGINE
 
 ACK_P99_TARGET_MS = 100.0
@@ -160,7 +160,7 @@ async def replicas_ack(tmp: Path, server: PostgresServer, count: int) -> None:
 def engine_cost(tmp: Path, server: PostgresServer, count: int) -> None:
     from oz0.edge.runtime.runner import Runtime
 
-    print(f"engine cost per job, no-op agent (journal alone = 1.00)")
+    print("engine cost per job, no-op agent (journal alone = 1.00)")
     for backend in ("SQLite", "Postgres"):
         url = server.database() if backend == "Postgres" else None
         home = tmp / f"cost-{backend}"

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from slack_harness import install_test_plugin, running_channel  # noqa: E402
+from slack_harness import install_test_plugin, running_channel
 
 ACK_LIMIT_S = 3.0
 

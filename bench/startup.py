@@ -25,9 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["COMMANDS", "FLOOR", "Command", "cpu_seconds", "main"]
 

@@ -28,11 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-import aiohttp  # noqa: E402
-
-from postgres_server import PostgresServer  # noqa: E402
-from replica_harness import bench_replicas, install_replica_plugin  # noqa: E402
-from slack_standin import SlackStandIn, mention_event_body, signed_headers  # noqa: E402
+import aiohttp
+from postgres_server import PostgresServer
+from replica_harness import bench_replicas, install_replica_plugin
+from slack_standin import SlackStandIn, mention_event_body, signed_headers
 
 TARGET_RATIO = 0.5
 TARGET_RSS_MB = 30.0

@@ -13,6 +13,7 @@ function-local imports included):
     results/     reading results: MCP CallToolResult, the QZX envelope, JSON-RPC, content blocks
     model/       Job, JobFailure, failure kinds, AgentSpec, FlowSpec, budgets, progress (reads contracts/ types)
     contracts/   schemas: load, validate, view, pointer, JSON data, schema diff
+    errors.py, lazy.py   the ground: the exception tree's base (Oz0Error) and this face's lazy loading
 
 A function-local import only defers a costly third-party import (DBOS, an SDK), with a comment saying so.
 
@@ -23,27 +24,51 @@ parser and the card rules until something asks for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oz0.edge.lazy import lazy_face
 
 if TYPE_CHECKING:
     from oz0.edge.cards.choice import MAX_CARD_BYTES, choose_card, compact_json, is_qzx_result
-    from oz0.edge.results.tool_result import is_call_tool_result
     from oz0.edge.cards.model import FORMS, Attachment, Card, DiffBody, DiffLine, KeyChange, Status, cell_text
-    from oz0.edge.contracts.schema import (Contract, ContractError, Violation, compile_count, load_contract,
-                                           load_json_file)
+    from oz0.edge.contracts.schema import (
+        Contract,
+        ContractError,
+        Violation,
+        compile_count,
+        load_contract,
+        load_json_file,
+    )
+    from oz0.edge.errors import Oz0Error
+    from oz0.edge.model.agent import AgentSpec
+    from oz0.edge.model.job import Job, JobFailure, UnknownAgent
+    from oz0.edge.plugins.declared import PluginError
+    from oz0.edge.results.tool_result import is_call_tool_result
+    from oz0.edge.runtime.api import ChatRuntime, ConsoleRuntime, RuntimeFace, ServeRuntime
+    from oz0.edge.runtime.questions import AnswerRefused
 
 __all__ = [
     "FORMS",
     "MAX_CARD_BYTES",
+    "AgentSpec",
+    "AnswerRefused",
     "Attachment",
     "Card",
+    "ChatRuntime",
+    "ConsoleRuntime",
     "Contract",
     "ContractError",
     "DiffBody",
     "DiffLine",
+    "Job",
+    "JobFailure",
     "KeyChange",
+    "Oz0Error",
+    "PluginError",
+    "RuntimeFace",
+    "ServeRuntime",
     "Status",
+    "UnknownAgent",
     "Violation",
     "cell_text",
     "choose_card",
@@ -62,17 +87,13 @@ _HOMES: dict[str, str] = {
                     "oz0.edge.cards.model"),
     **dict.fromkeys(("Contract", "ContractError", "Violation", "compile_count", "load_contract", "load_json_file"),
                     "oz0.edge.contracts.schema"),
+    "Oz0Error": "oz0.edge.errors",
+    "AgentSpec": "oz0.edge.model.agent",
+    **dict.fromkeys(("Job", "JobFailure", "UnknownAgent"), "oz0.edge.model.job"),
+    "PluginError": "oz0.edge.plugins.declared",
+    **dict.fromkeys(("ChatRuntime", "ConsoleRuntime", "RuntimeFace", "ServeRuntime"), "oz0.edge.runtime.api"),
+    "AnswerRefused": "oz0.edge.runtime.questions",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, globals(), _HOMES, __all__)

@@ -10,7 +10,8 @@ no other platform's modules.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oz0.edge.cards.model import Card

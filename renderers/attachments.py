@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
+
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card

@@ -9,7 +9,8 @@ shown as its real URL in `<…>` (no preview, no masked label).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.monospace import aligned

@@ -27,7 +27,8 @@ escaped as `renderers.discord_markdown` says; tables are fitted by `renderers.mo
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md

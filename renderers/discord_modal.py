@@ -16,7 +16,8 @@ description of 100; a custom_id of 100; a text input of 4,000 characters; a plac
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from oz0.renderers.safety import clean, clip, one_line
 
@@ -41,7 +42,8 @@ ASK_INPUT_ID = "oz0:ask:input"
 
 
 def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
     required = set(schema.get("required") or ())
     return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
 

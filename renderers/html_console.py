@@ -18,7 +18,8 @@ chat channels' buttons ("Share in channel"), and the console has no channel to a
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md

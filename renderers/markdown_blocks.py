@@ -23,24 +23,25 @@ markdown-it-py's own renderer does with token types.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Union
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
 from oz0.renderers.safety import ascii_host_url, clean, safe_url, userinfo_host
 
 __all__ = [
+    "MAX_INLINE_DEPTH",
+    "MAX_NESTING",
+    "PARSE_MAX",
     "Block",
-    "CodeBlock",
     "Code",
+    "CodeBlock",
     "Emph",
     "Heading",
     "LineBreak",
     "Link",
     "ListBlock",
-    "MAX_INLINE_DEPTH",
-    "MAX_NESTING",
     "Paragraph",
     "Quote",
     "Rule",
@@ -48,7 +49,6 @@ __all__ = [
     "Strike",
     "Strong",
     "Table",
-    "PARSE_MAX",
     "Text",
     "document",
     "parse",
@@ -84,17 +84,17 @@ class LineBreak:
 
 @dataclass(frozen=True)
 class Strong:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
 class Emph:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
 class Strike:
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,10 @@ class Link:
     """A safe link: `url` is http, https or mailto. Renderers show the URL itself, never hide it."""
 
     url: str
-    children: tuple["Span", ...]
+    children: tuple[Span, ...]
 
 
-Span = Union[Text, Code, LineBreak, Strong, Emph, Strike, Link]
+Span = Text | Code | LineBreak | Strong | Emph | Strike | Link
 
 
 # Blocks -------------------------------------------------------------------------------------------
@@ -131,12 +131,12 @@ class CodeBlock:
 class ListBlock:
     ordered: bool
     start: int
-    items: tuple[tuple["Block", ...], ...]
+    items: tuple[tuple[Block, ...], ...]
 
 
 @dataclass(frozen=True)
 class Quote:
-    children: tuple["Block", ...]
+    children: tuple[Block, ...]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class Table:
     rows: tuple[tuple[tuple[Span, ...], ...], ...]
 
 
-Block = Union[Paragraph, Heading, CodeBlock, ListBlock, Quote, Rule, Table]
+Block = Paragraph | Heading | CodeBlock | ListBlock | Quote | Rule | Table
 
 
 @lru_cache(maxsize=1)
@@ -313,10 +313,10 @@ def _inline(token: Token) -> tuple[Span, ...]:
             cls, url, children = stack.pop()
             _close(stack[-1][2], cls, url, children, depth=len(stack))
         elif kind == "image":
-            url = safe_url(str(child.attrs.get("src", "")))
+            src = safe_url(str(child.attrs.get("src", "")))
             alt = clean(child.content) or "image"
-            if url:
-                _close(top, Link, url, [Text(f"image: {alt}")], depth=len(stack))
+            if src:
+                _close(top, Link, src, [Text(f"image: {alt}")], depth=len(stack))
             else:
                 _append_text(top, f"image: {alt}")
     while len(stack) > 1:

@@ -13,10 +13,11 @@ Both take one-line texts (no control characters); what escaping a platform needs
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, islice, repeat
 from operator import sub
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from oz0.edge.cards.model import cell_texts
 from oz0.renderers.safety import clip_each, fence_safe_each, one_line_each, utf16_len, utf16_lens
@@ -87,7 +88,7 @@ def table_columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[An
     if not rows:
         return [()] * width
     if min(map(len, rows)) >= width:
-        return list(zip(*rows))[:width]
+        return list(zip(*rows, strict=False))[:width]  # type: ignore[return-value]  # tuples are Sequences; list is invariant
     return [tuple(r[i] if i < len(r) else None for r in rows) for i in range(width)]
 
 

@@ -12,7 +12,8 @@ channels' buttons ("Share in channel"), and a terminal has nothing to click.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md

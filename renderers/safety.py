@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import cache
 from html import escape as _html_escape
-from typing import Sequence
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -40,8 +40,8 @@ __all__ = [
     "one_line_each",
     "safe_url",
     "slack_escape",
-    "utf16_len",
     "userinfo_host",
+    "utf16_len",
     "utf16_lens",
 ]
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md

@@ -15,7 +15,8 @@ Slack limits owned here: title, submit and close 24 characters; 100 blocks; 3,00
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.renderers.answer_form import fields, named_field
 from oz0.renderers.safety import clean, clip, one_line

@@ -12,9 +12,10 @@ validates every block with slack_sdk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any
 
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.monospace import aligned

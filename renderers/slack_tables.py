@@ -8,8 +8,9 @@ only until the room is full: rows that are not shown are never turned into text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import islice
-from typing import Any, Sequence
+from typing import Any
 
 from oz0.edge.cards.model import cell_text, cell_texts
 from oz0.renderers.monospace import table_columns

@@ -10,8 +10,8 @@ caller then draws with rich. tests/test_renderers_terminal.py compares both on t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
 
 __all__ = ["Grid", "Line", "Part", "draw"]
 
@@ -34,7 +34,7 @@ class Grid:
     boxed: bool = True
 
 
-Part = Union[Line, Grid]
+Part = Line | Grid
 
 
 def _plain(text: str) -> bool:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
+
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["FORM", "install_ask_plugin"]
 

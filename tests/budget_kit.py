@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from loopback import Loopback, chat
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["COUNTER_SERVER", "USAGE", "Asker", "install_budget_plugin", "mcp_counter", "model_server", "plugin_runtime",
            "reviewer"]

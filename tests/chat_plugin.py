@@ -5,8 +5,8 @@ agents do) and may add agents of its own."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin

@@ -54,3 +54,14 @@ def own_postgres():
 def postgres_url(postgres_server) -> str:
     """A fresh, empty Postgres database for one test, as OZ0_DATABASE_URL takes it."""
     return postgres_server.database()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    """An empty journal (edge.runtime.store.Store) on a real SQLite file, then on a real Postgres."""
+    from oz0.edge.runtime.store import Store
+
+    url = f"sqlite:///{tmp_path}/oz0.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    s = Store(url)
+    yield s
+    s.close()

@@ -197,7 +197,7 @@ class ConsoleThread:
         self.thread = threading.Thread(target=self.loop.run_forever, name="console-test", daemon=True)
         self.url = ""
 
-    def __enter__(self) -> "ConsoleThread":
+    def __enter__(self) -> ConsoleThread:
         import asyncio
 
         self.thread.start()

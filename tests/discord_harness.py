@@ -7,18 +7,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import textwrap
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
+
+from chat_plugin import install_chat_plugin
+from discord_standin import DiscordStandIn, Recorded, snowflake
+from plugin_kit import COUNT_AGENT
 
 from oz0.adapters.chat import discord as discord_client
-from chat_plugin import install_chat_plugin
-from plugin_kit import COUNT_AGENT
-from discord_standin import DiscordStandIn, Recorded, snowflake
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["GUILD", "CHANNEL", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts"]
+__all__ = ["CHANNEL", "GUILD", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts"]
 
 GUILD = snowflake()
 CHANNEL = snowflake()

@@ -13,8 +13,9 @@ import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -82,7 +83,7 @@ class DiscordStandIn:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> "DiscordStandIn":
+    async def start(self) -> DiscordStandIn:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._api)

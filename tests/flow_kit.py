@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from plugin_kit import make_plugin
 
 __all__ = ["AGENTS_PY", "RELEASE", "approval", "flow_plugin"]

@@ -7,8 +7,9 @@ Strings comes from the public fixtures beside the project; the rest targets Slac
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from oz0.edge.cards.model import Attachment, Card, DiffBody, DiffLine, KeyChange, Status
 from oz0.edge.contracts.schema import Violation

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime
 from plugin_kit import make_plugin
+
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["CI_SERVER", "VERDICT", "loop_plugin", "triage_agent"]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Loopback", "chat"]
 
@@ -28,7 +29,7 @@ class Loopback:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 data = json.loads(body) if body else None
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -48,7 +49,7 @@ class Loopback:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Loopback":
+    def __enter__(self) -> Loopback:
         self.thread.start()
         return self
 

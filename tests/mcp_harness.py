@@ -10,8 +10,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -75,7 +76,7 @@ def mcp_plugin(root: Path, name: str, argv: list[str], agents: Mapping[str, str]
 
 
 @contextlib.contextmanager
-def installed(home: Path, plugin: Path) -> Iterator["Runtime"]:
+def installed(home: Path, plugin: Path) -> Iterator[Runtime]:
     """A runtime under `home` with `plugin` installed; its MCP servers and the runtime closed on exit."""
     from oz0.edge.flows.engine import FLOW_ENGINE
     from oz0.edge.mcp.pool import servers

@@ -41,7 +41,7 @@ class ModelStandin:
         self.requests = self.server.requests
         self.url = f"{self.server.url}/v1"
 
-    def __enter__(self) -> "ModelStandin":
+    def __enter__(self) -> ModelStandin:
         self.server.__enter__()
         return self
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from mcp_harness import free_port, serving
 
 NODE_DIR = Path(__file__).resolve().parent / "node"

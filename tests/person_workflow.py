@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 
 from dbos import DBOS, SetWorkflowID
 

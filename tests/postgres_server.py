@@ -48,7 +48,7 @@ class PostgresServer:
     command: tuple[str, ...] = ()
 
     @classmethod
-    def start(cls, *, max_connections: int = 300) -> "PostgresServer":
+    def start(cls, *, max_connections: int = 300) -> PostgresServer:
         found = find_binaries()
         if found is None:
             raise FileNotFoundError("the Postgres server binaries (initdb, postgres) are not installed")
@@ -100,7 +100,7 @@ class PostgresServer:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    raise RuntimeError("Postgres did not start within 30 s")
+                    raise RuntimeError("Postgres did not start within 30 s") from None
                 time.sleep(0.2)
 
     def dsn(self, database: str) -> str:

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chat_plugin import install_chat_plugin
+from slack_standin import BOT_TOKEN, SIGNING_SECRET
+
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
-from slack_standin import BOT_TOKEN, SIGNING_SECRET
 
 __all__ = ["IMPL", "Replica", "bench_replicas", "install_replica_plugin", "runs"]
 
@@ -88,7 +89,7 @@ class Replica:
 
     @classmethod
     def make(cls, name: str, home: Path, *, api_url: str, slack_port: int, runs_file: Path,
-             database_url: str | None = None, **extra: str) -> "Replica":
+             database_url: str | None = None, **extra: str) -> Replica:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SLACK_", "DISCORD_", "OZ0_"))}
         env.update(OZ0_HOME=str(home), OZ0_REPLICA_ID=name, SLACK_BOT_TOKEN=BOT_TOKEN,
@@ -102,7 +103,7 @@ class Replica:
     def events_url(self) -> str:
         return f"http://127.0.0.1:{self.slack_port}/slack/events"
 
-    def start(self, *, timeout: float = 60.0, ready: str = r"Slack channel: HTTP events at") -> "Replica":
+    def start(self, *, timeout: float = 60.0, ready: str = r"Slack channel: HTTP events at") -> Replica:
         """Start `oz0 serve`; return once its channel listens (the log line `ready`: Slack's by default)."""
         self.lines = []
         mark = len(self.lines)

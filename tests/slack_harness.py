@@ -7,18 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
-from slack_sdk.models.blocks import Block
-
-from oz0.adapters.chat import slack as slack_app
 from chat_plugin import install_chat_plugin
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
 from plugin_kit import COUNT_AGENT
+from slack_sdk.models.blocks import Block
 from slack_standin import (
     APP_TOKEN,
     BOT_TOKEN,
@@ -28,6 +25,10 @@ from slack_standin import (
     signed_headers,
     slash_command_body,
 )
+
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["Harness", "answer_response", "assert_valid_blocks", "install_test_plugin", "running_channel"]
 

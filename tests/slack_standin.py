@@ -27,9 +27,9 @@ from slack_sdk.signature import SignatureVerifier
 
 __all__ = [
     "BOT_USER",
+    "TEAM",
     "Call",
     "SlackStandIn",
-    "TEAM",
     "block_action_body",
     "mention_event_body",
     "signed_headers",
@@ -85,7 +85,7 @@ class SlackStandIn:
     def response_url(self, name: str) -> str:
         return f"{self.base}/response/{name}"
 
-    async def __aenter__(self) -> "SlackStandIn":
+    async def __aenter__(self) -> SlackStandIn:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)

@@ -5,15 +5,14 @@ GITHUB_STEP_SUMMARY file, and GITHUB_WORKSPACE. Judged by the summary text and t
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-
 from test_compat import obj, write_plugin
 from test_qzx_cli import FAIL, OK
 
@@ -83,7 +82,7 @@ def test_a_clean_plugin_passes_every_check(workspace, summary):
 def test_a_lint_error_fails_the_job_and_is_listed(workspace, summary):
     plugin = workspace / "plugins" / "team"
     (plugin / "agents" / "broken.yaml").write_text("kind: python\nentry: helper:run\ninput_schema: schemas/missing.json\n")
-    code, out, err = run_action(workspace, summary, plugin="plugins/team")
+    code, out, _err = run_action(workspace, summary, plugin="plugins/team")
     assert code == 1
     text = summary.read_text()
     assert text.startswith("## oz0 plugin checks: FAIL\n")
@@ -100,7 +99,7 @@ def test_a_lint_error_fails_the_job_and_is_listed(workspace, summary):
 def test_a_breaking_change_without_a_major_version_fails_naming_the_change(workspace, summary):
     plugin = workspace / "plugins" / "team"
     write_plugin(plugin, version="0.1.1", agents={"helper": {"input": SCHEMA}})
-    code, out, err = run_action(workspace, summary, plugin="plugins/team", previous_ref="v0.1.0")
+    code, _out, _err = run_action(workspace, summary, plugin="plugins/team", previous_ref="v0.1.0")
     assert code == 1
     text = summary.read_text()
     assert ("| upgrade check against v0.1.0 | FAIL | team 0.1.1 breaks the contracts of 0.1.0: helper: input: "
@@ -114,7 +113,7 @@ def test_a_breaking_change_without_a_major_version_fails_naming_the_change(works
 def test_the_same_change_with_a_new_major_version_passes(workspace, summary):
     plugin = workspace / "plugins" / "team"
     write_plugin(plugin, version="0.2.0", agents={"helper": {"input": SCHEMA}})
-    code, out, err = run_action(workspace, summary, plugin="plugins/team", previous_ref="v0.1.0")
+    code, _out, err = run_action(workspace, summary, plugin="plugins/team", previous_ref="v0.1.0")
     assert (code, err) == (0, "")
     text = summary.read_text()
     assert "| upgrade check against v0.1.0 | PASS | 0.1.0 -&gt; 0.2.0: 1 change, 1 breaking. 0.2.0 is a new major version" in text
@@ -146,7 +145,7 @@ def test_a_receipt_is_written_inside_the_workspace(workspace, summary):
     evidence.mkdir()
     (evidence / "ok.json").write_text(json.dumps(OK))
     (evidence / "fail.json").write_text(json.dumps(FAIL))
-    code, out, err = run_action(workspace, summary, plugin="plugins/team", success_evidence="evidence/ok.json",
+    code, _out, err = run_action(workspace, summary, plugin="plugins/team", success_evidence="evidence/ok.json",
                                 failure_evidence="evidence/fail.json", receipt="evidence/receipt.json")
     assert (code, err) == (0, "")
     receipt = json.loads((workspace / "evidence" / "receipt.json").read_text())
@@ -187,7 +186,7 @@ def test_paths_that_leave_the_workspace_are_refused_before_anything_runs(workspa
     (workspace / "elsewhere").symlink_to(workspace / "plugins" / "team" / ".." / ".." / "..")
     (workspace / "ok.json").write_text(json.dumps(OK))
     (workspace / "fail.json").write_text(json.dumps(FAIL))
-    code, out, err = run_action(workspace, summary, **{"plugin": "plugins/team", **inputs})
+    code, _out, err = run_action(workspace, summary, **{"plugin": "plugins/team", **inputs})
     assert code == 2
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("oz0 action: error: ") and words in lines[0]

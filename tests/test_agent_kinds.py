@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.kinds import AGENT_KINDS
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.runtime.runner import Runtime
 from loopback import Loopback, chat
 from plugin_kit import make_plugin
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.kinds import AGENT_KINDS
+from oz0.edge.runtime.runner import Runtime
 from oz0.renderers import RENDERERS
 
 

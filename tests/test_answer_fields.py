@@ -6,8 +6,8 @@ question. The schema is the one `@modelcontextprotocol/server-everything` sends.
 from __future__ import annotations
 
 from oz0.adapters.console.forms import fields_for, form_input
-from oz0.edge.contracts.schema import load_contract
 from oz0.edge.contracts.answer_schema import check_answer_schema
+from oz0.edge.contracts.schema import load_contract
 from oz0.renderers import discord_modal, slack_modal
 
 REQUESTED = {

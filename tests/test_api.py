@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
 import pytest
+from console_plugin import ConsoleThread, installed_runtime
 from openapi_spec_validator import validate
 
-from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.console.security import CSP
-from console_plugin import ConsoleThread, installed_runtime
+from oz0.edge.model.reply_ref import ReplyRef
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +180,7 @@ class TestOffLoopback:
     def test_without_a_token_it_refuses_to_start(self, tmp_path):
         from oz0.adapters.console.security import ConsoleConfigError, Guard
 
-        with pytest.raises(ConsoleConfigError, match="OZ0_CONSOLE_HOST=0.0.0.0 is not a loopback address"):
+        with pytest.raises(ConsoleConfigError, match=re.escape("OZ0_CONSOLE_HOST=0.0.0.0 is not a loopback address")):
             Guard("0.0.0.0", None)
 
     def test_requests_without_the_bearer_token_are_401(self, guarded):

@@ -9,7 +9,6 @@ import asyncio
 import re
 
 import aiohttp
-
 from replica_harness import runs
 from slack_standin import SlackStandIn
 from test_replicas import post_command, post_mention, replicas, wait_runs

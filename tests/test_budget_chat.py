@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from budget_kit import install_budget_plugin, model_server
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
 from discord_harness import CHANNEL, buttons, texts
 from discord_harness import running_channel as discord_running
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import block_action_body, signed_headers
 from waits import eventually
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 QUESTION = ("this job needs up to {} more of its 50 tokens budget (agent reviewer, per job); allow?")
 

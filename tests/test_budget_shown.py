@@ -12,9 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from budget_kit import plugin_runtime, reviewer
 from openapi_spec_validator import validate
 
-from budget_kit import plugin_runtime, reviewer
 from oz0.edge.flows.engine import FLOW_ENGINE
 
 URL = "http://127.0.0.1:9"  # never called: nothing here runs a job
@@ -73,6 +73,7 @@ def test_a_plugin_list_without_budgets_has_no_budget_column(tmp_path):
 
 def test_the_api_the_agent_page_and_the_openapi_document_show_the_budget_and_price(home):
     from console_plugin import ConsoleThread
+
     from oz0.edge.runtime.runner import Runtime
 
     rt = Runtime(home, flow_engine=FLOW_ENGINE)

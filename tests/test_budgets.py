@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from budget_kit import USAGE, Asker, mcp_counter, model_server, plugin_runtime, reviewer
 from loopback import Loopback
-from oz0.edge.model.reply_ref import ReplyRef
+from plugin_kit import make_plugin
+
 from oz0.edge.mcp.pool import servers
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.runtime.metrics import metrics_registry
-from plugin_kit import make_plugin
 
 
 def run(rt, agent: str, text: str = "review acme/api#42", **kw):
@@ -271,7 +271,7 @@ def test_ask_approved_grants_this_tree_more_and_the_job_goes_on(tmp_path):
         "(cli:ana said no when asked to allow more)")
     rt.close()
     shown = jobs_show(tmp_path / "home", ended.id).stdout
-    day = datetime.datetime.fromtimestamp(ended.created, datetime.timezone.utc).strftime("%Y-%m-%d")
+    day = datetime.datetime.fromtimestamp(ended.created, datetime.UTC).strftime("%Y-%m-%d")
     assert f"agent hook, per day ({day} UTC; on_exhausted: ask)" in shown
     assert "cost: limit $1.00 (+$0.08 granted), reserved $0.00, spent $1.08, left $0.00" in shown
     assert "granted $0.08 for this job by cli:ana" in shown
@@ -348,7 +348,6 @@ def test_metrics_export_spend_by_agent_and_channel(tmp_path):
 
 def test_the_job_page_and_the_api_show_the_budgets(tmp_path):
     import httpx
-
     from console_plugin import ConsoleThread
 
     with model_server() as server:

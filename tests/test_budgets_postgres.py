@@ -8,6 +8,7 @@ import asyncio
 import threading
 
 from budget_kit import model_server, plugin_runtime, reviewer
+
 from oz0.edge.model.budget import Budget
 from oz0.edge.runtime.budget_book import Amounts, BudgetRef
 

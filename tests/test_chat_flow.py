@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from oz0.edge.model.reply_ref import ReplyRef
-from oz0.adapters.chat import slack as slack_app
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
 from discord_harness import running_channel as discord_channel
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SlackStandIn, block_action_body, signed_headers
+
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.runner import Runtime
 
 DEFERRED_WITH_SOURCE = 5
 
@@ -209,7 +209,7 @@ def test_a_card_the_platform_refuses_is_counted_as_a_channel_error(home: Path) -
         async with running_channel(home) as h:
             h.slack.fail_once["chat.update"] = "invalid_blocks"
             await h.mention("echo refused please", event_id="EvREFUSED")
-            refused, fallback = await h.slack.wait_for("chat.update", 2)
+            _refused, fallback = await h.slack.wait_for("chat.update", 2)
             assert "could not show this result in Slack" in texts(fallback.args)
     run(main())
     assert CHANNEL_ERRORS.labels("slack", "refused")._value.get() == before + 1

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from oz0.edge.model.reply_ref import ReplyRef
 from oz0.adapters.chat.flow import report_interrupted
 from oz0.adapters.chat.tasks import ChannelTasks
+from oz0.edge.model.reply_ref import ReplyRef
 
 log = logging.getLogger("oz0.test.chat_jobs")
 

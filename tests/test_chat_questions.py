@@ -14,7 +14,7 @@ from oz0.edge.runtime.questions import Answer, Question
 from oz0.renderers import discord_modal, render, slack_modal
 
 sys.path.insert(0, str(Path(__file__).parent))
-from slack_standin import _view_problem  # noqa: E402
+from slack_standin import _view_problem
 
 BOOL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ENUM7 = {"type": "object", "properties": {"env": {"type": "string", "enum": [f"e{i}" for i in range(7)]}}}

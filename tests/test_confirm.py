@@ -17,13 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-
 from console_plugin import ConsoleThread
+
 from oz0.adapters.cli import main
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"

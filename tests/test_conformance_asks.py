@@ -9,12 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from plugin_kit import make_plugin
+
 from oz0.edge.documents.openapi import openapi_document
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 APPROVE = {"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}}}
 IMPL = """

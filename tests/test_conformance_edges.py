@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from plugin_kit import make_plugin
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 
@@ -83,8 +83,9 @@ def test_a_response_with_both_result_and_error_is_drawn_as_a_protocol_error(tmp_
 @pytest.mark.parametrize("form", ["text_markdown", "text_plain", "key_values", "table"])
 def test_discord_never_makes_a_live_link_of_an_idn_host_and_shows_its_punycode(form: str, written: str):
     from hostile import CARDS
-    from oz0.renderers import RENDERERS
     from renderer_oracles import check_discord
+
+    from oz0.renderers import RENDERERS
 
     rendered = RENDERERS["discord"](CARDS[form](written))
     check_discord(rendered)
@@ -242,8 +243,9 @@ def test_a_flow_step_on_an_agent_neither_here_nor_installed_is_refused_by_lint_a
 # 7. the QZX CLI profile: a failure and the tool list are one conforming document each ------------
 
 def test_jobs_show_nosuch_json_prints_one_conforming_failure(tmp_path: Path, monkeypatch, capsys):
-    from oz0.adapters.cli import main
     from test_qzx_cli import one_result
+
+    from oz0.adapters.cli import main
 
     monkeypatch.setenv("OZ0_HOME", str(tmp_path / "home"))
     code = main(["jobs", "show", "NOSUCH", "--json"])
@@ -259,9 +261,10 @@ def test_mcp_tools_json_prints_one_qzx_result_holding_the_list(capsys):
     import shlex
 
     from mcp_harness import SERVER
+    from test_qzx_cli import one_result
+
     from oz0.adapters.cli import main
     from oz0.edge.mcp.pool import servers
-    from test_qzx_cli import one_result
 
     try:
         code = main(["mcp", "tools", "--json", "--command", shlex.join([sys.executable, str(SERVER)])])
@@ -294,8 +297,9 @@ def _qzx_home(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_a_command_agents_qzx_failure_keeps_its_error_code(tmp_path: Path, monkeypatch, capsys):
-    from oz0.adapters.cli import main
     from test_qzx_cli import one_result
+
+    from oz0.adapters.cli import main
 
     _qzx_home(tmp_path, monkeypatch)
     assert main(["run", "backup", "now", "--json"]) == 1
@@ -307,8 +311,9 @@ def test_a_command_agents_qzx_failure_keeps_its_error_code(tmp_path: Path, monke
 
 
 def test_an_answer_whose_qzx_envelope_is_invalid_fails_the_job(tmp_path: Path, monkeypatch, capsys):
-    from oz0.adapters.cli import main
     from test_qzx_cli import one_result
+
+    from oz0.adapters.cli import main
 
     _qzx_home(tmp_path, monkeypatch)
     assert main(["run", "sloppy", "now", "--json"]) == 1
@@ -327,7 +332,6 @@ def test_mcp_annotations_listed_at_install_are_shown_before_any_job(tmp_path: Pa
     import shutil
 
     import httpx
-
     from console_plugin import ConsoleThread
 
     elicit = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"
@@ -380,7 +384,7 @@ def test_revision_0013_upgrades_a_0011_database_keeping_its_agents(tmp_path: Pat
     engine.dispose()
     store = Store(url)  # opening it upgrades it
     try:
-        assert store.schema == migrate.SchemaChange("0011", "0013")
+        assert store.schema == migrate.SchemaChange("0011", migrate.HEAD)
         (agent,) = store.current_version("old").agents
         assert (agent.name, agent.kind, agent.annotations) == ("drop", "mcp", None)
     finally:

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mcp_harness import SERVER
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]

@@ -6,9 +6,9 @@ import re
 
 import httpx
 import pytest
+from console_plugin import ConsoleThread, installed_runtime
 
 from oz0.adapters.console.security import CSP
-from console_plugin import ConsoleThread, installed_runtime
 
 TOKEN = "console-test-token-0123456789abcdef"
 

@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from console_plugin import EXAMPLE_CARDS, HOSTILE, ROWS_OUT, ConsoleThread, installed_runtime
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
@@ -152,7 +151,7 @@ def leak_server():
     hits: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             hits.append(self.path)
             self.send_response(200)
             self.send_header("content-type", "image/png")
@@ -259,8 +258,8 @@ MANY_PLUGIN = {
 def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(page, console, tmp_path):
     from collections import Counter
 
-    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.renderers import render
 
     folder = tmp_path / "previews"
@@ -351,11 +350,10 @@ WRAPPED_LINES = """(pre) => {
 @pytest.fixture(scope="module")
 def example_console(tmp_path_factory):
     """A console with the example plugin (`oz0 plugin install --example`) installed."""
-    from oz0.edge.runtime.install import install_plugin
-    from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.runtime.runner import Runtime
-
     from oz0.edge.flows.engine import FLOW_ENGINE
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
+    from oz0.edge.runtime.runner import Runtime
 
     runtime = Runtime(tmp_path_factory.mktemp("example") / "home", flow_engine=FLOW_ENGINE)
     install_plugin(runtime, load_plugin(Path(__file__).resolve().parent.parent / "edge" / "example_plugin"),

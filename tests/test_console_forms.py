@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from console_plugin import DEPLOYS_IN
 
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
-from console_plugin import DEPLOYS_IN
 
 
 def test_fields_follow_x_oz0_order_then_schema_order_with_types_enums_and_required_marks():

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from console_plugin import ConsoleThread
+from test_compat import obj, write_plugin
+
 from oz0.adapters.console.security import CSP
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from test_compat import obj, write_plugin
 
 EVIL = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 

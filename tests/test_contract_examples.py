@@ -14,20 +14,20 @@ from typing import Any
 
 import httpx
 import pytest
+from console_plugin import ConsoleThread
 from openapi_spec_validator import validate
+from plugin_kit import make_plugin
 
 from oz0.adapters.cli import main
-from oz0.edge.documents.contract_hash import canonical_json, contract_hash, contract_parts
 from oz0.edge.contracts.schema import load_contract
+from oz0.edge.documents.contract_hash import canonical_json, contract_hash, contract_parts
 from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.agent import FailureKind, Limits
 from oz0.edge.model.flow import FlowSpec, FlowStep
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.model.agent import FailureKind, Limits
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from console_plugin import ConsoleThread
-from plugin_kit import make_plugin
 
 IN = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": ["service"],
       "properties": {"service": {"$ref": "#/$defs/name"}, "rows": {"type": "integer", "minimum": 1}},
@@ -253,6 +253,7 @@ def test_mcp_tools_shows_the_examples_an_installed_agent_declares(tmp_path: Path
     import sys
 
     from mcp_harness import SERVER
+
     from oz0.edge.mcp.pool import servers
 
     src = tmp_path / "mcp-plugin"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 
 import pytest
@@ -17,7 +18,7 @@ def recording_server():
     requests: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             requests.append(self.path)
             body = json.dumps({"type": "integer"}).encode()
             self.send_response(200)
@@ -52,7 +53,7 @@ def test_remote_ref_is_refused_at_load_and_never_fetched(recording_server):
 def test_remote_ref_in_an_unreached_branch_is_still_refused(recording_server):
     base, requests = recording_server
     schema = {"anyOf": [{"type": "string"}, {"$ref": f"{base}/never-reached.json"}]}
-    with pytest.raises(ContractError, match="never-reached.json"):
+    with pytest.raises(ContractError, match=re.escape("never-reached.json")):
         load_contract(schema)
     assert requests == []
 
@@ -68,7 +69,7 @@ def test_file_ref_is_refused_and_the_file_is_not_used(tmp_path):
 
 
 def test_relative_ref_that_leaves_the_document_is_refused(tmp_path):
-    with pytest.raises(ContractError, match="'common.json#/\\$defs/x'"):
+    with pytest.raises(ContractError, match=r"'common.json#/\$defs/x'"):
         load_contract({"properties": {"a": {"$ref": "common.json#/$defs/x"}}})
 
 
@@ -155,11 +156,11 @@ def test_compiled_once_per_schema_content():
 
 def test_schema_file_errors_name_the_file(tmp_path):
     missing = tmp_path / "nope.json"
-    with pytest.raises(ContractError, match="nope.json: cannot read schema"):
+    with pytest.raises(ContractError, match=re.escape("nope.json: cannot read schema")):
         load_contract(missing)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(ContractError, match="broken.json: not valid JSON"):
+    with pytest.raises(ContractError, match=re.escape("broken.json: not valid JSON")):
         load_contract(broken)
 
 

@@ -9,23 +9,23 @@ import contextlib
 import json
 import os
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
+from chat_plugin import install_chat_plugin
+from slack_harness import running_channel
+from slack_standin import BOT_USER, TEAM, signed_headers
 from sqlalchemy import create_engine, inspect, text
+from test_migrations import schema_drift
 
-from oz0.adapters.chat import slack as slack_app
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.agent import ConversationLimits
 from oz0.edge.runtime import migrate
 from oz0.edge.runtime.conversations import conversation_id
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.store import Store
-from chat_plugin import install_chat_plugin
-from slack_harness import running_channel
-from slack_standin import BOT_USER, TEAM, signed_headers
-from test_migrations import schema_drift
 
 IMPL = """\
 import json
@@ -304,7 +304,6 @@ def test_revision_0015_adds_conversation_turns_to_a_database_made_by_0009(tmp_pa
 
 def test_the_api_continues_a_conversation_and_the_job_page_shows_it(home: Path) -> None:
     import httpx
-
     from console_plugin import ConsoleThread
 
     runtime = Runtime(home, flow_engine=FLOW_ENGINE)

@@ -17,12 +17,12 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
+from plugin_kit import make_plugin
 
 from oz0.adapters.chat import slack, slack_settings
 from oz0.adapters.cli import COMMANDS
 from oz0.adapters.console.app import DEFAULT_PORT, create_app
 from oz0.edge.runtime.migrate import HEAD
-from plugin_kit import make_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -132,7 +132,7 @@ def test_compose_runs_two_replicas_with_stable_ids_over_postgres_behind_nginx():
     services = compose["services"]
     replicas = {name: s for name, s in services.items() if s.get("environment", {}).get("OZ0_REPLICA_ID")}
     assert sorted(s["environment"]["OZ0_REPLICA_ID"] for s in replicas.values()) == ["oz0-a", "oz0-b"]
-    for name, service in replicas.items():
+    for service in replicas.values():
         env = service["environment"]
         assert env["OZ0_DATABASE_URL"].startswith("postgresql://oz0:${POSTGRES_PASSWORD") and "@postgres:5432/oz0" in env["OZ0_DATABASE_URL"]
         assert (env["OZ0_CONSOLE_HOST"], env["OZ0_CONSOLE_PORT"], env["OZ0_SLACK_PORT"]) == (

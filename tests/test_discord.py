@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts
+from discord_standin import DiscordStandIn, snowflake
 
 from oz0.adapters.chat import discord as discord_client
 from oz0.edge.flows.engine import FLOW_ENGINE
-from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts
-from discord_standin import DiscordStandIn, snowflake
 
 DEFERRED_WITH_SOURCE = 5
 DEFERRED_UPDATE = 6

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ask_plugin import install_ask_plugin
 from discord_harness import CHANNEL, buttons, running_channel, texts
+
 from oz0.adapters.chat import discord as discord_client
 
 DEFERRED_WITH_SOURCE = 5

@@ -8,25 +8,26 @@ import asyncio
 import json
 
 import pytest
+from plugin_kit import make_plugin
 
 from oz0.adapters.console.forms import fields_for
 from oz0.edge import choose_card, load_contract
-from oz0.edge.contracts.changes import CompatError, resolve_pointer as compat_pointer
-from oz0.edge.documents.diff import compare_documents
+from oz0.edge.contracts.changes import CompatError
+from oz0.edge.contracts.changes import resolve_pointer as compat_pointer
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, locate, resolve_pointer
 from oz0.edge.contracts.schema import ContractError, violation_sentence
 from oz0.edge.contracts.view import DocumentRefs, SchemaDepthError, SchemaView, walk_schema
+from oz0.edge.documents.diff import compare_documents
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.cards import card_form
 from oz0.edge.mcp.kind import tool_output
-from oz0.edge.results.tool_result import is_call_tool_result, kept_value, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ToolInfo
-from oz0.edge.runtime.install import install_plugin
+from oz0.edge.model.job import JobFailure
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.model.job import JobFailure
+from oz0.edge.results.tool_result import is_call_tool_result, kept_value, read_tool_result
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 # --- JSON Pointer ----------------------------------------------------------------------------------
 

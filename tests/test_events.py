@@ -12,23 +12,23 @@ from pathlib import Path
 
 import httpx
 import pytest
+from console_plugin import installed_runtime
+from plugin_kit import make_plugin
 from sqlalchemy import JSON, column, create_engine, insert, table, text
 
-from console_plugin import installed_runtime
 from oz0.adapters.chat.discord_wire import ReplyTarget as DiscordReply
 from oz0.adapters.chat.slack_wire import ReplyTarget as SlackReply
 from oz0.adapters.console.app import create_app
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
+from oz0.edge.model.progress import Progress
+from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime import event_stream
 from oz0.edge.runtime.event_stream import JobEvents, LocalEvents
 from oz0.edge.runtime.events import Answered, JobEnded, Lagged, QuestionAsked, TextDelta, decode, encode
-from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.questions import Answer, Question
-from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 IMPL = """
@@ -68,7 +68,7 @@ def test_every_event_encodes_and_decodes_to_itself():
 
 def test_a_reader_gets_the_live_events_in_order_then_the_end_and_a_late_reader_the_end_at_once():
     ended: list[str] = []
-    stream = JobEvents(LocalEvents(), state=lambda job_id: ended and [JobEnded("succeeded")] or [])
+    stream = JobEvents(LocalEvents(), state=lambda job_id: (ended and [JobEnded("succeeded")]) or [])
 
     async def scenario() -> None:
         async def read() -> list:

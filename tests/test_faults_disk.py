@@ -13,7 +13,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-
 from replica_harness import runs
 from slack_standin import SlackStandIn
 from test_replicas import cards, post_mention, replicas

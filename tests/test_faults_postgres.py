@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-
 from replica_harness import Replica, runs
 from slack_standin import SlackStandIn, signed_headers, slash_command_body
 from test_replicas import LEASE_S, cards, post_mention, replicas, wait_runs

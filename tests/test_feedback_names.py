@@ -3,27 +3,26 @@ Slack's users.info and feedback buttons, Discord's member names and 👍 / 👎,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
 from slack_harness import running_channel
 from slack_standin import signed_headers
 from test_conversations import discord_running, home, run  # noqa: F401  (the fixture: the conversations plugin installed)
 
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 # ---- people by name ---------------------------------------------------------------------------------
 
 def test_slack_names_people_by_display_name_once_an_hour_and_never_as_a_live_mention() -> None:
     from slack_sdk.web.async_client import AsyncWebClient
+    from slack_standin import BOT_TOKEN, SlackStandIn
 
     from oz0.adapters.chat.names import Names
     from oz0.adapters.chat.slack_wire import SlackWire
     from oz0.edge.cards.model import Card
     from oz0.edge.runtime.access import AccessPolicy
     from oz0.renderers import render
-    from slack_standin import BOT_TOKEN, SlackStandIn
 
     async def main() -> None:
         people = {"U0EVIL": {"name": "eve", "real_name": "Eve", "display_name": "<!channel> Eve"},
@@ -49,7 +48,6 @@ def test_slack_names_people_by_display_name_once_an_hour_and_never_as_a_live_men
 
 def test_feedback_under_a_slack_answer_is_audited_once_counted_in_metrics_and_on_the_agent_page(home: Path) -> None:
     import httpx
-
     from console_plugin import ConsoleThread
     from slack_standin import block_action_body
 

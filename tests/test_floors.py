@@ -56,9 +56,14 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[str, int, bool]]:
     return out
 
 
+# the ground under every floor: modules at edge/'s root that any floor may import (the error tree's
+# base, the lazy face helper); they import no floor themselves (test_the_ground_imports_no_floor)
+GROUND = ("errors", "lazy")
+
+
 def floor_of(module: str) -> str | None:
     parts = module.split(".")
-    return parts[2] if parts[:2] == ["oz0", "edge"] and len(parts) > 2 else None
+    return parts[2] if parts[:2] == ["oz0", "edge"] and len(parts) > 2 and parts[2] not in GROUND else None
 
 
 def edge_modules(root: Path = ROOT) -> list[Path]:
@@ -108,6 +113,11 @@ def test_the_floors_have_no_cycle():
     except CycleError as exc:
         pytest.fail(f"edge/'s sub-packages import each other in a cycle: {exc.args[1]}")
     assert set(order) == set(FLOORS)
+
+
+def test_the_ground_imports_no_floor():
+    for name in GROUND:
+        assert [t for t, _, _ in imports(EDGE / f"{name}.py") if t.startswith("oz0.")] == [], name
 
 
 def test_runtime_and_mcp_go_one_way():

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from openapi_spec_validator import validate
-
 from console_plugin import ConsoleThread
 from flow_kit import RELEASE, flow_plugin
+from openapi_spec_validator import validate
+
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]

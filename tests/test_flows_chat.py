@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, running_channel
 from slack_standin import block_action_body, signed_headers
 from waits import eventually
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 
 def test_a_flows_person_step_is_answered_with_slack_buttons_and_the_flow_goes_on(tmp_path: Path, oz0_home: Path):

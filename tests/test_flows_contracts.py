@@ -8,15 +8,15 @@ import copy
 import json
 
 import pytest
+from flow_kit import RELEASE, flow_plugin
 from openapi_spec_validator import validate
 
-from flow_kit import RELEASE, flow_plugin
 from oz0.edge.documents.compat import UpgradeRefused
 from oz0.edge.documents.diff import compare_agents
 from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 ASK = {"id": "approve", "ask": "Merge {input.repo}?", "answer_schema": "schemas/approve.json",

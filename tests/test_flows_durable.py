@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 from flow_kit import approval, flow_plugin
+
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SCRIPT = Path(__file__).with_name("flow_engine.py")

@@ -7,8 +7,8 @@ import copy
 import json
 
 import pytest
+from flow_kit import flow_plugin
 
-from flow_kit import RELEASE, flow_plugin
 from oz0.edge.plugins.lint import lint_plugin
 
 APPROVE = {"id": "approve", "ask": "Merge {input.repo}#{input.pr}?", "answer_schema": "schemas/approve.json"}

@@ -8,12 +8,12 @@ import time
 
 import httpx
 import pytest
-
 from console_plugin import ConsoleThread
 from flow_kit import approval, flow_plugin
+
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 INPUT = {"repo": "acme/api", "pr": 42}

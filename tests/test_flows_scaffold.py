@@ -11,12 +11,12 @@ import sys
 import time
 
 import httpx
-
 from console_plugin import ConsoleThread
+
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]

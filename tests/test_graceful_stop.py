@@ -11,7 +11,6 @@ import signal
 import time
 
 import aiohttp
-
 from replica_harness import runs
 from slack_standin import SlackStandIn
 from test_replicas import cards, post_mention, replicas, wait_runs

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from test_person_console import console, http, settled  # noqa: F401  (the person-step console and client)
 
 from oz0.adapters.chat import asking
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH
-from test_person_console import console, http, settled  # noqa: F401  (the person-step console and client)
 
 DEPTH_RULE = f"the data nests deeper than {MAX_JSON_DEPTH} levels (the limit for JSON data)"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import socket
 
 import pytest
+from console_plugin import ConsoleThread, installed_runtime
 
 from oz0.adapters.console.api import MAX_BODY_BYTES
-from console_plugin import ConsoleThread, installed_runtime
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import time
 import tracemalloc
 
 import pytest
-
-from oz0.edge.plugins.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
 from flow_kit import RELEASE
 from test_flows import installed
+
+from oz0.edge.plugins.expressions import MAX_EXPRESSION_GROWTH, MAX_EXPRESSION_S, ExpressionError, evaluate
 
 STATE = {"input": {"repo": "acme/api", "pr": 2, "tags": ["a", "b", "c"]}, "steps": {}}
 NESTED = "input.tags" + " | [@, @]" * 40      # shared halves: 2**40 values once written out
@@ -34,7 +34,7 @@ def test_a_doubling_expression_is_refused_at_the_size_limit_early_and_in_little_
 
 def test_a_flattening_doubling_expression_is_refused_by_size_or_time():
     started = time.monotonic()
-    with pytest.raises(ExpressionError, match="refused$") as err:
+    with pytest.raises(ExpressionError, match=r"refused$") as err:
         evaluate(FLATTENED, STATE)
     assert "more than the flow's state holds" in str(err.value) or f"more than {MAX_EXPRESSION_S:g} s" in str(err.value)
     assert time.monotonic() - started < MAX_EXPRESSION_S + 1.5

@@ -52,15 +52,15 @@ def test_a_600_level_schema_is_exit_2_with_one_line(tmp_path):
 import asyncio  # noqa: E402
 
 import httpx  # noqa: E402
-
 from console_plugin import ConsoleThread  # noqa: E402
+from plugin_kit import make_plugin  # noqa: E402
+
 from oz0.adapters.cli import main  # noqa: E402
-from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.flows.engine import FLOW_ENGINE  # noqa: E402
 from oz0.edge.plugins.manifest import load_plugin  # noqa: E402
 from oz0.edge.runtime.install import install_plugin  # noqa: E402
 from oz0.edge.runtime.runner import Runtime  # noqa: E402
 from oz0.renderers import RENDERERS  # noqa: E402
-from plugin_kit import make_plugin  # noqa: E402
 
 BIG = 123456789012345678901234567890
 ANSWERS = '''
@@ -75,7 +75,7 @@ def partial_nan(x):
     raise JobFailure("Upstream", "half done", partial_output={"done": float("nan")})
 def big(x): return {"n": %d, "rows": [{"id": %d, "name": "a"}]}
 def big70(x): return 2**70
-''' % (BIG, BIG)
+''' % (BIG, BIG)  # noqa: UP031  (Python source full of braces: % keeps them as they are)
 LOOSE = {"type": "object"}
 ANY = {}
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mcp_harness import free_port, wait_listening
-from oz0.edge.mcp.pool import servers
 from test_agent_kinds import run, runtime_with
 from test_hardening_secrets import KEY, leaks, shown
+
+from oz0.edge.mcp.pool import servers
 
 LEAKY = Path(__file__).resolve().parent / "mcp_servers" / "leaky_server.py"
 

@@ -4,7 +4,6 @@ echo it back plainly, after 169 characters, base64-encoded, URL-encoded and insi
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -12,9 +11,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from test_agent_kinds import REVIEW_SCHEMA, Loopback, chat, model_agent, run, runtime_with
 
 from oz0.renderers import RENDERERS
-from test_agent_kinds import REVIEW_SCHEMA, Loopback, chat, model_agent, run, runtime_with
 
 KEY = "sk-live-Zq7/Hw+9xR2mKpL4vN8sTa3cYb6dEf1gJ0uW"
 
@@ -29,7 +28,7 @@ def shown(rt: Any, job: Any) -> str:
     parts = [json.dumps(rt.job(job.id).to_dict(), default=str)]
     card = rt.card(rt.job(job.id))
     parts.append(json.dumps(card.to_dict(), default=str))
-    for name, renderer in RENDERERS.items():
+    for renderer in RENDERERS.values():
         parts.append(repr(renderer(card)))
     return "\n".join(parts)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
-
 from slack_standin import SlackStandIn
 from test_replicas import post_mention, replicas, wait_runs
 

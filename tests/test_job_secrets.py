@@ -8,8 +8,8 @@ import json
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from openapi_spec_validator import validate
-
 from console_plugin import ConsoleThread
+from openapi_spec_validator import validate
+from test_compat import obj, write_plugin
+
 from oz0.adapters.console.plugins_api import MAX_UPLOAD_BYTES
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from test_compat import obj, write_plugin
 
 ADMIN = "admin-token-0123456789abcdef"
 SCHEMA = obj({"q": {"type": "string"}})

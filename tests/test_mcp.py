@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from mcp_harness import SERVER, free_port, http_server

@@ -7,16 +7,15 @@ import json
 import shlex
 import shutil
 import sys
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
+from mcp_harness import SERVER, http_server, installed, mcp_plugin
 
 from oz0.adapters.cli import main
-from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
 from oz0.edge.runtime.runner import Runtime
-from mcp_harness import SERVER, http_server, installed, mcp_plugin
+
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:

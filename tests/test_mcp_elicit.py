@@ -14,13 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from console_plugin import ConsoleThread
 from mcp_harness import mcp_plugin
+
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "elicit_server.py"

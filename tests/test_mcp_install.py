@@ -10,17 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from mcp_harness import SERVER
+
 from oz0.adapters.console.api_doc import api_document
 from oz0.edge.documents.compat import UpgradeRefused
 from oz0.edge.documents.openapi import agent_path
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.runtime.install import install_plugin
+from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.declared import PluginError
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 

@@ -17,8 +17,8 @@ from oz0.adapters.console.api_doc import api_document
 from oz0.edge.documents.openapi import agent_path
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 SERVER = Path(__file__).parent / "mcp_servers" / "changing_server.py"

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, insert, inspect, text
 
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -43,7 +42,9 @@ def schema_drift(url: str) -> list:
 
 
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id",
-                        "ix_jobs_root_id")  # revisions 0002, 0005, 0007
+                        "ix_jobs_root_id",  # revisions 0002, 0005, 0007
+                        "ix_jobs_created_id", "ix_jobs_agent_created_id", "ix_jobs_status_created_id",
+                        "ix_jobs_requester_created_id")  # revision 0016
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
@@ -171,7 +172,7 @@ def test_replicas_upgrading_one_sqlite_file_at_once_all_succeed(tmp_path):
 # Postgres ------------------------------------------------------------------------------------
 
 try:  # the real Postgres server of test_runtime_postgres, until a shared fixture in conftest.py provides it
-    from test_runtime_postgres import postgres_url  # noqa: E402,F401
+    from test_runtime_postgres import postgres_url  # noqa: F401
 except ImportError:
     pass
 
@@ -219,19 +220,21 @@ def test_postgres_replicas_migrating_at_once_take_turns(postgres_url, tmp_path):
     engine.dispose()
 
 
-def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
-    from alembic import command
-    from sqlalchemy import inspect, text
-
+def alembic_config(conn):
+    """Alembic's configuration over an open connection, to run the revisions one at a time."""
     from alembic.config import Config
 
     from oz0.edge.runtime.migrate import MIGRATIONS
 
-    def alembic_config(conn):
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.attributes["connection"] = conn
-        return config
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
 
     url = f"sqlite:///{tmp_path / 'oz0.db'}"
     engine = create_engine(url)
@@ -252,15 +255,11 @@ def test_revision_0011_adds_jobs_restarts_to_a_database_made_by_0010_and_keeps_i
 
 def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
     from alembic import command
-    from alembic.config import Config
 
     url = f"sqlite:///{tmp_path / 'oz0.db'}"
     engine = create_engine(url)
     with engine.begin() as conn:
-        config = Config()
-        config.set_main_option("script_location", str(migrate.MIGRATIONS))
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0009")
+        command.upgrade(alembic_config(conn), "0009")
         conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
                           "VALUES ('j1', 'triage', 'ana', 'cli', 'hi', 'succeeded', 1.0, 1)"))
     assert not inspect(engine).has_table("job_trace")
@@ -274,3 +273,24 @@ def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
     assert store.job("j1")["status"] == "succeeded"
     store.close()
     assert schema_drift(url) == []
+
+
+def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0013")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+        indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("jobs")}
+        assert indexes["ix_jobs_agent_created_id"] == ["agent", "created", "id"]
+        assert {"ix_jobs_created_id", "ix_jobs_status_created_id", "ix_jobs_requester_created_id"} <= set(indexes)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT id, status FROM jobs")).all() == [("j1", "failed")]
+    finally:
+        engine.dispose()

@@ -9,10 +9,10 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+from test_compat import write_plugin
 
 from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.plugins.manifest import load_plugin
-from test_compat import write_plugin
 
 REVIEW_INPUT = {
     "$id": "urn:example:review-input",

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from node_tools import redocly_argv
 from openapi_spec_validator import validate
 
-from node_tools import redocly_argv
 from oz0.adapters.cli import main
-from oz0.adapters.console.api_doc import api_document
 from oz0.adapters.console.api import plugin_versions
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
+from oz0.adapters.console.api_doc import api_document
 from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "edge" / "example_plugin"

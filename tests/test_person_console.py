@@ -11,14 +11,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from console_plugin import ConsoleThread, installed_runtime
+from plugin_kit import make_plugin
+
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.questions import Question
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 IMPL = """
     SCHEMA = {"type": "object", "properties": {

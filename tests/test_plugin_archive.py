@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
 import stat
 import tarfile
 import zipfile
-from pathlib import Path
 
 import pytest
 
@@ -83,7 +83,7 @@ def test_unsafe_tar_entries_are_refused_naming_the_entry_and_nothing_lands_outsi
 
 def test_a_zip_symlink_or_parent_path_is_refused(tmp_path):
     link = zip_bytes([("plugin.yaml", b"/etc/passwd", stat.S_IFLNK | 0o777)])
-    with pytest.raises(ArchiveError, match="entry 'plugin.yaml': a link is refused"):
+    with pytest.raises(ArchiveError, match=re.escape("entry 'plugin.yaml': a link is refused")):
         unpack_plugin(link, tmp_path / "a")
     with pytest.raises(ArchiveError, match=r"entry '\.\./x': a `\.\.` in a path is refused"):
         unpack_plugin(zip_bytes([("../x", b"x", stat.S_IFREG | 0o644)]), tmp_path / "b")
@@ -106,7 +106,7 @@ def test_the_limits_are_counted_while_unpacking_and_named_with_their_numbers(tmp
 def test_not_an_archive_or_no_plugin_yaml_says_so(tmp_path):
     with pytest.raises(ArchiveError, match=r"neither a \.tar\.gz \(gzip\) nor a \.zip"):
         unpack_plugin(b"name: team\n", tmp_path / "a")
-    with pytest.raises(ArchiveError, match="no plugin.yaml at its top"):
+    with pytest.raises(ArchiveError, match=re.escape("no plugin.yaml at its top")):
         unpack_plugin(tar_gz([(member("README"), b"hi")]), tmp_path / "b")
     with pytest.raises(ArchiveError, match=r"the \.tar\.gz cannot be read"):
         unpack_plugin(b"\x1f\x8b" + b"garbage" * 10, tmp_path / "c")
@@ -170,7 +170,7 @@ def test_many_small_extended_headers_are_bounded_in_number_and_in_total_bytes(tm
 def test_a_sparse_entry_is_refused(tmp_path):
     sparse = member("plugin.yaml", tarfile.GNUTYPE_SPARSE)
     data = _gz_stream([sparse.tobuf(format=tarfile.GNU_FORMAT), b"\0" * 1024])
-    with pytest.raises(ArchiveError, match="entry 'plugin.yaml': a sparse file is refused"):
+    with pytest.raises(ArchiveError, match=re.escape("entry 'plugin.yaml': a sparse file is refused")):
         unpack_plugin(data, tmp_path / "out")
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from plugin_kit import make_plugin
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.plugin import example_plugin_dir
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.lint import lint_plugin
-from plugin_kit import make_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +89,7 @@ def test_a_schema_whose_root_is_not_an_object_warns(tmp_path):
 class _Counter(BaseHTTPRequestHandler):
     hits = 0
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         type(self).hits += 1
         body = b'{"type": "string"}'
         self.send_response(200)
@@ -242,7 +242,7 @@ def test_plugin_new_scaffolds_a_working_text_agent_with_a_passing_test(tmp_path,
 
 def test_install_refuses_a_plugin_with_errors_and_stores_nothing(tmp_path, capsys, oz0_home):
     root = make_plugin(tmp_path / "p", agents={"x": {"kind": "lambda", "input": "text", "output": "text"}})
-    code, out, err = oz0(capsys, "plugin", "install", str(root))
+    code, _out, err = oz0(capsys, "plugin", "install", str(root))
     assert code == 1
     assert "error: agents/x.yaml $.kind: unknown agent kind 'lambda'" in err
     assert f"oz0: error: not installed: {root} has 1 error, 0 warnings" in err
@@ -384,7 +384,7 @@ def test_a_database_that_cannot_open_is_one_line_naming_it(tmp_path, capsys, oz0
 def test_audit_lists_installs(tmp_path, capsys, oz0_home):
     root = make_plugin(tmp_path / "p", agents={"echo": TEXT_AGENT}, files={"agent.py": AGENT_PY})
     oz0(capsys, "plugin", "install", str(root))
-    code, out, _ = oz0(capsys, "audit", "--json")
+    _code, out, _ = oz0(capsys, "audit", "--json")
     (record,) = json.loads(out)["records"]
     assert (record["action"], record["detail"]["plugin"]) == ("plugin.install", "testkit")
     assert oz0(capsys, "audit")[1].count("plugin.install") == 1

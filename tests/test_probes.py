@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from typing import Callable
+from collections.abc import Callable
 
 import httpx
 import prometheus_client
 import pytest
+from console_plugin import ConsoleThread, installed_runtime
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine
 
-from console_plugin import ConsoleThread, installed_runtime
 from oz0.adapters import readiness
 from oz0.adapters.cli.serve import serve_channels
 from oz0.edge.runtime.metrics import DURATION_BUCKETS_S, MAX_ERROR_SERIES, count_channel_error

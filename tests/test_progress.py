@@ -21,20 +21,20 @@ from typing import Any
 
 import httpx
 import pytest
+from console_plugin import ConsoleThread
+from flow_kit import RELEASE, approval, flow_plugin
+from mcp_harness import SERVER, http_server
+from plugin_kit import make_plugin
 
 from oz0.adapters.chat.cards import agent_help_card, help_card
 from oz0.adapters.chat.slack_wire import SlackWire
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.mcp.pool import servers
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.model.progress import Progress
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.runner import Runtime
-from console_plugin import ConsoleThread
-from flow_kit import RELEASE, approval, flow_plugin
-from mcp_harness import SERVER, http_server
-from plugin_kit import make_plugin
 
 COUNTER_PY = """
 import os, time

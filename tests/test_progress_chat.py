@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from discord_harness import running_channel as discord_channel
+from discord_harness import texts as discord_texts
+from slack_harness import answer_response, install_test_plugin, running_channel
 
 from oz0.adapters.chat.flow import PROGRESS_EVERY_S
 from oz0.adapters.chat.slack_wire import PRIVATE_PROGRESS_USES
-from discord_harness import running_channel as discord_channel, texts as discord_texts
-from slack_harness import answer_response, install_test_plugin, running_channel
 
 SPACING = PROGRESS_EVERY_S - 0.05   # the stand-in's clock reads arrivals, a little after each send
 

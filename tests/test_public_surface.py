@@ -10,12 +10,49 @@ from oz0 import edge
 
 def test_edge_surface():
     assert sorted(edge.__all__) == sorted([
-        "FORMS", "MAX_CARD_BYTES", "Attachment", "Card", "Contract", "ContractError", "DiffBody", "DiffLine",
-        "KeyChange", "Status", "Violation", "cell_text", "choose_card", "compact_json", "compile_count",
-        "is_call_tool_result", "is_qzx_result", "load_contract", "load_json_file",
+        "FORMS", "MAX_CARD_BYTES", "AgentSpec", "AnswerRefused", "Attachment", "Card", "ChatRuntime", "ConsoleRuntime",
+        "Contract", "ContractError", "DiffBody", "DiffLine", "Job", "JobFailure", "KeyChange", "Oz0Error",
+        "PluginError", "RuntimeFace", "ServeRuntime", "Status", "UnknownAgent", "Violation", "cell_text",
+        "choose_card", "compact_json", "compile_count", "is_call_tool_result", "is_qzx_result", "load_contract",
+        "load_json_file",
     ])
     for name in edge.__all__:
         assert getattr(edge, name) is not None
+
+
+def test_renderers_surface():
+    from oz0 import renderers
+
+    assert sorted(renderers.__all__) == ["RENDERERS", "Rendered", "render"]
+    assert sorted(renderers.RENDERERS) == ["discord", "html", "slack", "text"]
+    for name in renderers.__all__:
+        assert getattr(renderers, name) is not None
+
+
+def test_chat_surface():
+    from oz0.adapters import chat
+
+    assert sorted(chat.__all__) == sorted([
+        "AnswerClick", "Ask", "AskFlow", "ChannelTasks", "ChatRuntime", "ChatWire", "JobLoop", "RateLimited",
+        "Reply", "Restarts", "ShareClick", "Syntax", "WireRefused", "report_interrupted",
+    ])
+    for name in chat.__all__:
+        assert getattr(chat, name) is not None
+    assert chat.ChatRuntime is edge.ChatRuntime  # one Protocol, held by the edge's face
+
+
+def test_a_face_loads_nothing_until_a_name_is_read():
+    """Importing a face is cheap (`oz0 --help` imports them): no validator, database, SDK or engine."""
+    import subprocess
+    import sys
+
+    code = ("import sys, oz0.edge, oz0.renderers, oz0.adapters.chat\n"
+            "heavy = [m for m in ('sqlalchemy', 'jsonschema_rs', 'orjson', 'dbos', 'slack_sdk', 'discord', 'mcp',"
+            " 'oz0.edge.cards.choice', 'oz0.adapters.chat.flow') if m in sys.modules]\n"
+            "print(heavy)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_every_module_declares_all_and_it_resolves():
@@ -57,16 +94,16 @@ def test_imports_run_one_way():
 
 def test_the_wheel_installs_one_top_level_package_oz0(tmp_path):
     """A generic top-level name (`adapters`, `edge`) would collide with other PyPI packages."""
+    import shutil
     import subprocess
     import sys
     import zipfile
     from pathlib import Path
 
-    import shutil
-
     root = Path(edge.__file__).resolve().parents[1]
     source = tmp_path / "source"  # built from a copy: setuptools leaves build/ beside the sources it builds
     shutil.copytree(root, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                                 ".typecheck", ".mypy_cache", ".ruff_cache",
                                                                  ".pytest_cache", ".hypothesis"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
                            capture_output=True, text=True, timeout=600)

@@ -11,17 +11,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from plugin_kit import make_plugin
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.reply_ref import ReplyRef
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
-from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime import recovery
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.questions import Answer, AnswerRefused, Question
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 APPROVE = {"type": "object", "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
            "required": ["approved"]}
@@ -87,13 +87,13 @@ def test_a_job_waits_then_the_first_answerer_decides(runtime: Runtime) -> None:
 
         with pytest.raises(AnswerRefused) as refused:
             runtime.answer(job.id, "approve", action="accept", content={"approved": True}, by="slack:U9")
-        assert refused.value.status == 403
+        assert refused.value.why == "not_answerer"
         assert audited(runtime, "access.denied")[0].detail == {
             "job": job.id, "step": "approve", "reason": "not among the question's answerers"}
 
         with pytest.raises(AnswerRefused) as invalid:
             runtime.answer(job.id, "approve", action="accept", content={"approved": "yes"}, by="slack:U1")
-        assert invalid.value.status == 422
+        assert invalid.value.why == "invalid"
         assert "$.approved" in invalid.value.message and "boolean" in invalid.value.message
         assert runtime.job(job.id).status == "waiting"
 
@@ -106,7 +106,7 @@ def test_a_job_waits_then_the_first_answerer_decides(runtime: Runtime) -> None:
 
         with pytest.raises(AnswerRefused) as twice:
             runtime.answer(job.id, "approve", action="decline", content=None, by="slack:U1")
-        assert twice.value.status == 409 and "already answered (accept) by discord:R7" in twice.value.message
+        assert twice.value.why == "not_waiting" and "already answered (accept) by discord:R7" in twice.value.message
         record = audited(runtime, "flow.answered")
         assert len(record) == 1 and record[0].actor == "discord:R7"
         assert record[0].detail == {"job": job.id, "step": "approve", "action": "accept",
@@ -123,10 +123,10 @@ def test_the_asker_answers_by_default_and_a_decline_carries_no_content(runtime: 
         assert question.step == "ask-1" and question.answerers == {}
         with pytest.raises(AnswerRefused) as other:
             runtime.answer(job.id, "ask-1", action="accept", content={"approved": True}, by="console:bob")
-        assert other.value.status == 403
+        assert other.value.why == "not_answerer"
         with pytest.raises(AnswerRefused) as content:
             runtime.answer(job.id, "ask-1", action="decline", content={"approved": False}, by="console:maria")
-        assert content.value.status == 422
+        assert content.value.why == "invalid"
         runtime.answer(job.id, "ask-1", action="decline", content=None, by="console:maria")
         assert (await asyncio.wait_for(run, 10)).output == "decline by console:maria"
     asyncio.run(scenario())
@@ -139,7 +139,7 @@ def test_an_unanswered_question_times_out_and_a_late_answer_is_refused(runtime: 
         assert done.output == "timeout by timeout"
         with pytest.raises(AnswerRefused) as late:
             runtime.answer(job.id, "ask-1", action="accept", content={"approved": True}, by="console:maria")
-        assert late.value.status == 409
+        assert late.value.why == "not_waiting"
     asyncio.run(scenario())
 
 
@@ -206,14 +206,14 @@ def test_the_first_answer_wins_across_two_runtimes_on_one_database(runtime: Runt
                 results.append(rt.answer(job.id, "go", action="accept", content={"approved": n % 2 == 0},
                                          by="cli:me"))
             except AnswerRefused as exc:
-                results.append(exc.status)
+                results.append(exc.why)
 
         threads = [threading.Thread(target=give, args=(rt, n)) for n, rt in enumerate([runtime, other] * 4)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert sorted(r if isinstance(r, int) else 0 for r in results) == [0] + [409] * 7
+        assert sorted(r if isinstance(r, str) else "" for r in results) == [""] + ["not_waiting"] * 7
         assert len(audited(runtime, "flow.answered")) == 1
         assert runtime.job(job.id).status == "running"
     finally:
@@ -237,7 +237,7 @@ def test_a_restart_ends_a_waiting_job_interrupted_and_closes_its_question(runtim
             assert later.recover_interrupted() == []
             with pytest.raises(AnswerRefused) as gone:
                 later.answer(job.id, "approve", action="accept", content={"approved": True}, by="cli:me")
-            assert gone.value.status == 409
+            assert gone.value.why == "not_waiting"
         finally:
             later.close()
     asyncio.run(scenario())

@@ -72,9 +72,10 @@ def test_an_unanswered_durable_question_times_out(oz0_home: Path) -> None:
 
 
 def test_a_job_waiting_inside_its_step_when_the_engine_stops_ends_interrupted_once(oz0_home: Path, tmp_path: Path) -> None:
-    from oz0.edge.runtime.install import install_plugin
-    from oz0.edge.plugins.manifest import load_plugin
     from plugin_kit import make_plugin
+
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
 
     runtime = Runtime(oz0_home, flow_engine=FLOW_ENGINE)
     try:

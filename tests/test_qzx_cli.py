@@ -16,8 +16,8 @@ import referencing
 
 from oz0.adapters.cli import main
 from oz0.adapters.cli.json_out import emit_result
-from oz0.edge.results.qzx import check_core
 from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx import check_core
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
 RESULT_ORACLE = jsonschema.Draft202012Validator(
@@ -322,7 +322,7 @@ def test_receipt_of_an_inline_schema_differing_only_in_a_description_is_structur
     changed["properties"]["message"]["description"] = "What happened."
     for schema, mode in ((official, "canonical_inline"), (changed, "structural_core")):
         args = pair(tmp_path, "mcp-2025-06-18", tool={**TOOL, "outputSchema": schema})
-        code, out, _ = run(capsys, "qzx", "receipt", *args, "--report", str(tmp_path / "r.json"))
+        code, _out, _ = run(capsys, "qzx", "receipt", *args, "--report", str(tmp_path / "r.json"))
         receipt = json.loads((tmp_path / "r.json").read_text())
         assert code == 0 and RECEIPT_ORACLE.is_valid(receipt)
         assert [c["profile_facts"]["output_schema_mode"] for c in receipt["details"]["cases"]] == [mode, mode]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from oz0.edge.contracts.schema import load_contract
-from oz0.edge.results.qzx import check_core, parse_document, InputError, same_json
+from oz0.edge.results.qzx import InputError, check_core, parse_document, same_json
 from oz0.edge.results.qzx_tools import canonical_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_paths_quote_keys_that_are_not_identifiers():
 def test_nan_tokens_are_read_then_judged_and_broken_json_is_refused():
     doc = parse_document(b'{"success": true, "message": "m", "meta": {"duration_ms": NaN}}')
     assert [f.path for f in check_core(doc)] == ["$.meta.duration_ms"]
-    with pytest.raises(InputError, match="not valid JSON: Expecting .* at line 1 column"):
+    with pytest.raises(InputError, match=r"not valid JSON: Expecting .* at line 1 column"):
         parse_document(b'{"success": true,')
     with pytest.raises(InputError, match="not UTF-8"):
         parse_document(b'{"message": "\xff"}')

@@ -8,9 +8,9 @@ import sys
 from dataclasses import replace
 
 import pytest
-
 from hostile import big_cards
 from renderer_oracles import CHECKS
+
 from oz0.edge.cards.model import Action, Card, Status
 from oz0.renderers import RENDERERS, discord_message, markdown_blocks, monospace, slack_blocks
 

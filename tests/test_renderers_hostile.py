@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hostile import CARDS, CELLS, DISCORD, EMOJI, FENCES, HTML, INVISIBLE, SLACK, URLS, big_cards, naughty_strings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from hostile import CARDS, CELLS, DISCORD, EMOJI, FENCES, HTML, INVISIBLE, SLACK, URLS, big_cards, naughty_strings
 from renderer_oracles import CHECKS, hidden
+
 from oz0.edge.cards.model import Card
 from oz0.renderers import RENDERERS, Rendered
 
@@ -119,7 +119,7 @@ def test_a_link_with_a_user_name_is_text_with_its_real_host(platform: str, form:
     _check(platform, rendered)
     shown = _shown(rendered)
     assert "trusted.example@evil.example/login" in shown
-    if form == "text_markdown" and written[0] in "[<" or platform == "discord" and form != "table":
+    if (form == "text_markdown" and written[0] in "[<") or (platform == "discord" and form != "table"):
         assert "real host is evil.example" in shown, shown[:400]
 
 

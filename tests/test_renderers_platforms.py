@@ -7,13 +7,21 @@ import subprocess
 import sys
 
 import pytest
+from hostile import big_cards
+from renderer_oracles import CHECKS, discord_outside_code
 
 from oz0.adapters.cli.render import examples
 from oz0.edge import choose_card, load_contract, load_json_file
 from oz0.edge.cards.model import Card, Status
-from hostile import big_cards
-from renderer_oracles import CHECKS, discord_outside_code
-from oz0.renderers import RENDERERS, Rendered, discord_message, html_console, markdown_blocks, slack_blocks, teams_adaptive
+from oz0.renderers import (
+    RENDERERS,
+    Rendered,
+    discord_message,
+    html_console,
+    markdown_blocks,
+    slack_blocks,
+    teams_adaptive,
+)
 from oz0.renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}

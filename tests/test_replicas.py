@@ -6,21 +6,19 @@ SIGKILL mid-job has its job finished by the other within the lease; a restarted 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from pathlib import Path
 
-import json
-import sys
-
 import aiohttp
-
 from mcp_harness import SERVER
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
-
 from replica_harness import Replica, install_replica_plugin, runs
 from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers, slash_command_body
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 LEASE_S = 2.0
 
@@ -202,7 +200,7 @@ def test_a_live_mcp_call_cut_short_by_a_restart_is_reported_interrupted_once(tmp
                         assert time.monotonic() < deadline, "no card said the live MCP call was cut short"
                         await asyncio.sleep(0.1)
                 except AssertionError as exc:
-                    raise AssertionError(f"{exc}\n{[j.to_dict() for j in journal.jobs()]}\n" + "\n".join(a.lines))
+                    raise AssertionError(f"{exc}\n{[j.to_dict() for j in journal.jobs()]}\n" + "\n".join(a.lines)) from exc
                 await asyncio.sleep(1.5)
             finally:
                 a.stop()

@@ -13,15 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from plugin_kit import make_plugin
 
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.model.job import JobFailure
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.model.job import UnknownAgent
+from oz0.edge.model.job import JobFailure, UnknownAgent
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 from oz0.renderers import RENDERERS
 
 AGENT_PY = """

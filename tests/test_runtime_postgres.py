@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from oz0.edge.model.reply_ref import ReplyRef
+from plugin_kit import make_plugin
+
 from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
-from plugin_kit import make_plugin
 
 
 def test_the_journal_the_plugin_store_and_the_audit_log_live_in_postgres(tmp_path, postgres_url, monkeypatch):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from console_plugin import installed_runtime
+
 from oz0.edge.flows.engine import FLOW_ENGINE
 
 OZ0 = str(Path(sys.executable).with_name("oz0"))

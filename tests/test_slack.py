@@ -13,14 +13,14 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-
-from oz0.edge.model.reply_ref import ReplyRef
-from oz0.adapters.chat import slack as slack_app
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.access import Asker
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import SIGNING_SECRET, SlackStandIn, block_action_body, signed_headers, slash_command_body
 from waits import eventually
+
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import Asker
 
 ACK_LIMIT_S = 3.0
 

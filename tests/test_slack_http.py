@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from slack_harness import install_test_plugin, running_channel
+from slack_sdk.signature import SignatureVerifier
+from slack_standin import SIGNING_SECRET, block_action_body, signed_headers, slash_command_body
 
 from oz0.adapters.chat import slack_http
 from oz0.adapters.chat.slack_http import signature_problem
 from oz0.edge.flows.engine import FLOW_ENGINE
-from slack_harness import install_test_plugin, running_channel
-from slack_sdk.signature import SignatureVerifier
-from slack_standin import SIGNING_SECRET, block_action_body, signed_headers, slash_command_body
 
 
 @pytest.fixture
@@ -175,8 +175,8 @@ def test_a_listener_that_fails_before_its_ack_is_a_500_without_details(home, cap
 def test_an_agent_installed_while_the_channel_runs_is_never_refused_as_unknown(home, tmp_path):
     """The ack answers from the channel's snapshot of the installed agents; a name it does not know
     is read again before it is refused."""
-    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.runtime.runner import Runtime
 
     later = tmp_path / "later-plugin"

@@ -10,14 +10,14 @@ import json
 from pathlib import Path
 
 import pytest
-
 from ask_plugin import install_ask_plugin
-from oz0.adapters.chat import slack as slack_app
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.runner import Runtime
 from slack_harness import assert_valid_blocks, install_test_plugin, running_channel
 from slack_standin import block_action_body, signed_headers, view_submission_body
 from waits import eventually
+
+from oz0.adapters.chat import slack as slack_app
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.runner import Runtime
 
 ACK_LIMIT_S = 3.0
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
+
 from oz0.edge.documents.compat import UpgradeRefused
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import openapi_document
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 
 KEY = "sk-test-loop-0123456789"
@@ -272,7 +272,6 @@ def test_loading_and_lint_refuse_unknown_servers_agents_and_duplicates(tmp_path)
 # where the trace is seen ----------------------------------------------------------------------
 
 def test_jobs_show_plugin_list_and_the_console_show_the_loop(tmp_path, monkeypatch, capsys):
-    from starlette.testclient import TestClient
 
     from oz0.adapters.cli import main
 

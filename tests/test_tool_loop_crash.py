@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import aiohttp
-
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
 from replica_harness import Replica

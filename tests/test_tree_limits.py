@@ -12,16 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from tree_kit import FLOWS, tree_plugin, waiting
 
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.plugins.lint import lint_plugin
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.delegation import Delegation
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.store import ACTIVE_STATUSES
-from tree_kit import FLOWS, tree_plugin, waiting
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 
@@ -248,7 +248,6 @@ def test_tree_limits_enter_the_contract_hash_only_when_set(tmp_path):
 
 def test_get_job_shows_the_limit_and_the_steps(runtime):
     import httpx
-
     from console_plugin import ConsoleThread
 
     job = asyncio.run(runtime.run("three", '{"n": 0}'))
@@ -287,7 +286,7 @@ def test_jobs_show_draws_a_delegation_chain_deeper_than_eight(runtime):
 def test_jobs_show_says_how_many_jobs_of_a_broken_chain_it_leaves_out(runtime):
     root, _ = runtime.submit("counter", '{"n": 0}')
     parent = root
-    for n in range(25):  # a chain deeper than any max_depth (at most 20): only a broken journal holds one
+    for _ in range(25):  # a chain deeper than any max_depth (at most 20): only a broken journal holds one
         parent, _ = runtime.submit("counter", '{"n": 0}', dedupe_key=f"delegate:{parent.id}:1", parent_id=parent.id)
     shown = _show(runtime, root.id)
     assert shown.returncode == 0, shown.stderr

@@ -12,11 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.runner import Runtime
 from tree_kit import tree_plugin
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
 
 SCRIPT = Path(__file__).with_name("tree_engine.py")
 

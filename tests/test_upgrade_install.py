@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from openapi_spec_validator import validate
+from test_compat import obj, write_plugin
 
 from oz0.adapters.cli import main
-from test_compat import obj, write_plugin
 
 EXAMPLE_MESSAGE = (
     "Error: invalid_argument: invalid request: team 0.1.1 breaks the contracts of 0.1.0: helper: input: takes "
@@ -40,7 +40,7 @@ def snapshot(home: Path) -> tuple[list[str], dict[str, str]]:
 def team(tmp_path, oz0_home, capsys):
     """team 0.1.0 installed: its agent helper takes and answers text."""
     folder = write_plugin(tmp_path / "team-0.1.0", version="0.1.0", agents={"helper": {}})
-    code, out, err = oz0(capsys, "plugin", "install", str(folder))
+    code, _out, err = oz0(capsys, "plugin", "install", str(folder))
     assert code == 0, err
     return oz0_home
 

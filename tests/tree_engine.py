@@ -22,11 +22,14 @@ def tree(runtime: Runtime, job_id: str, depth: int = 0) -> list[list]:
     return out
 
 
+_HELD: set[asyncio.Future[object]] = set()
+
+
 async def run(runtime: Runtime, agent: str, text: str, *, hold: str | None) -> object:
     """The job run to its end; with `hold`, a job of that agent runs first and keeps its queue busy."""
     if hold is not None:
         holder, _ = runtime.submit(hold, '{"n": 0}')
-        asyncio.ensure_future(runtime.execute(holder.id))
+        _HELD.add(asyncio.ensure_future(runtime.execute(holder.id)))  # held: a loop keeps only weak references
         while runtime.job(holder.id).status != "running":
             await asyncio.sleep(0.05)
     return await runtime.run(agent, text)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from plugin_kit import make_plugin
 
 __all__ = ["AGENTS", "tree_plugin"]

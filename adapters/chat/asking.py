@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.cards.model import Action, Card
 from oz0.edge.contracts.answer_fields import labels_of

@@ -6,14 +6,14 @@ Neutral `Card`s like any agent's answer, drawn by the same renderers; never a tr
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 import orjson
 
 from oz0.adapters.chat.wire import Syntax
+from oz0.edge import AgentSpec
 from oz0.edge.cards.model import Action, Card, Status
 from oz0.edge.documents.summary import example_input, input_summary, schema_summary
-from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.progress import Progress
 
 __all__ = ["NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card", "no_agents_card",

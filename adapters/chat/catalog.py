@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from oz0.adapters.chat.wire import ChatRuntime
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge import AgentSpec
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["CATALOG_TTL_S", "MAX_DRAWN", "Catalog"]

@@ -14,8 +14,9 @@ with that agent (edge.runtime.conversations).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.cards import failure_card
 from oz0.adapters.chat.wire import Ask
@@ -33,7 +34,7 @@ STOP_WORDS = ("stop", "end", "bye")
 MAX_PROMPTS = 4        # Slack's assistant pane shows at most four suggested prompts
 
 
-def suggested_prompts(specs: "list[AgentSpec]") -> list[tuple[str, str]]:
+def suggested_prompts(specs: list[AgentSpec]) -> list[tuple[str, str]]:
     """(title, message) of the prompts a new assistant thread suggests: the first agents the person
     may run that declare an example, each as the ask it would type."""
     out = []
@@ -55,7 +56,7 @@ def stop_button(cid: str) -> Action:
 class Conversing:
     """One channel's conversations, through its flow's runtime and wire."""
 
-    def __init__(self, flow: "AskFlow") -> None:
+    def __init__(self, flow: AskFlow) -> None:
         self.flow = flow
 
     def cid(self, ask: Ask) -> str | None:

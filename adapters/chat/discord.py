@@ -27,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import discord
 import yarl
@@ -37,25 +38,25 @@ from discord.http import Route
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
 from oz0.adapters.chat.conversing import STOP_ACTION
-from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers import discord_modal
 
 __all__ = [
     "AGENT_FIELD",
     "ASK_MESSAGE_COMMAND",
+    "INPUT_FIELD",
+    "INTERACTION_TOKEN_S",
+    "SHARE_PREFIX",
     "Asker",
     "DiscordChannel",
     "DiscordConfigError",
     "DiscordSettings",
-    "INPUT_FIELD",
-    "INTERACTION_TOKEN_S",
     "ReplyTarget",
-    "SHARE_PREFIX",
     "configured",
     "report_interrupted",
     "serve",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 import discord
 from discord.http import Route
@@ -30,7 +30,7 @@ class DiscordSettings:
     message_content: bool = False
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "DiscordSettings":
+    def from_env(cls, env: Mapping[str, str]) -> DiscordSettings:
         token = env.get("DISCORD_TOKEN", "").strip()
         if not token:
             raise DiscordConfigError("DISCORD_TOKEN is not set: the Discord channel needs the bot token "

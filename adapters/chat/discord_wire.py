@@ -7,21 +7,23 @@ import io
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import discord
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
 from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
-from oz0.edge.cards.model import Attachment
-from oz0.edge.runtime.access import Asker
+from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import discord_modal
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["ASK_MESSAGE_COMMAND", "DiscordWire", "INTERACTION_TOKEN_S", "ReplyTarget"]
+__all__ = ["ASK_MESSAGE_COMMAND", "INTERACTION_TOKEN_S", "DiscordWire", "ReplyTarget"]
 
 log = logging.getLogger("oz0.discord")
 
@@ -58,7 +60,7 @@ class ReplyTarget:
             "message": self.message_id})
 
     @classmethod
-    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+    def from_ref(cls, ref: ReplyRef) -> ReplyTarget:
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
         data = ref.data_for("discord", (REF_VERSION,))
         return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
@@ -241,7 +243,7 @@ class DiscordWire:
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return discord_modal.submitted(answer_schema, click.form or {})
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
         reply: ReplyTarget = click.reply
         followup = Route("POST", "/webhooks/{webhook_id}/{webhook_token}", webhook_id=reply.application_id,
                          webhook_token=reply.token)

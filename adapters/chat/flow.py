@@ -27,26 +27,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
+from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
-from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
-from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge.cards.model import Card
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge import AgentSpec, Card, Job
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.model.job import Job
 from oz0.edge.runtime.events import Answered, QuestionAsked
 from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
-from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
@@ -206,7 +205,7 @@ class AskFlow:
             assert card.status is not None
             await self.wire.refuse(ask, card.status.message, rendered)
 
-    async def _ask(self, ask: Ask, recorded: "_Once", shown: list[Any]) -> None:
+    async def _ask(self, ask: Ask, recorded: _Once, shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
         names = [s.name for s in specs]
@@ -290,7 +289,7 @@ class AskFlow:
             return self.draw(working_card(agent, ahead=ahead))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
-    async def _first(self, ask: Ask, recorded: "_Once") -> bool:
+    async def _first(self, ask: Ask, recorded: _Once) -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""
         first = await self.jobs.call(self.runtime.claim, f"delivery:{ask.delivery}")
         await recorded()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
-__all__ = ["MAX_NAMES", "NAME_TTL_S", "Names", "RETRY_S"]
+__all__ = ["MAX_NAMES", "NAME_TTL_S", "RETRY_S", "Names"]
 
 log = logging.getLogger("oz0.chat")
 

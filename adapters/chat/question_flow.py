@@ -16,12 +16,12 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.asking import FORM, answered_card, content_from, content_of, question_card, step_digest
 from oz0.adapters.chat.wire import AnswerClick
-from oz0.edge.model.job import Job
-from oz0.edge.runtime.questions import AnswerRefused
+from oz0.edge import AnswerRefused, Job
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
@@ -34,7 +34,7 @@ NOT_OPEN = "This question is no longer open (it was answered, or the job ended).
 class Questions:
     """The questions of one channel's jobs, through the channel's flow (its wire, runtime and loops)."""
 
-    def __init__(self, flow: "AskFlow", *, log: logging.Logger) -> None:
+    def __init__(self, flow: AskFlow, *, log: logging.Logger) -> None:
         self.flow = flow
         self.log = log
 
@@ -99,7 +99,7 @@ class Questions:
                                           content=dict(content), by=f"{wire.platform}:{asker.user}",
                                           groups=asker.groups, via=wire.platform)
         except AnswerRefused as exc:
-            await wire.answer_refused(click, exc.message, status=exc.status, question=question)
+            await wire.answer_refused(click, exc.message, why=exc.why, question=question)
             return
         await wire.answer_taken(click)
         job = await flow.jobs.call(flow.runtime.job, pick.job_id)
@@ -109,4 +109,4 @@ class Questions:
     async def _refuse(self, click: AnswerClick, message: str, *, opening: bool) -> None:
         if opening:
             await self.flow.wire.hold(click)   # it was not held: a modal would have been its answer
-        await self.flow.wire.answer_refused(click, message, status=409, question=None)
+        await self.flow.wire.answer_refused(click, message, why="not_waiting", question=None)

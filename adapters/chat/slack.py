@@ -25,7 +25,8 @@ import asyncio
 import json
 import logging
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.app.async_app import AsyncApp
@@ -34,12 +35,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION, suggested_prompts
-from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
 from oz0.adapters.chat.slack_wire import COMMAND, ClickReply, ReplyTarget, SlackWire
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.slack_modal import CALLBACK_ID as ANSWER_FORM
 
@@ -47,8 +48,8 @@ __all__ = [
     "ANSWER_ACTION",
     "ANSWER_FORM",
     "EVENTS_PATH",
-    "ReplyTarget",
     "SHARE_ACTION",
+    "ReplyTarget",
     "SlackChannel",
     "SlackConfigError",
     "SlackSettings",

@@ -23,7 +23,8 @@ import hmac
 import logging
 import re
 import time
-from typing import Any, Awaitable, Callable, Mapping, Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from aiohttp import web
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -117,7 +118,7 @@ class _Lull:
         if self._quiet is not None and not self._quiet.is_set():
             try:
                 await asyncio.wait_for(self._quiet.wait(), MAX_DEFER_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass   # requests keep coming: the work goes on, each ack still answered first
 
 
@@ -172,7 +173,7 @@ class SlackHttp:
             task.add_done_callback(lambda _t: acked.done() or acked.set_result(None))
             try:
                 await asyncio.wait_for(asyncio.shield(acked), ACK_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("a Slack listener did not ack within %.0f s", ACK_TIMEOUT_S)
         if ack.response is None:   # the listener failed (logged by on_error) or never acked
             return web.json_response({"error": "internal error"}, status=500)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -36,7 +36,7 @@ class SlackSettings:
         return bool(self.app_token)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "SlackSettings":
+    def from_env(cls, env: Mapping[str, str]) -> SlackSettings:
         token = env.get("SLACK_BOT_TOKEN", "").strip()
         if not token:
             raise SlackConfigError("SLACK_BOT_TOKEN is not set: the Slack channel needs the bot token (xoxb-...)")

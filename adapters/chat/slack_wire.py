@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
-from oz0.edge.cards.model import Attachment
-from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
 
@@ -57,7 +59,7 @@ class ReplyTarget:
             "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None})
 
     @classmethod
-    def from_ref(cls, ref: ReplyRef) -> "ReplyTarget":
+    def from_ref(cls, ref: ReplyRef) -> ReplyTarget:
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
         data = ref.data_for("slack", (REF_VERSION,))
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
@@ -360,10 +362,10 @@ class SlackWire:
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return slack_modal.submitted(answer_schema, click.form or {})
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
         reply: ClickReply = click.reply
         if reply.ack is not None:
-            if question is not None and status in (403, 422):
+            if question is not None and why in ("not_answerer", "invalid"):
                 await reply.ack(**slack_modal.errors_for(question.answer_schema, message))
                 return
             await reply.ack()

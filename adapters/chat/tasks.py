@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
-__all__ = ["ChannelTasks", "JobLoop", "UNWIND_S"]
+__all__ = ["UNWIND_S", "ChannelTasks", "JobLoop"]
 
 T = TypeVar("T")
 UNWIND_S = 5.0  # how long the jobs loop's cancelled tasks get to run their `finally` blocks at close

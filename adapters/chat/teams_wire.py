@@ -33,6 +33,7 @@ from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Sy
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import teams_form
 from oz0.renderers.rendered import Rendered
 
@@ -251,8 +252,8 @@ class TeamsWire:
     def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
         return teams_form.submitted(answer_schema, click.form or {})
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
-        if question is not None and click.form is not None and status in (403, 422):
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
+        if question is not None and click.form is not None and why in ("not_answerer", "invalid"):
             typed = teams_form.submitted(question.answer_schema, click.form)
             card = teams_form.form_card(message=question.message, answer_schema=question.answer_schema,
                                         value=click.pick.value.replace(f"/{click.pick.choice}", f"/{FORM}"),

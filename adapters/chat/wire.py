@@ -8,19 +8,14 @@ reaches the edge only through `ChatRuntime`, exactly the part of `Runtime` it us
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
-from oz0.edge.cards.model import Attachment, Card
-from oz0.edge.model.agent import AgentSpec
-from oz0.edge.runtime.access import Asker
-from oz0.edge.runtime.conversations import Conversations
-from oz0.edge.model.job import Job
-from oz0.edge.model.progress import Progress
+from oz0.edge import ChatRuntime
 from oz0.edge.model.reply_ref import ReplyRef
-from oz0.edge.runtime.backlog import Backlog
-from oz0.edge.runtime.events import JobEvent
+from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
@@ -104,48 +99,6 @@ class RateLimited(Exception):
     def __init__(self, retry_after_s: float) -> None:
         super().__init__(f"rate limited: retry after {retry_after_s:g} s")
         self.retry_after_s = retry_after_s
-
-
-class ChatRuntime(Protocol):
-    """What the ask flow needs from `oz0.edge.runtime.runner.Runtime`, and nothing more (and `home`,
-    where a channel reads access.yaml)."""
-
-    home: Path
-    conversations: Conversations
-    backlog: Backlog   # the queued jobs' bounds (edge.runtime.backlog)
-    stopping: bool     # a stop began: asks are turned away (Runtime.drain)
-
-    def agents(self) -> list[AgentSpec]: ...
-
-    def submit(self, agent: str, text: str, *, requester: str, channel: str, dedupe_key: str | None,
-               reply_to: ReplyRef | None, workspace: str | None, channel_id: str | None) -> tuple[Job, bool]: ...
-
-    def execute(self, job_id: str, *, on_progress: Callable[[Progress], Any] | None = None) -> Awaitable[Job]: ...
-
-    def job(self, job_id: str) -> Job | None: ...
-
-    def card(self, job: Job) -> Card: ...
-
-    def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None: ...
-
-    def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None: ...
-
-    def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None: ...
-
-    def claim(self, key: str) -> bool: ...
-
-    def deliver_with(self, platform: str, deliver: Callable[[Job], Awaitable[None]]) -> None: ...
-
-    def delivers(self, platform: str) -> bool: ...
-
-    def question(self, job_id: str) -> Any: ...
-
-    def answer(self, job_id: str, step: str, *, action: str, content: Mapping[str, Any] | None, by: str,
-               groups: Sequence[str] = (), roles: Sequence[str] = (), via: str | None = None) -> Any: ...
-
-    def shows_questions(self, platform: str) -> None: ...
-
-    def events(self, job_id: str) -> AsyncIterator[JobEvent]: ...
 
 
 class ChatWire(Protocol):
@@ -250,9 +203,9 @@ class ChatWire(Protocol):
         """A modal's submission as field -> what was entered (`asking.content_from` reads it)."""
         ...
 
-    async def answer_refused(self, click: AnswerClick, message: str, *, status: int, question: Any) -> None:
-        """Tell the clicker alone why their answer was not taken (`status` 403, 409 or 422; for a
-        modal's answer the schema refused, keep the modal open with the path and rule where the
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
+        """Tell the clicker alone why their answer was not taken (`why`: not_answerer, not_waiting
+        or invalid, see edge.runtime.questions.AnswerRefused; for a modal's answer the schema refused, keep the modal open with the path and rule where the
         platform can). `question` is the open question, None when there is none."""
         ...
 

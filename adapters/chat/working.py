@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.cards import working_card
 from oz0.adapters.chat.wire import RateLimited
-from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.metrics import count_channel_error
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
@@ -29,7 +29,7 @@ class WorkingProgress:
     unless a newer one came), none for as long as the platform says after a rate limit, and none
     after the card (`close` waits for an update under way and drops the rest)."""
 
-    def __init__(self, flow: "AskFlow", reply: Any, agent: str) -> None:
+    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
         self.flow, self.reply, self.agent = flow, reply, agent
         self.loop = asyncio.get_running_loop()
         self.started = time.monotonic()

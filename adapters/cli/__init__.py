@@ -12,7 +12,8 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Callable, Collection, NamedTuple, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple
 
 from oz0.adapters.cli.errors import CommandError
 

@@ -22,10 +22,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Mapping, Sequence
 
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import refusal_message
@@ -170,7 +170,7 @@ def _receipt(inputs: Inputs) -> Check:
             "--failure", str(inputs.failure)]
     if inputs.tool_definition is not None:
         argv += ["--tool-definition", str(inputs.tool_definition)]
-    code, out, err = _oz0(*argv, "--report", str(inputs.receipt))
+    code, _out, err = _oz0(*argv, "--report", str(inputs.receipt))
     name = f"QZX receipt ({inputs.profile})"
     if code not in (0, 1):
         return Check(name, "FAIL", (_last_line(err) or f"oz0 qzx receipt exited {code}")

@@ -17,8 +17,9 @@ import asyncio
 import json
 import sys
 import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, TextIO
+from typing import Any, TextIO
 
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract

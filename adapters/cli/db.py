@@ -13,7 +13,7 @@ __all__ = ["register"]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    """Fill in `oz0 db` with its one action, `upgrade`."""
+    """Fill in `oz0 db`: `upgrade` and `prune`."""
     parser.description = "Manage the database of the journal, plugin store and audit log."
     actions = parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     upgrade = actions.add_parser(
@@ -22,6 +22,13 @@ def register(parser: argparse.ArgumentParser) -> None:
                     "made before migrations existed is stamped at the baseline first and keeps its rows. "
                     "Safe to run on several replicas at once: one migrates, the others wait for it.")
     upgrade.set_defaults(func=_upgrade)
+    prune = actions.add_parser(
+        "prune", help="remove jobs and audit records past retention (OZ0_RETENTION_JOBS_DAYS, _AUDIT_DAYS)",
+        description="Remove finished jobs older than OZ0_RETENTION_JOBS_DAYS (default 90) with their questions "
+                    "and per-job budget rows, and audit records older than OZ0_RETENTION_AUDIT_DAYS (default "
+                    "365), 1,000 rows per transaction. oz0 serve does this daily.")
+    prune.add_argument("--dry-run", action="store_true", help="only count what would be removed, per table")
+    prune.set_defaults(func=_prune)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
@@ -44,4 +51,27 @@ def _upgrade(args: argparse.Namespace) -> int:
         print(f"{where}: tables made before migrations, stamped at the baseline, now at revision {change.after}")
     else:
         print(f"{where}: schema upgraded from {change.before or 'an empty database'} to revision {change.after}")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    import os
+
+    from oz0.adapters.cli.errors import CommandError
+    from oz0.adapters.cli.plugin import open_runtime
+    from oz0.edge.runtime.retention import Retention, RetentionError, count, prune
+
+    try:
+        policy = Retention.from_env(os.environ)
+    except RetentionError as exc:
+        raise CommandError(str(exc)) from None
+    runtime = open_runtime()
+    try:
+        counts = (count if args.dry_run else prune)(runtime.store.engine, policy)
+    finally:
+        runtime.close()
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"Retention: jobs {policy.jobs_days:g} days, audit {policy.audit_days:g} days; {verb}:")
+    for table, rows in counts.items():
+        print(f"  {table}: {rows:,} row{'s' * (rows != 1)}")
     return 0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from oz0.renderers import RENDERERS
 
 if TYPE_CHECKING:
-    from oz0.edge.cards.model import Card
+    from oz0.edge import Card
 
 __all__ = ["TARGETS", "render_payload", "write_files"]
 

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
 from oz0.edge.results.qzx import result_envelope
 

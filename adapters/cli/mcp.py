@@ -13,8 +13,8 @@ import orjson
 from oz0.adapters.cli.draw import render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.json_out import emit_result
-from oz0.edge.documents.summary import schema_summary
 from oz0.edge.contracts.schema import ContractError, violation_sentence
+from oz0.edge.documents.summary import schema_summary
 from oz0.edge.mcp.cards import card_form, result_card
 from oz0.edge.mcp.pool import DEFAULT_CALL_TIMEOUT_S, servers
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
-from oz0.edge.model.agent import ConversationLimits
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
+from oz0.edge.model.agent import ConversationLimits
 
 if TYPE_CHECKING:
     from oz0.edge.plugins.lint import LintReport
@@ -138,11 +138,11 @@ def _installed_here(folder: str | Path) -> dict[str, Any] | None:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from oz0.edge import PluginError
     from oz0.edge.documents.compat import UpgradeRefused
-    from oz0.edge.runtime.install import install_plugin
     from oz0.edge.plugins.lint import lint_plugin
     from oz0.edge.plugins.manifest import load_plugin
-    from oz0.edge.plugins.declared import PluginError
+    from oz0.edge.runtime.install import install_plugin
 
     if args.example == bool(args.dir):
         raise CommandError("give the plugin folder DIR, or --example for the bundled example plugin")
@@ -230,7 +230,7 @@ def _loop_json(spec: Any) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from oz0.edge.cards.model import Card
+    from oz0.edge import Card
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 
     runtime = open_runtime()

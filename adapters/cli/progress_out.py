@@ -41,8 +41,8 @@ class TerminalProgress:
 
     def _start(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, SpinnerColumn, TextColumn, \
-            TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
 
         console = Console(file=self.stream, stderr=self.stream is sys.stderr)
         self._rich = Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
@@ -14,6 +14,9 @@ from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
 from oz0.edge.model.job import Job, failure_code
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime  # the command makes it; a type here, not an import
 
 __all__ = ["register_audit", "register_jobs", "register_run"]
 
@@ -34,7 +37,7 @@ def register_run(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oz0.edge.model.job import UnknownAgent
+    from oz0.edge import UnknownAgent
     from oz0.edge.runtime.access import local_user
 
     started = time.monotonic()
@@ -74,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if job.failure_kind == "InvalidInput" else 1
 
 
-def _driven(runtime: Any, job_id: str, work: Any) -> Any:
+def _driven(runtime: Runtime, job_id: str, work: Any) -> Any:
     """The job run here with its person steps met on this terminal (adapters.cli.asking): the ended
     Job, or a Parked one off a terminal."""
     from oz0.adapters.cli.asking import drive, on_a_terminal
@@ -119,8 +122,16 @@ def _emit_job(job: Job, started: float, *, command: str = "run") -> int:
 
 
 def register_jobs(p: argparse.ArgumentParser) -> None:
-    p.description = "List recent jobs, newest first, or show one with its card."
+    p.description = ("List recent jobs, newest first, or show one with its card. Filter with --agent, --status, "
+                     "--asker, --since and --until (a duration back from now: 90s, 30m, 2h, 7d, 1w; or an ISO "
+                     "8601 time, UTC unless it says: 2026-12-01T09:00); --cursor reads the next page.")
     p.add_argument("--limit", type=int, default=20, help="how many jobs to list (default 20)")
+    p.add_argument("--agent", help="only this agent's jobs")
+    p.add_argument("--status", help="only jobs with this status (queued, running, waiting, succeeded, failed, ...)")
+    p.add_argument("--asker", help="only jobs asked by this user (as `oz0 jobs` shows it)")
+    p.add_argument("--since", help="only jobs created at or after this time (2h, 7d, 2026-12-01)")
+    p.add_argument("--until", help="only jobs created before this time")
+    p.add_argument("--cursor", help="the next page: the cursor the previous page printed")
     p.add_argument("--json", action="store_true", help="print one QZX result")
     p.set_defaults(func=_jobs)
     jsub = p.add_subparsers(dest="jobs_command", metavar="show ID")
@@ -154,27 +165,37 @@ def _status(job: Job) -> str:
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise CommandError("--limit must be at least 1")
+    from oz0.edge.runtime.job_search import SearchError, parse_query
+
+    try:
+        query = parse_query(agent=args.agent, status=args.status, asker=args.asker, since=args.since,
+                            until=args.until, limit=args.limit, cursor=args.cursor)
+    except SearchError as exc:
+        raise CommandError(f"--{exc.param}: {exc}") from None
+    filtered = any((args.agent, args.status, args.asker, args.since, args.until, args.cursor))
     runtime = open_runtime()
     try:
         runtime.recover_interrupted()
-        jobs = runtime.jobs(limit=args.limit)
+        jobs, cursor = runtime.search_jobs(query)
     finally:
         runtime.close()
     if args.json:
-        return emit_result("jobs", True, f"{len(jobs)} recent job{'s' * (len(jobs) != 1)}.",
-                           data={"jobs": [j.to_dict() for j in jobs]})
+        return emit_result("jobs", True, f"{len(jobs)} {'matching' if filtered else 'recent'} "
+                                         f"job{'s' * (len(jobs) != 1)}.",
+                           data={"jobs": [j.to_dict() for j in jobs], "next_cursor": cursor})
     if not jobs:
-        print("No jobs yet. Try: oz0 run AGENT INPUT (oz0 plugin list shows the agents)")
+        print("No job matches these filters." if filtered
+              else "No jobs yet. Try: oz0 run AGENT INPUT (oz0 plugin list shows the agents)")
         return 0
     rows = tuple((j.id, j.agent, _status(j) + (f" ({j.failure_kind})" if j.failure_kind else ""),
                   j.requester if j.channel in ("", "cli") else f"{j.requester} in {j.channel}",
                   _when(j.created, short=True), f"{j.duration_s:.2f} s" if j.duration_s is not None else "")
                  for j in jobs)
-    card = Card(form="table", title="Recent jobs", rows=rows,
+    card = Card(form="table", title="Matching jobs" if filtered else "Recent jobs", rows=rows,
                 columns=("id", "agent", "status", "asked by", "created", "took"))
     print(render_payload(card, "text").rstrip("\n"))
+    if cursor:
+        print(f"more: oz0 jobs ... --cursor {cursor}", file=sys.stderr)
     return 0
 
 
@@ -182,8 +203,8 @@ def _answer(args: argparse.Namespace) -> int:
     import json
 
     from oz0.adapters.cli.asking import PARKED_RUNNER
-    from oz0.edge.runtime.questions import AnswerRefused
     from oz0.edge.runtime.access import local_user
+    from oz0.edge.runtime.questions import AnswerRefused
 
     started = time.monotonic()
     action = "decline" if args.decline else "cancel" if args.cancel else "accept"

@@ -23,12 +23,14 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.adapters.readiness import channel_states
+from oz0.edge import ServeRuntime
 
 __all__ = ["CHANNELS", "DEFAULT_SHUTDOWN_S", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels",
            "shutdown_s"]
@@ -97,7 +99,7 @@ def run_serve(args: argparse.Namespace) -> int:
         runtime.close()
 
 
-def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
+def _launch_engine(runtime: ServeRuntime, env: Mapping[str, str]) -> None:
     """Jobs run as durable workflows (edge.runtime.durable), launched before the event loop so that
     they run on the engine's own loop thread."""
     from oz0.adapters.cli.errors import CommandError
@@ -109,7 +111,7 @@ def _launch_engine(runtime: Any, env: Mapping[str, str]) -> None:
         raise CommandError(str(exc), code=2) from None
 
 
-async def serve_channels(runtime: Any, *, env: Mapping[str, str],
+async def serve_channels(runtime: ServeRuntime, *, env: Mapping[str, str],
                          channels: Mapping[str, str] = CHANNELS) -> int:
     """Run every configured channel until a stop signal, then wait for them to wind down."""
     stop = asyncio.Event()       # the channels wind down
@@ -167,7 +169,7 @@ async def serve_channels(runtime: Any, *, env: Mapping[str, str],
             loop.remove_signal_handler(sig)
 
 
-async def _drain(runtime: Any, timeout_s: float) -> None:
+async def _drain(runtime: ServeRuntime, timeout_s: float) -> None:
     """Turn asks away and let the running jobs finish (their cards posted) for up to `timeout_s`."""
     drain = getattr(runtime, "drain", None)
     if drain is None:

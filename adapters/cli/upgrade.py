@@ -11,7 +11,8 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, TextIO
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
@@ -91,11 +92,10 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from oz0.edge.cards.model import Card
+    from oz0.edge import Card
     from oz0.edge.contracts.changes import CompatError, breaking_changes
     from oz0.edge.documents.compat import is_major_bump, required_version_bump
     from oz0.edge.documents.diff import compare_agents
-
     from oz0.edge.mcp.pool import servers
 
     started = time.monotonic()

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from oz0.adapters.console.forms import Field, fields_for, form_input
+from oz0.edge import ConsoleRuntime
 from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.events import JobEnded, QuestionAsked
-from oz0.edge.runtime.questions import AnswerRefused, Question
+from oz0.edge.runtime.questions import AnswerRefused, Question, RefusedWhy
 
 __all__ = [
     "ANSWER_HTTP",
@@ -49,10 +51,15 @@ log = logging.getLogger("oz0.console.answers")
 
 ANSWER_HTTP = 202
 CONSOLE_PLATFORMS = ("console", "api")  # job_platform() of jobs asked here
-_ERROR_CODES = {403: "forbidden", 409: "already_answered", 422: "invalid_answer"}
+# The API's answer to each way an answer is refused: the HTTP status and error code (edge errors carry none).
+REFUSED_STATUS: dict[RefusedWhy, tuple[int, str]] = {
+    "not_answerer": (403, "forbidden"),
+    "not_waiting": (409, "already_answered"),
+    "invalid": (422, "invalid_answer"),
+}
 
 
-def register(runtime: Any) -> None:
+def register(runtime: ConsoleRuntime) -> None:
     """Say that this console draws the questions of console and API jobs (the job page and GET
     /v1/jobs show them), so `runtime.can_ask` is true for them (MCP elicitation checks it)."""
     for platform in CONSOLE_PLATFORMS:
@@ -72,7 +79,7 @@ def _as_asker(job: Any, by: str) -> str:
     return job.requester if by in mine and job.requester in mine else by
 
 
-def question_json(runtime: Any, job: Any) -> dict[str, Any] | None:
+def question_json(runtime: ConsoleRuntime, job: Any) -> dict[str, Any] | None:
     """The open question of a waiting job, as GET /v1/jobs/{id} shows it."""
     if job.status != "waiting":
         return None
@@ -85,7 +92,7 @@ def answer_fields(question: Question) -> tuple[Field, ...]:
     return fields_for(load_contract(question.answer_schema, source="the answer schema"))
 
 
-def answer_from_form(runtime: Any, job: Any, question: Question, form: Mapping[str, str], *,
+def answer_from_form(runtime: ConsoleRuntime, job: Any, question: Question, form: Mapping[str, str], *,
                      by: str) -> Any:
     """Answer from the job page's form (`action` is accept, decline or cancel): the Answer, else raises
     AnswerRefused or FormError."""
@@ -94,7 +101,7 @@ def answer_from_form(runtime: Any, job: Any, question: Question, form: Mapping[s
     return runtime.answer(job.id, question.step, action=action, content=content, by=_as_asker(job, by))
 
 
-async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job_json: Any) -> Response:
+async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes | None, job_json: Any) -> Response:
     """POST /v1/jobs/{id}/answer."""
     command = "jobs.answer"
     job = runtime.job(request.path_params["job_id"])
@@ -128,8 +135,8 @@ async def answer_json(runtime: Any, request: Request, *, body: bytes | None, job
         if refused.violations:
             details["path"] = refused.violations[0].json_path
             details["violations"] = [v.to_dict() for v in refused.violations]
-        return _failure(refused.message, _ERROR_CODES.get(refused.status, "refused"), refused.status, command,
-                        details=details)
+        status, code = REFUSED_STATUS[refused.why]
+        return _failure(refused.message, code, status, command, details=details)
     job = runtime.job(job.id)
     body_json = result_envelope(command, True, f"{step} of job {job.id} answered ({answer.action})",
                                 data={"job": job_json(job), "answer": answer.to_dict()})
@@ -145,7 +152,7 @@ def _failure(message: str, code: str, status: int, command: str, *,
 class JobStarter:
     """Runs console and API jobs in the background and waits for each to end or to ask."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
         self.background: set[asyncio.Task[Any]] = set()
 

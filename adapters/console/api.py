@@ -12,27 +12,28 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console import answers
+from oz0.edge import ChatRuntime, ConsoleRuntime, Violation
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.runtime.loop_trace import read_trace
+from oz0.edge.model.agent import INVALID_INPUT, FailureKind
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
+from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
 from oz0.edge.runtime.input_check import Checked
 from oz0.edge.runtime.input_check import check_input as edge_check_input
-from oz0.edge.contracts.schema import Violation
-from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
-from oz0.edge.model.agent import INVALID_INPUT, FailureKind
-from oz0.edge.results.qzx import result_envelope
+from oz0.edge.runtime.loop_trace import read_trace
 
 __all__ = [
     "API_PREFIX",
@@ -55,6 +56,7 @@ MAX_BODY_BYTES = 1_048_576
 INVALID_INPUT_HTTP = 422
 FAILED_JOB_HTTP = 502
 ASYNC_HTTP = 202
+SEARCH_PARAMS = ("agent", "status", "asker", "since", "until", "limit", "cursor")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class Refusal:
     violations: tuple[Violation, ...] = field(default=())
 
 
-def plugin_versions(runtime: Any) -> dict[str, str]:
+def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
     """The installed (current) version of each plugin, by name."""
     return {v.plugin: v.version for v in runtime.installed()}
 
@@ -107,13 +109,14 @@ def failure(message: str, error_code: str, *, status_code: int, command: str, er
     return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: ConsoleRuntime) -> list[Route]:
     """The API's routes over `runtime`."""
     api = _Api(runtime)
     return [
         Route(f"{API_PREFIX}/agents", api.agents, methods=["GET"]),
         Route(f"{API_PREFIX}/agents/{{name}}/runs", api.run, methods=["POST"]),
         Route(f"{API_PREFIX}/flows/{{name}}/runs", api.run_flow, methods=["POST"]),
+        Route(f"{API_PREFIX}/jobs", api.search, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/follow-ups", api.follow_up, methods=["POST"]),
@@ -121,7 +124,7 @@ def routes(runtime: Any) -> list[Route]:
 
 
 class _Api:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
         self.background: set[asyncio.Task[Any]] = set()
         self.starter = answers.JobStarter(runtime)
@@ -214,6 +217,20 @@ class _Api:
         self.background.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("background job task %s raised", task.get_name(), exc_info=task.exception())
+
+    async def search(self, request: Request) -> Response:
+        """GET /v1/jobs?agent=&status=&asker=&since=&until=&limit=&cursor=: a page of jobs, newest first."""
+        from oz0.edge.runtime.job_search import SearchError, parse_query
+
+        params = request.query_params
+        try:
+            query = parse_query(**{name: params.get(name) for name in SEARCH_PARAMS})
+        except SearchError as exc:
+            return failure(str(exc), "invalid_parameter", status_code=400, command="jobs.list",
+                           details={"parameter": exc.param})
+        jobs, cursor = await asyncio.to_thread(self.runtime.search_jobs, query)
+        return JSONResponse(result_envelope("jobs.list", True, f"{len(jobs)} job(s)",
+                                            data={"jobs": [_job_json(j) for j in jobs], "next_cursor": cursor}))
 
     async def job(self, request: Request) -> Response:
         job_id = request.path_params["job_id"]
@@ -378,7 +395,7 @@ def follow_up_text(body: bytes, content_type: str) -> str | tuple[str]:
                                                  f"not a JSON {type(value).__name__}",)
 
 
-def conversation_json(runtime: Any, cid: str) -> dict[str, Any]:
+def conversation_json(runtime: ChatRuntime, cid: str) -> dict[str, Any]:
     """A conversation as the API and the console's job page show it: each turn's job, agent and input."""
     turns = []
     for row in runtime.conversations.turns(cid):
@@ -397,7 +414,7 @@ def _job_json(job: Any) -> dict[str, Any]:
     return out
 
 
-def _kind(runtime: Any, agent: str, kind: str) -> FailureKind | None:
+def _kind(runtime: ConsoleRuntime, agent: str, kind: str) -> FailureKind | None:
     try:
         found = runtime.agent(agent).failure(kind)
     except ValueError:

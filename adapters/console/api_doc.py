@@ -8,14 +8,16 @@ contract, 422 for `InvalidInput`, and the read-only endpoints.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
+from oz0.edge import RuntimeFace
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document
 from oz0.edge.model.budget import ON_EXHAUSTED, PERIODS
@@ -24,7 +26,7 @@ from oz0.edge.runtime.confirm import known_annotations
 __all__ = ["api_document", "routes"]
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: RuntimeFace) -> list[Route]:
     """`GET /openapi.json`: the document of the agents and flows installed now."""
 
     async def openapi(request: Request) -> Response:
@@ -105,6 +107,20 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                        "and examples.",
         "responses": {"200": {"description": "The agents", "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/AgentList"}}}}}}}
+    doc["paths"]["/jobs"] = {"get": {
+        "operationId": "jobs.list", "summary": "Search the journal's jobs, newest first, a page at a time",
+        "tags": ["jobs"],
+        "description": "Filters: agent, status, asker; since and until take a duration back from now (90s, 30m, "
+                       "2h, 7d, 1w) or an ISO 8601 time (UTC unless it says). Pass next_cursor as cursor for the "
+                       "next page; a page never repeats or skips a job while new ones arrive.",
+        "parameters": [{"name": name, "in": "query", "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 500} if name == "limit"
+                        else {"type": "string"}}
+                       for name in ("agent", "status", "asker", "since", "until", "limit", "cursor")],
+        "responses": {
+            "200": {"description": "A page of jobs and next_cursor (null on the last page)"},
+            "400": {"description": "A parameter cannot be read (details.parameter names it)",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
     doc["paths"]["/jobs/{job_id}"] = {"get": {
         "operationId": "jobs.get", "summary": "One job from the journal, with its card and output", "tags": ["jobs"],
         "description": "The job's facts, its card and output once it ended, and its question while it waits.",

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,11 +28,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers
+from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
 from oz0.adapters.console import api as console_api
-from oz0.adapters.console import api_doc
-from oz0.adapters.console import plugin_pages, plugins_api
-from oz0.adapters.console import probes
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
@@ -43,6 +41,7 @@ from oz0.adapters.console.security import (
     cookie_options,
 )
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
+from oz0.edge import ConsoleRuntime
 from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
 from oz0.edge.runtime.loop_trace import read_trace, trace_lines
 from oz0.edge.runtime.questions import AnswerRefused
@@ -74,7 +73,7 @@ class ConsoleSettings:
     admin_token: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "ConsoleSettings":
+    def from_env(cls, env: Mapping[str, str]) -> ConsoleSettings:
         host = env.get("OZ0_CONSOLE_HOST", "").strip() or DEFAULT_HOST
         raw_port = env.get("OZ0_CONSOLE_PORT", "").strip() or str(DEFAULT_PORT)
         try:
@@ -86,7 +85,7 @@ class ConsoleSettings:
         return cls(host, port, env.get("OZ0_CONSOLE_TOKEN") or None, env.get("OZ0_ADMIN_TOKEN") or None)
 
 
-def create_app(runtime: Any, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
+def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = None, guard: Guard | None = None) -> Starlette:
     """The console and runtime API as one ASGI app over `runtime` (ConsoleConfigError if unsafe to start)."""
     settings = settings or ConsoleSettings()
     guard = guard or Guard(settings.host, settings.token, settings.admin_token)
@@ -174,7 +173,7 @@ def _same_origin(request: Request) -> bool:
 
 
 class _Pages:
-    def __init__(self, runtime: Any, guard: Guard) -> None:
+    def __init__(self, runtime: ConsoleRuntime, guard: Guard) -> None:
         self.runtime = runtime
         self.guard = guard
         self.env = Environment(loader=PackageLoader("oz0.adapters.console", "templates"),
@@ -284,8 +283,21 @@ class _Pages:
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
-        jobs = [job_view(j) for j in self.runtime.jobs(limit=JOBS_SHOWN)]
-        return self.page(request, "jobs.html", nav="jobs", jobs=jobs)
+        """The Jobs page: a GET form of the search filters (edge.runtime.job_search), a page at a time."""
+        from oz0.edge.runtime.job_search import SearchError, parse_query
+
+        filters = {name: request.query_params.get(name, "") for name in console_api.SEARCH_PARAMS
+                   if name not in ("limit", "cursor")}
+        try:
+            query = parse_query(**filters, limit=JOBS_SHOWN, cursor=request.query_params.get("cursor"))
+        except SearchError as exc:
+            return self.page(request, "jobs.html", nav="jobs", jobs=[], filters=filters, status_code=400,
+                             error={"title": f"The filter {exc.param} cannot be read", "message": str(exc)})
+        found, cursor = self.runtime.search_jobs(query)
+        more = None if cursor is None else "/jobs?" + urlencode({**{k: v for k, v in filters.items() if v},
+                                                                 "cursor": cursor})
+        return self.page(request, "jobs.html", nav="jobs", jobs=[job_view(j) for j in found], filters=filters,
+                         filtered=any(filters.values()), more=more)
 
     async def job(self, request: Request, *, answer_error: dict[str, Any] | None = None,
                   status_code: int = 200) -> Response:
@@ -343,7 +355,7 @@ class _Pages:
             return await self.job(request, status_code=422, answer_error={
                 "title": "This answer cannot be read", "message": str(exc)})
         except AnswerRefused as refused:
-            return await self.job(request, status_code=refused.status, answer_error={
+            return await self.job(request, status_code=answers.REFUSED_STATUS[refused.why][0], answer_error={
                 "title": "The answer was not taken", "message": refused.message, "violations": refused.violations})
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 

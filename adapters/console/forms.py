@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
+from oz0.edge.contracts.answer_fields import labels_of
 from oz0.edge.contracts.json_data import JsonDataError, loads_data
 from oz0.edge.contracts.schema import Contract
 from oz0.edge.contracts.view import SchemaView
-from oz0.edge.contracts.answer_fields import labels_of
 
 __all__ = ["TEXT_FIELD", "Field", "FormError", "fields_for", "form_input"]
 

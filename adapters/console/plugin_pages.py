@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from oz0.adapters.console.plugins_api import plugin_detail, plugin_summary
+from oz0.edge import ConsoleRuntime
 
 __all__ = ["AUDIT_SHOWN", "routes"]
 
@@ -23,7 +25,7 @@ AUDIT_SHOWN = 200
 DETAIL_CHARS = 2_000
 
 
-def routes(runtime: Any, page: Callable[..., Response], error: Callable[..., Response]) -> list[Route]:
+def routes(runtime: ConsoleRuntime, page: Callable[..., Response], error: Callable[..., Response]) -> list[Route]:
     """The pages' routes: `page(request, template, **context)` and `error(request, title, message, status)`
     are the console's renderers."""
     pages = _PluginPages(runtime, page, error)
@@ -49,7 +51,7 @@ def _audit_row(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _PluginPages:
-    def __init__(self, runtime: Any, page: Callable[..., Response], error: Callable[..., Response]) -> None:
+    def __init__(self, runtime: ConsoleRuntime, page: Callable[..., Response], error: Callable[..., Response]) -> None:
         self.runtime = runtime
         self.page = page
         self.error = error

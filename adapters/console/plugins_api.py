@@ -23,8 +23,9 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -33,6 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
+from oz0.edge import ConsoleRuntime
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.results.qzx import result_envelope
 
@@ -47,7 +49,7 @@ ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gz
                  "application/x-zip-compressed", "application/octet-stream")
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: ConsoleRuntime) -> list[Route]:
     """The management API's routes over `runtime` (the diff's before the `{name}` one)."""
     api = _PluginsApi(runtime)
     return [
@@ -58,7 +60,7 @@ def routes(runtime: Any) -> list[Route]:
     ]
 
 
-def _latest(runtime: Any) -> dict[str, dict[str, Any]]:
+def _latest(runtime: ConsoleRuntime) -> dict[str, dict[str, Any]]:
     return latest_changes(runtime.audit_log(limit=MAX_AUDIT_SCAN))
 
 
@@ -74,14 +76,14 @@ def plugin_summary(version: Any, latest: Mapping[str, Any] | None = None) -> dic
             "latest_changes": latest_json(latest)}
 
 
-def plugin_audit(runtime: Any, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
+def plugin_audit(runtime: ConsoleRuntime, name: str, *, limit: int = AUDIT_SHOWN) -> list[dict[str, Any]]:
     """The audit records about plugin `name`, newest first (of the newest MAX_AUDIT_SCAN records)."""
     found = [r for r in runtime.audit_log(limit=MAX_AUDIT_SCAN) if r.detail.get("plugin") == name]
     return [{"id": r.id, "at": r.at, "action": r.action, "actor": r.actor, "detail": dict(r.detail)}
             for r in found[:limit]]
 
 
-def plugin_detail(runtime: Any, name: str) -> dict[str, Any] | None:
+def plugin_detail(runtime: ConsoleRuntime, name: str) -> dict[str, Any] | None:
     """Plugin `name`: its versions (current marked), the current one's agents, its latest contract
     changes and its audit records; None when no plugin has this name."""
     versions = runtime.store.versions(name)
@@ -119,7 +121,7 @@ def _in_archive(text: str | None, folder: Path) -> str | None:
 
 
 class _PluginsApi:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: ConsoleRuntime) -> None:
         self.runtime = runtime
 
     async def list(self, request: Request) -> Response:
@@ -169,8 +171,8 @@ class _PluginsApi:
 
     async def install(self, request: Request) -> Response:
         from oz0.edge.documents.compat import UpgradeRefused
-        from oz0.edge.runtime.install import VersionReused, install_plugin
         from oz0.edge.plugins.declared import PluginError
+        from oz0.edge.runtime.install import VersionReused, install_plugin
 
         command = "plugins.install"
         guard = request.state.guard
@@ -221,10 +223,10 @@ class _PluginsApi:
     async def _upload(self, request: Request, command: str) -> _Upload | Response:
         """The uploaded archive unpacked, linted and loaded in a temporary folder (the caller removes it),
         or the failure to answer (the folder already removed)."""
+        from oz0.edge import PluginError
         from oz0.edge.plugins.archive import ArchiveError, unpack_plugin
         from oz0.edge.plugins.lint import lint_plugin
         from oz0.edge.plugins.manifest import load_plugin
-        from oz0.edge.plugins.declared import PluginError
 
         data = await _archive_bytes(request, command)
         if isinstance(data, Response):

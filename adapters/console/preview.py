@@ -11,7 +11,8 @@ marked under the message.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from markupsafe import Markup, escape
 

@@ -4,7 +4,8 @@ HTML, their markdown drawn by markdown-it-py with raw HTML, images and links mad
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from markdown_it import MarkdownIt
 

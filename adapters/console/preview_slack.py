@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from html import unescape
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from oz0.adapters.console.preview import draw, esc
 

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.readiness import channel_states
+from oz0.edge import RuntimeFace
 from oz0.edge.runtime.metrics import metrics_registry
 from oz0.edge.runtime.store import claims
 
@@ -43,7 +44,7 @@ READY_DB_TIMEOUT_S = 2.0
 READY_MIN_FREE_BYTES = 4 << 20   # a SQLite journal's disk with less free is not ready (the next writes would fail)
 
 
-def routes(runtime: Any) -> list[Route]:
+def routes(runtime: RuntimeFace) -> list[Route]:
     """The three probe routes over `runtime`."""
     registry = metrics_registry(runtime)
 
@@ -68,14 +69,14 @@ def routes(runtime: Any) -> list[Route]:
             Route("/metrics", metrics, methods=["GET"])]
 
 
-async def _database(runtime: Any) -> dict[str, Any]:
+async def _database(runtime: RuntimeFace) -> dict[str, Any]:
     def probe() -> int | None:
         _write_probe(runtime.store.engine, f"readyz:{os.getpid()}")
         return _free_bytes(runtime.store.engine)
 
     try:
         free = await asyncio.wait_for(run_in_threadpool(probe), timeout=READY_DB_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("readyz: the database did not answer within %.0f s", READY_DB_TIMEOUT_S)
         return {"ok": False, "error": f"no answer within {READY_DB_TIMEOUT_S:.0f} s"}
     except (SQLAlchemyError, OSError) as exc:
@@ -105,12 +106,12 @@ def _free_bytes(engine: Engine) -> int | None:
     return shutil.disk_usage(os.path.dirname(os.path.abspath(database))).free
 
 
-def _channels(runtime: Any) -> dict[str, Any]:
+def _channels(runtime: RuntimeFace) -> dict[str, Any]:
     states = channel_states(runtime)
     problems = states.problems()
     return {"ok": not problems, "states": states.snapshot()}
 
 
-def _engine(runtime: Any) -> dict[str, Any]:
+def _engine(runtime: RuntimeFace) -> dict[str, Any]:
     launched = bool(getattr(runtime, "engine_launched", True))
     return {"ok": launched} if launched else {"ok": False, "error": "the job engine is not launched"}

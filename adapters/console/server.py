@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import uvicorn
 
 from oz0.adapters.console.app import ConsoleSettings, create_app
 from oz0.adapters.console.security import ConsoleConfigError
+from oz0.edge import ServeRuntime
 
 __all__ = ["ConsoleServer", "configured", "serve"]
 
@@ -23,7 +25,7 @@ def configured(env: Mapping[str, str]) -> bool:
     return True
 
 
-async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
+async def serve(runtime: ServeRuntime, *, env: Mapping[str, str], stop: asyncio.Event) -> None:
     """Run the console until `stop` is set; logs the address it listens on."""
     server = ConsoleServer(runtime, ConsoleSettings.from_env(env))
     for url in await server.start():
@@ -38,7 +40,7 @@ async def serve(runtime: Any, *, env: Mapping[str, str], stop: asyncio.Event) ->
 class ConsoleServer:
     """The console app under uvicorn on the settings' address: `start` returns the URLs it listens on."""
 
-    def __init__(self, runtime: Any, settings: ConsoleSettings) -> None:
+    def __init__(self, runtime: ServeRuntime, settings: ConsoleSettings) -> None:
         self.settings = settings
         self.app = create_app(runtime, settings=settings)
         config = uvicorn.Config(self.app, host=settings.host, port=settings.port, lifespan="off",

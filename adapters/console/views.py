@@ -9,17 +9,18 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup
 
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
-from oz0.edge.cards.model import Card
+from oz0.edge import Card
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 
 __all__ = ["PAGE_REFRESH_S", "agent_view", "budget_rows", "budget_text", "channel_payloads", "drawn_card",
            "example_values", "job_view"]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable
 from dataclasses import replace
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import orjson
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from oz0.edge.contracts.schema import Violation
 from oz0.edge.model.attachment import Attachment  # part of the card model: what a card carries
@@ -216,7 +217,7 @@ class Card:
                                "disabled": a.disabled} for a in self.actions]
         return out
 
-    def degrade(self) -> "Card":
+    def degrade(self) -> Card:
         """This card as a text card: what a renderer draws for a form it does not know."""
         if self.form == "text":
             return self

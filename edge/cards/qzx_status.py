@@ -9,8 +9,9 @@ the envelope fields only, so the cost does not grow with the evidence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.cards.model import Status
 from oz0.edge.results.qzx import check_core
@@ -23,7 +24,8 @@ CORE_FIELDS = ("success", "message", "error", "error_code", "details", "warnings
 
 def qzx_status(value: Mapping[str, Any]) -> Status:
     """The header of a QZX-shaped result: its own fields, or a failure naming the first broken rule."""
-    meta = value.get("meta") if isinstance(value.get("meta"), dict) else {}
+    meta = value.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
     warnings = value.get("warnings")
     duration = meta.get("duration_ms")
     status = Status(

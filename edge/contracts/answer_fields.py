@@ -13,7 +13,8 @@ understood: one odd field never makes the whole question fail.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["FREE_TEXT_NOTE", "form_field", "form_schema", "labels_of"]
 
@@ -28,7 +29,8 @@ def _shown(value: Any) -> str:
 
 def labels_of(prop: Mapping[str, Any]) -> list[str]:
     """The labels of a select's values: its `enumNames` when there is one per value, else the values."""
-    values = prop.get("enum") if isinstance(prop.get("enum"), list) else []
+    declared = prop.get("enum")
+    values: list[Any] = declared if isinstance(declared, list) else []
     names = prop.get("enumNames")
     if isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) and n for n in names):
         return list(names)
@@ -66,7 +68,7 @@ def form_field(prop: Any) -> tuple[dict[str, Any], str | None]:
     if kind == "array":
         items = prop.get("items")
         found = _choices(items) if isinstance(items, Mapping) else None
-        if found is None:
+        if found is None or not isinstance(items, Mapping):
             return _free(kept, "a list whose items are not a set of choices")
         out = {"type": "array", "items": _select(*found, str(items.get("type") or "string")),
                **{k: prop[k] for k in ("title", "description", "minItems", "maxItems") if k in prop}}

@@ -25,9 +25,9 @@ def check_answer_schema(schema: Any) -> dict[str, Any]:
         raise ValueError("an answer schema has at least one field under properties")
     if len(props) > MAX_FIELDS:
         raise ValueError(f"an answer schema has {len(props)} fields; the limit is {MAX_FIELDS}")
-    schema = form_schema(schema)
+    form = form_schema(schema)
     try:
-        load_contract(schema, source="the answer schema")
+        load_contract(form, source="the answer schema")
     except ContractError as exc:
         raise ValueError(str(exc)) from None
-    return schema
+    return form

@@ -3,22 +3,24 @@ error for two contracts it refuses to compare, and how it follows a `$ref` in an
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from oz0.edge.contracts.view import DocumentRefs, SchemaView
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "Change",
     "CompatError",
     "breaking_changes",
-    "describe_change",
     "deref",
+    "describe_change",
     "resolve_pointer",
 ]
 
 
-class CompatError(ValueError):
+class CompatError(Oz0Error, ValueError):
     """Two contracts the check refuses to compare (a `$ref` that leaves the document)."""
 
 

@@ -10,7 +10,7 @@ whatever the `$schema`. A format the validator does not know is an annotation, a
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["CHECKED_FORMATS", "formats_for"]
 

@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from oz0.edge.contracts.pointer import json_path
+from oz0.edge.errors import Oz0Error
 
-__all__ = ["JsonDataError", "MAX_JSON_DEPTH", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
+__all__ = ["MAX_JSON_DEPTH", "JsonDataError", "check_json_data", "dumps_exact", "loads_data", "loads_exact"]
 
 MAX_JSON_DEPTH = 128
 
@@ -26,7 +27,7 @@ _LONG_DIGITS = re.compile(rb"\d{19}")  # orjson is exact below 19 digits (i64 an
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class JsonDataError(ValueError):
+class JsonDataError(Oz0Error, ValueError):
     """A value that is not JSON data as this project takes it: what is wrong, and the JSON path."""
 
     def __init__(self, message: str, *, path: str = "$", too_deep: bool = False) -> None:

@@ -8,15 +8,17 @@ it is percent-decoded first (as `referencing` does) and then read as a pointer, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote
+
+from oz0.edge.errors import Oz0Error
 
 __all__ = ["PointerError", "format_pointer", "fragment_pointer", "json_path", "locate", "parse_pointer",
            "resolve_pointer"]
 
 
-class PointerError(LookupError):
+class PointerError(Oz0Error, LookupError):
     """A pointer that names no value in the document: says which token found nothing, and where."""
 
     def __init__(self, pointer: str, token: str, at: str) -> None:

@@ -28,6 +28,7 @@ from oz0.edge.contracts.formats import formats_for
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data, loads_exact
 from oz0.edge.contracts.pointer import PointerError, format_pointer, fragment_pointer, json_path, locate
 from oz0.edge.contracts.view import REF_KEYS, Resolved, SchemaDepthError, hidden_refs, join_uri, walk_schema
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "DIALECTS",
@@ -48,11 +49,11 @@ MAX_MESSAGE_CHARS = 300
 MAX_REMEMBERED_REFS = 1_024  # $ref lookups a contract remembers (its own references: a handful, as a rule)
 
 _lock = threading.Lock()
-_cache: dict[str, "Contract"] = {}
+_cache: dict[str, Contract] = {}
 _compiles = 0
 
 
-class ContractError(ValueError):
+class ContractError(Oz0Error, ValueError):
     """A schema that cannot serve as a contract: names the source, where in the schema, and what is wrong."""
 
     def __init__(self, message: str, *, source: str = "<schema>", location: str = "") -> None:
@@ -112,7 +113,7 @@ class Contract:
     _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
+        return bool(self._validator.is_valid(instance))
 
     def validate(self, instance: Any, *, limit: int = 20) -> tuple[Violation, ...]:
         """Every way `instance` breaks the contract (at most `limit`), empty when it conforms."""

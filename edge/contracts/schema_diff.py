@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.contracts.changes import Change, resolve_pointer
 from oz0.edge.contracts.pointer import json_path as _json_path
@@ -98,7 +99,7 @@ class SchemaComparison:
     def body(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         old_types, new_types = set(old or {}), set(new or {})
         verb = "takes" if self.is_input else "returns"
-        if old_types == new_types:
+        if old is not None and new is not None and old_types == new_types:
             for media in sorted(old_types & {"application/json"}):
                 self.schema(old[media].get("schema", True), new[media].get("schema", True), ())
             return

@@ -14,14 +14,15 @@ schema is written, `$ref` and `allOf` followed in place. `walk_schema` visits ev
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 from urllib.parse import urldefrag, urljoin
 
 from oz0.edge.contracts.pointer import PointerError, fragment_pointer, resolve_pointer
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
-    "join_uri",
     "MAX_REF_CHAIN",
     "REF_KEYS",
     "DocumentRefs",
@@ -30,6 +31,7 @@ __all__ = [
     "SchemaDepthError",
     "SchemaView",
     "hidden_refs",
+    "join_uri",
     "subschemas",
     "walk_schema",
 ]
@@ -80,7 +82,7 @@ class DocumentRefs:
             raise LookupError(f"$ref {ref!r} points at nothing in the document") from None
 
 
-class SchemaDepthError(ValueError):
+class SchemaDepthError(Oz0Error, ValueError):
     """A schema nested deeper than the walk allows; `path` is where the walk stopped."""
 
     def __init__(self, path: tuple[Any, ...], limit: int) -> None:
@@ -170,7 +172,7 @@ class SchemaView:
     `refs` is None for a schema that could not be loaded: then no `$ref` is followed.
     """
 
-    __slots__ = ("refs", "node", "base")
+    __slots__ = ("base", "node", "refs")
 
     def __init__(self, refs: Refs | None, node: Any, base: str = "") -> None:
         self.refs = refs
@@ -234,12 +236,12 @@ class SchemaView:
                 found = self._lookup(sub, base)
                 self._collect(found.contents, _in_resource(found.contents, found.base), props, seen)
 
-    def property(self, name: str) -> "SchemaView":
+    def property(self, name: str) -> SchemaView:
         """The view of property `name` (of a None node when the schema names no such property)."""
         prop, base = self._properties().get(name, (None, self.base))
         return SchemaView(self.refs, prop, base)
 
-    def items(self) -> "SchemaView":
+    def items(self) -> SchemaView:
         """The view of the array items' schema (of a None node when there is no single items schema)."""
         for node, base in self._based_layers():
             if "items" in node:
@@ -247,7 +249,7 @@ class SchemaView:
                 return SchemaView(self.refs, items if isinstance(items, dict) else None, base)
         return SchemaView(self.refs, None, self.base)
 
-    def deref(self) -> "SchemaView":
+    def deref(self) -> SchemaView:
         """The view of the schema this node's `$ref` chain ends at (the node itself without `$ref`)."""
         view = self
         for _ in range(MAX_REF_CHAIN):

@@ -9,11 +9,13 @@ Cargo and npm carets, or an install with `--allow-breaking`.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import ContractError, load_contract
 from oz0.edge.documents.diff import compare_agents
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import AgentSpec, FailureKind, PersonAsk
 from oz0.edge.model.flow import FlowSpec
 from oz0.edge.model.installed import InstalledVersion
@@ -70,7 +72,7 @@ def refusal_message(plugin: str, old_version: str, new_version: str, changes: It
             "give it a new major version, or install it with --allow-breaking")
 
 
-class UpgradeRefused(ValueError):
+class UpgradeRefused(Oz0Error, ValueError):
     """An install the upgrade check refuses; `code` is the error code the CLI and API show."""
 
     code = "invalid_argument"

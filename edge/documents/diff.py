@@ -3,11 +3,12 @@ compared operation by operation, each schema by edge.contracts.schema_diff, each
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from oz0.edge.contracts.changes import Change, deref
-from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.contracts.schema_diff import SchemaComparison
+from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.model.agent import AgentSpec
 
 __all__ = [

@@ -19,7 +19,8 @@ publishes these operations), the Bearer token a console bound beyond loopback ne
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from oz0.edge.contracts.embed import embed_contract, escape_token
 from oz0.edge.contracts.schema import Contract
@@ -29,8 +30,8 @@ from oz0.edge.model.flow import FLOW_FAILURES, FLOW_KIND
 from oz0.edge.model.job import BUILTIN_FAILURES
 
 __all__ = [
-    "FAILURE_STATUS",
     "API_PREFIX",
+    "FAILURE_STATUS",
     "INVALID_INPUT_STATUS",
     "OPENAPI_VERSION",
     "SECURITY",
@@ -121,9 +122,9 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
             "x-oz0-kind": agent.kind,
             "x-contract-hash": contract_hash(agent),
         }
-        if getattr(agent, "budget", None) is not None:
+        if agent.budget is not None:
             operation["x-budget"] = agent.budget.as_json()
-        if getattr(agent, "price", None) is not None:
+        if agent.price is not None:
             operation["x-price"] = agent.price.as_json()
         if flow or agent.asks:
             operation["x-oz0-person-steps"] = person_steps(agent)

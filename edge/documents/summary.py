@@ -9,7 +9,8 @@ its required properties. Plain text only: each adapter puts it into its own card
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.edge.model.agent import AgentSpec
 
@@ -27,7 +28,8 @@ def type_name(node: Any) -> str:
     if not isinstance(node, dict):
         return "nothing"
     if isinstance(node.get("$ref"), str):
-        return node["$ref"].rsplit("/", 1)[-1]
+        ref: str = node["$ref"]
+        return ref.rsplit("/", 1)[-1]
     for key in ("anyOf", "oneOf"):
         if isinstance(node.get(key), list):
             return " | ".join(type_name(n) for n in node[key])
@@ -49,7 +51,8 @@ def schema_summary(schema: Mapping[str, Any], *, legend: bool = False) -> str:
     A schema without named properties is its type name (`{} (no named fields)` for a bare object).
     `legend` appends `  (? optional)` when a property is optional, for readers who have not met the mark.
     """
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    declared = schema.get("properties")
+    props: dict[str, Any] = declared if isinstance(declared, dict) else {}
     if not props:
         name = type_name(schema)
         return name if name != "object" else "{} (no named fields)"
@@ -78,9 +81,10 @@ def schema_example(schema: Any) -> str:
     examples = schema.get("examples")
     if isinstance(examples, list) and examples:
         return json.dumps(examples[0], ensure_ascii=False)
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    declared = schema.get("properties")
+    props: dict[str, Any] = declared if isinstance(declared, dict) else {}
     required = set(schema.get("required") or props)
-    sample = {name: _SAMPLES.get((sub if isinstance(sub, dict) else {}).get("type"), "...")
+    sample = {name: _SAMPLES.get(str((sub if isinstance(sub, dict) else {}).get("type")), "...")
               for name, sub in props.items() if name in required}
     return json.dumps(sample, ensure_ascii=False)
 

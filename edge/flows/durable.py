@@ -18,12 +18,13 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
-from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
+from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
+from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["DurableEffects", "flow_workflow"]
 
@@ -113,7 +114,7 @@ def _ignore(progress: Any) -> None:
     return None
 
 
-def _start(runtime: Any, job_id: str) -> dict[str, Any]:
+def _start(runtime: Runtime, job_id: str) -> dict[str, Any]:
     job = runtime.job(job_id)
     if job is None or job.finished:
         return {"run": False}
@@ -133,9 +134,11 @@ def _start(runtime: Any, job_id: str) -> dict[str, Any]:
     return {"run": True, "agent": job.agent, "value": value}
 
 
-def _child(runtime: Any, job: Job, step: FlowStep, text: str, run: int) -> dict[str, Any]:
+def _child(runtime: Runtime, job: Job, step: FlowStep, text: str, run: int) -> dict[str, Any]:
     """The step's child job journaled (once), or why the tree's limits refuse it: a checkpointed value,
     so a replay takes the same way."""
+    if step.agent is None:
+        return {"refused": {"kind": "Misconfigured", "reason": f"step {step.id!r} names no agent to run"}}
     try:
         child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
     except JobFailure as failure:
@@ -143,7 +146,7 @@ def _child(runtime: Any, job: Job, step: FlowStep, text: str, run: int) -> dict[
     return {"id": child.id}
 
 
-def _read(runtime: Any, child_id: str) -> dict[str, Any]:
+def _read(runtime: Runtime, child_id: str) -> dict[str, Any]:
     child = runtime.job(child_id)
     assert child is not None
     return {"id": child.id, "status": child.status, "output": child.output, "failure_kind": child.failure_kind,
@@ -156,28 +159,37 @@ def _as_job(row: dict[str, Any]) -> Job:
                created=0.0, started=None, ended=None, attempts=0, dedupe_key=None, reply_to=None)
 
 
-def _tree_left(runtime: Any, job_id: str) -> float | None:
+def _journaled(runtime: Runtime, job_id: str) -> Job:
+    """The flow's own job, which its workflow runs for: journaled before the workflow started."""
+    job = runtime.job(job_id)
+    if job is None:
+        raise JobFailure("Misconfigured", f"job {job_id} is not in the journal")
+    return job
+
+
+def _tree_left(runtime: Runtime, job_id: str) -> float | None:
     """Seconds left of the flow's tree_timeout_s (count_waits: a wait for a person counts)."""
-    left = runtime._time_left(runtime.tree_chain(runtime.job(job_id)))
+    left = runtime._time_left(runtime.tree_chain(_journaled(runtime, job_id)))
     return max(0.0, left[0]) if left is not None else None
 
 
-def _tree_time_up(runtime: Any, job_id: str, step: str) -> str:
+def _tree_time_up(runtime: Runtime, job_id: str, step: str) -> str:
     """The tree's time ran out while its person step `step` waited: the reason, recorded on the root."""
-    job = runtime.job(job_id)
+    job = _journaled(runtime, job_id)
     chain = runtime.tree_chain(job)
     left = runtime._time_left(chain)
     reason = runtime._time_reason(job, chain[-1], left[2] if left else 0.0,
                                   where=f"person step {step} of job {job.id}")
-    return runtime._refuse(job, reason).reason
+    refused: str = runtime._refuse(job, reason).reason
+    return refused
 
 
-def _ask(runtime: Any, job: Job, step: FlowStep, message: str) -> None:
+def _ask(runtime: Runtime, job: Job, step: FlowStep, message: str) -> None:
     runtime.ask(person_question(job, step, message))
 
 
-def _succeed(runtime: Any, job_id: str, output: Any) -> None:
-    spec = runtime.agent(runtime.job(job_id).agent)
+def _succeed(runtime: Runtime, job_id: str, output: Any) -> None:
+    spec = runtime.agent(_journaled(runtime, job_id).agent)
     try:
         checked = runtime._checked_flow_output(job_id, spec, output)
     except JobFailure as failure:
@@ -187,7 +199,7 @@ def _succeed(runtime: Any, job_id: str, output: Any) -> None:
     runtime._end(job_id, "succeeded", attempts=1, output=checked)
 
 
-async def _fail(runtime: Any, job_id: str, kind: str, reason: str, partial: Any) -> None:
+async def _fail(runtime: Runtime, job_id: str, kind: str, reason: str, partial: Any) -> None:
     if kind == "LimitExceeded" and partial is None:
         partial = runtime.tree_partial(job_id)
     runtime._end(job_id, "failed", attempts=1, kind=kind, reason=reason, output=partial)

@@ -20,13 +20,13 @@ __all__ = ["FLOW_ENGINE", "Flows"]
 class Flows:
     """edge.flows behind the runtime's FlowEngine Protocol."""
 
-    async def run_here(self, runtime: "Runtime", job: Job, spec: AgentSpec, value: Any, *,
+    async def run_here(self, runtime: Runtime, job: Job, spec: AgentSpec, value: Any, *,
                        on_progress: ProgressSink | None = None) -> Any:
         assert isinstance(spec, FlowSpec), spec
         output, _ = await run_here(runtime, job, spec, value, on_progress=on_progress)
         return output
 
-    def step_note(self, runtime: "Runtime", spec: AgentSpec, job: Job) -> str:
+    def step_note(self, runtime: Runtime, spec: AgentSpec, job: Job) -> str:
         assert isinstance(spec, FlowSpec), spec
         return step_note(step_results(runtime, spec, job))
 

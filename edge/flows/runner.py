@@ -12,14 +12,15 @@ that ran, checked against the flow's output contract by the runtime like any age
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.contracts.json_data import dumps_exact
-from oz0.edge.plugins.expressions import ExpressionError, evaluate, render_text, truthy
 from oz0.edge.model.flow import FlowSpec, FlowStep
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure
 from oz0.edge.model.progress import Progress, ProgressSink
+from oz0.edge.plugins.expressions import ExpressionError, evaluate, render_text, truthy
 from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
@@ -33,12 +34,12 @@ __all__ = [
     "child_dedupe_key",
     "child_input",
     "drive",
+    "journal_skipped",
+    "person_question",
     "run_here",
     "step_note",
     "step_progress",
     "step_results",
-    "journal_skipped",
-    "person_question",
 ]
 
 
@@ -57,7 +58,7 @@ class StepEffects(Protocol):
         """The agent step's child job (its `run`-th run: 1, 2, ... for a loop), once it has ended."""
         ...
 
-    async def ask_person(self, step: FlowStep, message: str) -> "Answer":
+    async def ask_person(self, step: FlowStep, message: str) -> Answer:
         """The person step asked and its answer (a timeout answer once its time is up)."""
         ...
 
@@ -166,7 +167,7 @@ class HereEffects:
     """The steps in this process (no engine): each agent step a child job run here, each person step
     a wait on the runtime (not durable: a restart ends the flow interrupted)."""
 
-    def __init__(self, runtime: "Runtime", job: Job, spec: FlowSpec, on_progress: ProgressSink | None) -> None:
+    def __init__(self, runtime: Runtime, job: Job, spec: FlowSpec, on_progress: ProgressSink | None) -> None:
         self.runtime, self.job, self.spec, self.on_progress = runtime, job, spec, on_progress
         self.results: list[StepResult] = []
 
@@ -183,7 +184,7 @@ class HereEffects:
         return await runtime.execute_here(child.id, on_progress=lambda p: on_progress(
             replace(p, message=f"{where.message} · {p.message}")))
 
-    async def ask_person(self, step: FlowStep, message: str) -> "Answer":
+    async def ask_person(self, step: FlowStep, message: str) -> Answer:
         if self.on_progress is not None:
             self.on_progress(step_progress(self.spec, step))
         self.runtime.ask(person_question(self.job, step, message))
@@ -195,7 +196,7 @@ class HereEffects:
             journal_skipped(self.runtime, self.job, self.spec.step(result.step))
 
 
-async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
+async def run_here(runtime: Runtime, job: Job, spec: FlowSpec, value: Any, *,
                    on_progress: ProgressSink | None = None) -> tuple[Any, list[StepResult]]:
     """The flow in this process (no engine): `drive` over HereEffects."""
     effects = HereEffects(runtime, job, spec, on_progress)
@@ -203,7 +204,7 @@ async def run_here(runtime: "Runtime", job: Job, spec: FlowSpec, value: Any, *,
     return output, effects.results
 
 
-def journal_skipped(runtime: "Runtime", job: Job, step: FlowStep) -> None:
+def journal_skipped(runtime: Runtime, job: Job, step: FlowStep) -> None:
     """A step whose `if:` was false is a child job too, ended as `skipped`, so the tree shows it."""
     if step.is_ask:
         return
@@ -224,7 +225,7 @@ def person_question(job: Job, step: FlowStep, message: str) -> Any:
                     answerers=dict(step.answerers), expires_at=expires)
 
 
-def step_results(runtime: "Runtime", spec: FlowSpec, job: Job) -> list[StepResult]:
+def step_results(runtime: Runtime, spec: FlowSpec, job: Job) -> list[StepResult]:
     """How each step of a flow's job went, read back from the journal (its child jobs) and the
     person steps' answers."""
     children = {c.dedupe_key: c for c in runtime.children(job.id)}
@@ -257,7 +258,7 @@ def step_results(runtime: "Runtime", spec: FlowSpec, job: Job) -> list[StepResul
     return results
 
 
-def _recorded_answer(runtime: "Runtime", job_id: str, step: str) -> str | None:
+def _recorded_answer(runtime: Runtime, job_id: str, step: str) -> str | None:
     """`answered by X` for a person step the runtime holds an answer to, else None."""
     found = runtime.questions.asked(job_id, step)
     answer = found[1] if found is not None else None

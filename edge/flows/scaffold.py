@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.flows.scaffold_flow import flow_files
 
 __all__ = ["NAME_RE", "ScaffoldError", "scaffold_plugin"]
@@ -17,7 +18,7 @@ __all__ = ["NAME_RE", "ScaffoldError", "scaffold_plugin"]
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(Oz0Error, ValueError):
     """A name or folder `plugin new` cannot use; says which and why."""
 
 

@@ -3,7 +3,8 @@ tool's outputSchema announces (what `oz0 mcp tools` shows)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.edge.cards.choice import ENVELOPE_FIELDS, choose_card
 from oz0.edge.cards.model import Card

@@ -22,19 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.contracts.answer_schema import check_answer_schema
-from oz0.edge.mcp.spec import ServerSpec
 from oz0.edge.mcp.http import session_for
+from oz0.edge.mcp.spec import ServerSpec
 from oz0.edge.mcp.stdio import StdioServer
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
 
-__all__ = ["Elicitor", "ElicitingSessions", "MAX_CLAIM_CHARS", "MAX_ELICITING_SESSIONS", "Redacts", "elicitor_for",
-           "server_source"]
+__all__ = [
+    "MAX_CLAIM_CHARS",
+    "MAX_ELICITING_SESSIONS",
+    "ElicitingSessions",
+    "Elicitor",
+    "Redacts",
+    "elicitor_for",
+    "server_source",
+]
 
 MAX_CLAIM_CHARS = 60
 MAX_ELICITING_SESSIONS = 4  # per server: eliciting calls beyond this wait for a session to be free
@@ -113,9 +121,9 @@ def server_source(agent: Any, context: Any) -> str:
 class ElicitingSessions:
     """Sessions (stdio or HTTP) that serve one eliciting call at a time, per server, reused between calls."""
 
-    pool: "McpServers"
-    _free: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
-    _all: dict[ServerSpec, list["StdioServer"]] = field(default_factory=dict)
+    pool: McpServers
+    _free: dict[ServerSpec, list[StdioServer]] = field(default_factory=dict)
+    _all: dict[ServerSpec, list[StdioServer]] = field(default_factory=dict)
     _changed: asyncio.Condition | None = None
 
     @contextlib.asynccontextmanager
@@ -141,7 +149,7 @@ class ElicitingSessions:
                 self._free[server].append(entry)
                 self._changed.notify()
 
-    def entries(self) -> list["StdioServer"]:
+    def entries(self) -> list[StdioServer]:
         """Every eliciting session opened, free or serving a call (to close them all)."""
         return [entry for entries in self._all.values() for entry in entries]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.mcp.session import describe, is_connection_error
 from oz0.edge.mcp.spec import McpFailure, ServerSpec
@@ -90,6 +91,6 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
             yield streams
 
 
-def session_for(server: ServerSpec, pool: "McpServers", *, eliciting: bool = False) -> StdioServer:
+def session_for(server: ServerSpec, pool: McpServers, *, eliciting: bool = False) -> StdioServer:
     """A new session of `server` for `pool`: its process over stdio, or an HTTP session."""
     return (StdioServer if server.is_stdio else HttpServer)(server, pool, eliciting=eliciting)

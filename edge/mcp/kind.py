@@ -9,15 +9,16 @@ what an elicitation asks passes the `redactor` it hands in before anyone sees it
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import Any, Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from oz0.edge.contracts.schema import ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.elicit import Redacts, elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
-from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 
 __all__ = [
     "apply_tool_contracts",

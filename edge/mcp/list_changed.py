@@ -13,9 +13,13 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.mcp.session import describe
+
+if TYPE_CHECKING:
+    from mcp.client.session import MessageHandlerFnT
 from oz0.edge.mcp.spec import ServerSpec, ToolInfo
 
 __all__ = ["ToolsChanged", "ToolsWatcher", "listening"]
@@ -74,7 +78,7 @@ class ToolsChanged:
     def watch(self, watcher: ToolsWatcher) -> None:
         """Call `watcher(server, tools)` (in a worker thread) each time a server's tools changed.
         A bound method is held weakly, so a closed runtime is not kept alive by the pool."""
-        self._watchers.append(weakref.WeakMethod(watcher) if hasattr(watcher, "__self__") else watcher)  # type: ignore[arg-type]
+        self._watchers.append(weakref.WeakMethod(watcher) if hasattr(watcher, "__self__") else watcher)
 
     def unwatch(self, watcher: ToolsWatcher) -> None:
         self._watchers = [w for w in self._watchers if self._live(w) not in (None, watcher)]
@@ -83,7 +87,7 @@ class ToolsChanged:
     def _live(entry: Any) -> Any:
         return entry() if isinstance(entry, weakref.WeakMethod) else entry
 
-    def handler(self, server: ServerSpec, client_of: Callable[[], Any]) -> Callable[[Any], Awaitable[None]]:
+    def handler(self, server: ServerSpec, client_of: Callable[[], Any]) -> MessageHandlerFnT:
         """The session's `message_handler`: a tools list_changed notification starts a re-listing."""
         import mcp_types as types
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import threading
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Coroutine, Mapping, TypeVar
+from typing import Any, TypeVar
 
-from oz0.edge.mcp.elicit import Elicitor, ElicitingSessions
+from oz0.edge.mcp.elicit import ElicitingSessions, Elicitor
 from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.list_changed import ToolsChanged
 from oz0.edge.mcp.session import call_tool, is_connection_error, list_tools, pick, protocol_failure, timed
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.model.progress import ProgressSink
 from oz0.edge.mcp.stdio import STOP_TIMEOUT_S, StdioServer
+from oz0.edge.model.progress import ProgressSink
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_S",

@@ -10,7 +10,8 @@ shown as a card that says which value broke which rule; the SDK's check is turne
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Iterator, Mapping, TypeVar
+from collections.abc import Awaitable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
 from oz0.edge.model.progress import Progress, ProgressSink
@@ -48,9 +49,9 @@ def describe(exc: BaseException) -> str:
 
 
 def is_connection_error(exc: BaseException) -> bool:
+    import httpx2
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED
-    import httpx2
 
     for leaf in leaves(exc):
         if isinstance(leaf, (httpx2.ConnectError, httpx2.ConnectTimeout, ConnectionError)):
@@ -102,13 +103,14 @@ async def call_tool(client: Any, name: str, arguments: Mapping[str, Any], *,
     result = await client.session.call_tool(name, dict(arguments),
                                             progress_callback=forward if on_progress is not None else None,
                                             allow_input_required=True)
-    return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    dumped: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
 
 
 async def timed(awaitable: Awaitable[_T], timeout_s: float, doing: str) -> _T:
     try:
         return await asyncio.wait_for(awaitable, timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise McpFailure("Timeout", f"no answer within {timeout_s:g} s while {doing}") from None
 
 

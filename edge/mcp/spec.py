@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from oz0.edge.contracts.schema import Contract, load_contract
@@ -82,7 +83,7 @@ class ServerSpec:
 
     @classmethod
     def from_command_line(cls, text: str, *, cwd: str | None = None,
-                          env: Mapping[str, str] | None = None) -> "ServerSpec":
+                          env: Mapping[str, str] | None = None) -> ServerSpec:
         """A command given as one shell-quoted string (`python server.py --verbose`), split as a shell would."""
         try:
             argv = shlex.split(text)
@@ -93,11 +94,11 @@ class ServerSpec:
         return cls(command=tuple(argv), cwd=cwd, env=tuple(sorted((env or {}).items())))
 
     @classmethod
-    def from_url(cls, url: str, *, headers: Mapping[str, str] | None = None) -> "ServerSpec":
+    def from_url(cls, url: str, *, headers: Mapping[str, str] | None = None) -> ServerSpec:
         return cls(url=url, headers=tuple(sorted((headers or {}).items())))
 
     @classmethod
-    def from_config(cls, server: Mapping[str, Any], *, cwd: str | None = None) -> "ServerSpec":
+    def from_config(cls, server: Mapping[str, Any], *, cwd: str | None = None) -> ServerSpec:
         """The `server:` block of an agent file: `command` and `args`, or `url` and `headers`."""
         if not isinstance(server, Mapping):
             raise McpFailure("Misconfigured", "an mcp agent's `server` must be a mapping with command/args or url")

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from oz0.edge.mcp.list_changed import listening
 from oz0.edge.mcp.session import describe, edge_session, is_connection_error, leaves
-from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
-from oz0.edge.mcp.spec import ELICIT_OPTIONS
+from oz0.edge.mcp.spec import ELICIT_OPTIONS, McpFailure, ServerSpec, ToolInfo
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -72,7 +71,7 @@ class StderrTail:
 class StdioServer:
     """One stdio server process and its session, owned by one task, restarted after a crash."""
 
-    def __init__(self, spec: ServerSpec, pool: "McpServers", *, eliciting: bool = False) -> None:
+    def __init__(self, spec: ServerSpec, pool: McpServers, *, eliciting: bool = False) -> None:
         self.spec = spec
         self.pool = pool
         self.eliciting = eliciting  # serves one call at a time and answers its elicitation (edge.mcp.elicit)
@@ -206,7 +205,7 @@ class StdioServer:
         stop.set()
         try:
             await asyncio.wait_for(owner, STOP_TIMEOUT_S)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             log.warning("MCP server %s did not stop within %s s", self.spec.label(), STOP_TIMEOUT_S)
 
     async def crashed(self, during: str, client: Any) -> McpFailure:

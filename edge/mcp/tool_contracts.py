@@ -13,15 +13,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.contracts.schema import ContractError, load_contract
-from oz0.edge.plugins.manifest import Plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.session import pick
 from oz0.edge.mcp.spec import McpFailure, ServerSpec
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import Plugin
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.pool import McpServers
@@ -33,7 +33,7 @@ def _needs_tool(spec: AgentSpec) -> bool:
     return spec.kind == "mcp" and (spec.input is None or spec.output is None)
 
 
-def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -> Plugin:
+def with_listed_contracts(plugin: Plugin, *, pool: McpServers | None = None) -> Plugin:
     """`plugin` with each `mcp` agent's missing contracts taken from its tool as the server lists it now,
     to a client that declares the elicitation capability: an installed agent may run from a channel
     that can ask, and a server offers a tool that asks only to such a client (edge.mcp.kind.job_tool).
@@ -60,17 +60,17 @@ def with_listed_contracts(plugin: Plugin, *, pool: "McpServers | None" = None) -
     return replace(plugin, agents=tuple(agents))
 
 
-def _check_loop_tools(plugin: Plugin, pool: "McpServers | None") -> None:
+def _check_loop_tools(plugin: Plugin, pool: McpServers | None) -> None:
     """Each server a model agent's `tools:` names is listed once: a tool under `only:` it does not list
     refuses the install, naming what it lists (a server that cannot be listed now is checked when a job
     starts, for a tool loop can do without a server that is down at install)."""
-    wanted = [(spec, t) for spec in plugin.agents for t in spec.tools if t.server is not None and t.only]
+    wanted = [(spec, t, t.server) for spec in plugin.agents for t in spec.tools if t.server is not None and t.only]
     if not wanted:
         return
     pool = pool or servers()
-    for spec, decl in wanted:
+    for spec, decl, server_name in wanted:
         try:
-            server = ServerSpec.from_config(spec.servers[decl.server], cwd=str(Path(spec.file).resolve().parent.parent))
+            server = ServerSpec.from_config(spec.servers[server_name], cwd=str(Path(spec.file).resolve().parent.parent))
             listed = pool.tools_sync(server, timeout_s=spec.limits.timeout_s)
         except McpFailure:
             continue

@@ -6,9 +6,10 @@ spec is edge.documents.contract_hash's (`contract_hash(spec)`, computed once per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -21,15 +22,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT_KINDS",
     "ANNOTATION_KEYS",
-    "AgentSpec",
     "BUDGET_EXHAUSTED",
+    "INVALID_INPUT",
+    "TREE_LIMIT_DEFAULTS",
+    "AgentSpec",
     "ConversationLimits",
     "Example",
     "FailureKind",
-    "INVALID_INPUT",
     "Limits",
     "PersonAsk",
-    "TREE_LIMIT_DEFAULTS",
 ]
 
 AGENT_KINDS: tuple[str, ...] = ("python", "command", "http", "mcp", "model")
@@ -96,7 +97,7 @@ class PersonAsk:
     the answer schema the answer must match, and what the person is asked."""
 
     step: str
-    answer_schema: "Contract"
+    answer_schema: Contract
     answer_schema_file: str | None = None
     description: str = ""
 

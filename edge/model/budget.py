@@ -10,15 +10,18 @@ rules a schema cannot say (decimal places, which keys a kind takes) and builds t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Mapping
+from typing import Any
+
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "BUDGET_DIMENSIONS",
+    "MICRO",
     "Budget",
     "BudgetDeclarationError",
-    "MICRO",
     "Price",
     "amount_text",
     "budget_findings",
@@ -35,7 +38,7 @@ PERIODS = ("job", "day")
 ON_EXHAUSTED = ("fail", "ask")
 
 
-class BudgetDeclarationError(ValueError):
+class BudgetDeclarationError(Oz0Error, ValueError):
     """A budget or price that cannot be used: names the JSON path and what is wrong."""
 
     def __init__(self, path: str, message: str) -> None:
@@ -56,7 +59,8 @@ class Budget:
     on_exhausted: str = "fail"
 
     def limit(self, dimension: str) -> int | None:
-        return getattr(self, dimension)
+        value: int | None = getattr(self, dimension)
+        return value
 
     def describe(self) -> str:
         """`$1.00, 10,000 tokens, 5 calls`: what the budget allows, for messages."""
@@ -182,12 +186,16 @@ def parse_price(data: Any, path: str) -> Price | None:
 Add = Callable[[str, str, str], None]  # (JSON path, message, fix)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def budget_findings(data: Mapping[str, Any], *, kind: str | None, add: Add) -> None:
     """What lint says about a file's budget, price and max_tokens beyond their schema (which checks
     their shapes): a number with more than 6 decimal places, keys the kind does not take, a budget a
     model agent could not reserve."""
-    budget = data.get("budget") if isinstance(data.get("budget"), Mapping) else {}
-    price = data.get("price") if isinstance(data.get("price"), Mapping) else {}
+    budget = _mapping(data.get("budget"))
+    price = _mapping(data.get("price"))
     amounts = [("$.budget.cost", budget.get("cost"))] + [(f"$.price.{k}", v) for k, v in price.items()]
     for path, value in amounts:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:

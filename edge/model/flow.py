@@ -7,9 +7,10 @@ edge.plugins.flow_manifest from `flows/NAME.yaml`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.model.agent import AgentSpec, FailureKind
 

@@ -3,8 +3,9 @@ compared later): what the journal's readers and the upgrade check (edge.document
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["InstalledAgent", "InstalledVersion"]
 

@@ -7,9 +7,11 @@ what an agent kind gets beside its input is edge.runtime.context.RunContext.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
 from oz0.edge.model.reply_ref import ReplyRef
 
@@ -53,7 +55,7 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
 )}
 
 
-class JobFailure(Exception):
+class JobFailure(Oz0Error):
     """How an agent ends a job without an answer: a failure kind (declared, or built in) and a reason
     a person can act on. Raise it from any agent kind; the runtime decides about retries."""
 
@@ -136,7 +138,7 @@ def snake_case(name: str) -> str:
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def failure_code(job: "Job") -> str:
+def failure_code(job: Job) -> str:
     """The error_code a failed job shows (card header, `oz0 run --json`, the API): the agent's own QZX
     `error_code` for a failure it reported without declaring its kind (AgentError), else its kind's."""
     kind = job.failure_kind or "Failed"
@@ -144,7 +146,7 @@ def failure_code(job: "Job") -> str:
     return own if isinstance(own, str) and _ERROR_CODE.fullmatch(own) else snake_case(kind)
 
 
-class UnknownAgent(ValueError):
+class UnknownAgent(Oz0Error, ValueError):
     """No installed agent has this name; the message lists the ones there are."""
 
     def __init__(self, name: str, known: list[str]) -> None:

@@ -9,8 +9,9 @@ it its own way (edge.runtime.progress.JournalProgress keeps the latest in the jo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = ["MAX_PROGRESS_CHARS", "Progress", "ProgressSink"]
 
@@ -27,7 +28,7 @@ class Progress:
     total: float | None = None
 
     @classmethod
-    def of(cls, message: Any, done: Any = None, total: Any = None) -> "Progress":
+    def of(cls, message: Any, done: Any = None, total: Any = None) -> Progress:
         """A Progress from what a source sent: the message cut to MAX_PROGRESS_CHARS, a count that is
         not a finite number >= 0 dropped (a source's bad number must not fail its job)."""
         return cls(str(message if message is not None else "")[:MAX_PROGRESS_CHARS], _count(done), _count(total))
@@ -68,7 +69,7 @@ class Progress:
         return {"message": self.message, "done": self.done, "total": self.total}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "Progress | None":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Progress | None:
         if not isinstance(data, Mapping):
             return None
         return cls.of(data.get("message"), data.get("done"), data.get("total"))

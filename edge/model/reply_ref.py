@@ -10,15 +10,18 @@ is in the job's own columns (edge.runtime.store), not in here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+
+from oz0.edge.errors import Oz0Error
 
 __all__ = ["MAX_PLATFORM_CHARS", "ReplyRef", "ReplyRefError"]
 
 MAX_PLATFORM_CHARS = 32
 
 
-class ReplyRefError(ValueError):
+class ReplyRefError(Oz0Error, ValueError):
     """A journaled reply reference that cannot be read: names the field and what is wrong."""
 
 
@@ -34,7 +37,7 @@ class ReplyRef:
         return {"platform": self.platform, "version": self.version, "data": dict(self.data)}
 
     @classmethod
-    def from_json(cls, raw: Any) -> "ReplyRef":
+    def from_json(cls, raw: Any) -> ReplyRef:
         """A ReplyRef from the journal; ReplyRefError naming the field that is missing or mistyped."""
         if not isinstance(raw, Mapping):
             raise ReplyRefError(f"a reply reference is a JSON object, not {type(raw).__name__}")
@@ -49,7 +52,7 @@ class ReplyRef:
         return cls(platform, version, dict(data))
 
     @classmethod
-    def written(cls, platform: str, version: int, data: Mapping[str, Any]) -> "ReplyRef":
+    def written(cls, platform: str, version: int, data: Mapping[str, Any]) -> ReplyRef:
         """A wire's reference: its fields that are set (None left out)."""
         return cls(platform, version, {k: v for k, v in data.items() if v is not None})
 

@@ -7,9 +7,10 @@ shown in OpenAPI as `x-oz0-tools` and stored with the installed plugin.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["ASK_PERSON", "DEFAULT_LOOP_STEPS", "ToolDecl", "tool_name_of"]
 
@@ -41,7 +42,7 @@ class ToolDecl:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ToolDecl":
+    def from_json(cls, data: Mapping[str, Any]) -> ToolDecl:
         if data.get("ask_person"):
             return cls(ask_person=True)
         if data.get("agent"):

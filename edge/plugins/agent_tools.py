@@ -11,9 +11,11 @@ given twice, so the model is never offered two tools of one name.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.tools import ASK_PERSON, DEFAULT_LOOP_STEPS, ToolDecl, tool_name_of
 
 __all__ = [
@@ -29,7 +31,7 @@ __all__ = [
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the providers accept as a function name
 
 
-class ToolsError(ValueError):
+class ToolsError(Oz0Error, ValueError):
     """A `tools:` or `servers:` declaration that cannot work: the message names the entry, `path` where."""
 
     def __init__(self, message: str, path: str) -> None:

@@ -18,8 +18,11 @@ import io
 import stat
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Iterator
+from typing import IO
+
+from oz0.edge.errors import Oz0Error
 
 __all__ = ["MAX_EXTENDED_HEADERS", "MAX_EXTENDED_HEADER_BYTES", "MAX_FILES", "MAX_HEADER_BYTES", "MAX_NAME_CHARS",
            "MAX_UNPACKED_BYTES", "ArchiveError", "archive_kind", "unpack_plugin"]
@@ -35,7 +38,7 @@ _EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE
 _CHUNK = 64 * 1024
 
 
-class ArchiveError(ValueError):
+class ArchiveError(Oz0Error, ValueError):
     """An upload that is not a plugin archive we unpack: says which entry and why."""
 
 
@@ -79,7 +82,7 @@ class _Writer:
     def folder(self, rel: PurePosixPath, name: str) -> None:
         self.claim(rel, name).mkdir(parents=True, exist_ok=True)
 
-    def file(self, rel: PurePosixPath, name: str, stream: BinaryIO, *, executable: bool) -> None:
+    def file(self, rel: PurePosixPath, name: str, stream: IO[bytes], *, executable: bool) -> None:
         target = self.claim(rel, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() and not target.is_file():
@@ -130,7 +133,8 @@ def _bounded_tarinfo(budget: _HeaderBudget) -> type[tarfile.TarInfo]:
     class Bounded(tarfile.TarInfo):
         def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
             budget.spend(self)
-            return super()._proc_member(tar)
+            member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]  # a private hook typeshed omits
+            return member
 
         def _refuse_sparse(self, *_: object) -> None:
             raise ArchiveError(f"entry {self.name[:60]!r}: a sparse file is refused")

@@ -9,16 +9,18 @@ and an ask the file does not declare is refused when the code makes it, naming t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.contracts.schema import ContractError, load_contract
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import PersonAsk
 
 __all__ = ["AskDeclarationError", "PersonAsk", "asks_of", "declared_ask"]
 
 
-class AskDeclarationError(ValueError):
+class AskDeclarationError(Oz0Error, ValueError):
     """An `asks:` entry that cannot be used: what is wrong, and its path in the agent file."""
 
     def __init__(self, message: str, path: str) -> None:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 import yaml
 
 from oz0.edge.contracts.bundled import shipped_schema
 from oz0.edge.contracts.schema import Contract, load_contract
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import Example
 from oz0.edge.model.budget import BudgetDeclarationError, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load
@@ -26,7 +28,7 @@ __all__ = ["AGENT_NAME_RE", "PluginError", "budget_of", "examples_of", "manifest
 AGENT_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")  # as agent.schema.json's `name`; file stems too
 
 
-class PluginError(ValueError):
+class PluginError(Oz0Error, ValueError):
     """A plugin that cannot be loaded: the file, where in it, what is wrong."""
 
     def __init__(self, message: str, *, file: str, location: str = "") -> None:

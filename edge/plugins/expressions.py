@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import jmespath
 from jmespath.exceptions import JMESPathError
 from jmespath.visitor import TreeInterpreter
 
+from oz0.edge.errors import Oz0Error
+
 __all__ = [
-    "ExpressionError",
     "MAX_EXPRESSION_GROWTH",
     "MAX_EXPRESSION_S",
     "MAX_HOLE_CHARS",
+    "ExpressionError",
     "compile_expression",
     "evaluate",
     "field_paths",
@@ -39,7 +42,7 @@ _HOLE = re.compile(r"\{([^{}]+)\}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-class ExpressionError(ValueError):
+class ExpressionError(Oz0Error, ValueError):
     """An expression that does not parse or evaluate: the expression and why."""
 
 

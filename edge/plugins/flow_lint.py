@@ -10,20 +10,22 @@ know a side (an agent it cannot see, an expression it cannot follow), it says so
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Union
 
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.contracts.schema_diff import SchemaComparison
+from oz0.edge.model.budget import budget_findings
+from oz0.edge.plugins.declared import manifest_contract
 from oz0.edge.plugins.expressions import ExpressionError, compile_expression, field_paths
 from oz0.edge.plugins.flow_manifest import step_expressions
-from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.lint_examples import lint_examples
-from oz0.edge.plugins.declared import manifest_contract
 
-__all__ = ["AgentSides", "TEXT", "lint_flows"]
+__all__ = ["TEXT", "AgentSides", "lint_flows"]
 
 TEXT = "text"
 Side = Union[Contract, "_Sub", str, None]  # a contract (or part of one), TEXT, or None: not known here
@@ -57,7 +59,7 @@ def lint_flows(root: Path, files: list[Path], *, read: Callable[[Path], Any], ad
         shape = manifest_contract("flow").validate(data, limit=50)
         for v in shape:
             add("error", file, v.json_path, v.message, "see schemas/flow.schema.json")
-        budget_findings(data, kind="flow", add=lambda path, message, fix: add("error", file, path, message, fix))
+        budget_findings(data, kind="flow", add=functools.partial(add, "error", file))
         name = data.get("name") if isinstance(data.get("name"), str) else file.stem
         if name in agents:
             add("error", file, "$.name", f"a flow and an agent are both named {name!r}",
@@ -306,9 +308,9 @@ class _Flow:
             self.add("warning", where, f"{what}; lint cannot tell whether it matches (a contract is not known)",
                      "declare the contracts of both sides")
             return
-        if consumer == TEXT:
-            return  # JSON reaches a text agent as its JSON text
-        if produced == TEXT:
+        if isinstance(consumer, str):
+            return  # TEXT: JSON reaches a text agent as its JSON text
+        if isinstance(produced, str):
             self.add(severity, where, f"{what}, and that is text where {consumer.source} asks for JSON",
                      "map the input with `input:`, or give it an agent that answers JSON")
             return
@@ -371,7 +373,7 @@ def _root(side: Any) -> Any:
     return side.root
 
 
-def _named(side: Any, source: str | None) -> Any:
+def _named(side: Side, source: str | None) -> Side:
     """A contract as lint compares it: its schema, the file it is named by (a loaded Contract's own
     source may be another copy of the same schema), and its root for `$ref`s; TEXT and None as they are."""
     if isinstance(side, Contract):

@@ -8,9 +8,10 @@ reports every finding instead (edge.plugins.flow_lint). The file's shape is sche
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.model.agent import FailureKind, Limits

@@ -4,7 +4,8 @@ list` and the console's plugin pages and management API.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from oz0.edge.contracts.changes import Change
 

@@ -11,24 +11,24 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import orjson
 
-from oz0.edge.contracts.pointer import parse_pointer
+from oz0.edge.contracts.pointer import json_path, parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
-from oz0.edge.contracts.pointer import json_path
 from oz0.edge.contracts.view import SchemaView, walk_schema
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.budget import budget_findings
+from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
 from oz0.edge.plugins.files import plugin_problems
+from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.lint_tools import lint_tools
 from oz0.edge.plugins.manifest import VERSION_RE
-from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
-from oz0.edge.model.agent import AgentSpec
-from oz0.edge.plugins.flow_lint import AgentSides, lint_flows
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -137,7 +137,7 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
                 name = manifest.get("name") if isinstance(manifest.get("name"), str) else None
                 version = str(manifest["version"]) if "version" in manifest else None
                 match = VERSION_RE.match(version or "")
-                strict = bool(match) and int(match.group(1)) >= 1
+                strict = match is not None and int(match.group(1)) >= 1
     agents_dir = root / "agents"
     files = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() and "agents" not in refused else []
     files = [f for f in files if lint.rel(f) not in refused]
@@ -164,8 +164,7 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
     if flow_files:
         unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
         known = None if installed is None else {
-            a.name: AgentSides(*(c if c is not None else (None if a.kind == unknown else "text")
-                                 for c in (a.input, a.output)),
+            a.name: AgentSides(_installed_side(a.input, a.kind == unknown), _installed_side(a.output, a.kind == unknown),
                                input_file=f"{a.plugin}'s {a.input_schema_file}" if a.input_schema_file else None,
                                output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
             for a in installed.values()}
@@ -219,7 +218,8 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
         fix = _KIND_HINTS.get(str(kind), "") if v.keyword == "required" and v.json_path == "$" else \
             _manifest_fix("agent", v.json_path, v.keyword)
         lint.add("error", file, v.json_path, v.message, fix)
-    name = data.get("name") if isinstance(data.get("name"), str) else file.stem
+    declared_name = data.get("name")
+    name = declared_name if isinstance(declared_name, str) else file.stem
     if "name" not in data and not AGENT_NAME_RE.match(file.stem):
         lint.add("error", file, "$.name", f"the file name gives the agent name {file.stem!r}, which is not an "
                                           "agent name", "rename the file (lower-case letters, digits and dashes, "
@@ -235,8 +235,7 @@ def _lint_agent(lint: _Linter, file: Path, *, strict: bool) -> str | None:
                      f"add `{direction}: text`, or `{direction}_schema: schemas/{name}-{direction}.json`")
         if isinstance(schema_ref, str) and schema_ref:
             contracts[direction] = _lint_schema(lint, file, direction, schema_ref)
-    lint.sides[name] = AgentSides(*(contracts.get(d) or ("text" if data.get(d) == "text" else None)
-                                    for d in ("input", "output")),
+    lint.sides[name] = AgentSides(_declared_side(contracts, data, "input"), _declared_side(contracts, data, "output"),
                                   input_file=data.get("input_schema"), output_file=data.get("output_schema"))
     _lint_example(lint, file, data, contracts.get("input"))
     lint_examples(lint.add, file, data, input=contracts.get("input"), output=contracts.get("output"))
@@ -326,16 +325,16 @@ def _lint_card_keywords(lint: _Linter, file: Path, view: SchemaView, parts: tupl
         order = node["x-oz0-order"]
         items_props = SchemaView(view.refs, node["items"], view.base).properties() \
             if isinstance(node.get("items"), dict) else {}
-        known = props or items_props
+        ordered = props or items_props
         if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
             lint.add("warning", file, where, "x-oz0-order must be a list of property names",
                      "write [\"first\", \"second\"]")
             return
         for i, name in enumerate(order):
-            if name not in known:
+            if name not in ordered:
                 lint.add("warning", file, json_path(parts + ("x-oz0-order", i)),
                          f"x-oz0-order names {name!r}, which is not a property of this schema "
-                         f"(properties: {', '.join(known) or 'none'})",
+                         f"(properties: {', '.join(ordered) or 'none'})",
                          "remove it or fix its spelling")
 
 
@@ -402,3 +401,15 @@ def _lint_failures(lint: _Linter, file: Path, data: dict[str, Any]) -> None:
             lint.add("warning", file, f"$.failures.{name}", f"{name} is retryable but limits.max_attempts is 1, "
                                                             "so it is never retried",
                      "raise limits.max_attempts, or drop `retryable: true`")
+
+
+def _installed_side(contract: Contract | None, unknown: bool) -> Side:
+    """An installed agent's side as flow lint reads it: its contract, TEXT, or None for a kind whose
+    schemas come from its server at run time."""
+    if contract is not None:
+        return contract
+    return None if unknown else TEXT
+
+
+def _declared_side(contracts: Mapping[str, Contract | None], data: Mapping[str, Any], direction: str) -> Side:
+    return contracts.get(direction) or (TEXT if data.get(direction) == "text" else None)

@@ -4,8 +4,9 @@ the output contract. A finding names the example by its index, the JSON path in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -46,7 +47,7 @@ def _check(add: Add, file: Path, index: int, side: str, value: Any, contract: Co
             value = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
             add("error", file, where, f"example {index}: the {side} is not JSON ({exc}) but the {side} "
-                f"contract is {contract.source}", f"write it as YAML data or a JSON string matching the schema")
+                f"contract is {contract.source}", "write it as YAML data or a JSON string matching the schema")
             return
     for v in contract.validate(value, limit=MAX_FINDINGS_PER_VALUE):
         inner = v.json_path[1:] if v.json_path.startswith("$") else ""

@@ -5,8 +5,9 @@ warning (it gets DEFAULT_LOOP_STEPS model requests)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping
+from typing import Any
 
 from oz0.edge.plugins.agent_tools import DEFAULT_LOOP_STEPS, ToolsError, parse_servers, parse_tools
 
@@ -52,4 +53,4 @@ def lint_tools(agent_files: Mapping[Path, Any], manifest: Any, *, plugin_agents:
         if data.get("kind") == "model" and "max_steps" not in dict(data.get("limits") or {}):
             add("warning", file, "$.limits", f"the tool loop gives no limits.max_steps, so it may make "
                                              f"{DEFAULT_LOOP_STEPS} model requests (the default)",
-                f"add `limits: {{max_steps: N}}` to bound the loop")
+                "add `limits: {max_steps: N}` to bound the loop")

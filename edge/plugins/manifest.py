@@ -9,10 +9,11 @@ every finding instead. The manifest shapes are the JSON Schemas in `schemas/`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 

@@ -17,6 +17,7 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
+from oz0.edge.errors import Oz0Error
 
 __all__ = ["MAX_YAML_ALIASES", "MAX_YAML_BYTES", "MAX_YAML_NODES", "YamlLimitError", "safe_load"]
 
@@ -27,7 +28,7 @@ MAX_YAML_NODES = 100_000
 _REFUSED_TAGS = ("binary", "timestamp", "set", "omap", "pairs")
 
 
-class YamlLimitError(yaml.YAMLError):
+class YamlLimitError(Oz0Error, yaml.YAMLError):
     """A YAML document refused for its size or for a value JSON cannot hold; `problem` says which."""
 
     def __init__(self, problem: str, *, mark: Any = None) -> None:
@@ -46,8 +47,10 @@ class _BoundedLoader(yaml.SafeLoader):
             self._aliases += 1
             if self._aliases > MAX_YAML_ALIASES:
                 raise YamlLimitError(f"more than {MAX_YAML_ALIASES} alias uses (*name); the limit is "
-                                     f"{MAX_YAML_ALIASES}: write the values out", mark=self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+                                     f"{MAX_YAML_ALIASES}: write the values out", mark=self.peek_event().start_mark)  # type: ignore[no-untyped-call]  # PyYAML's stubs leave peek_event untyped
+        node: Node | None = super().compose_node(parent, index)
+        assert node is not None  # called only where the parser has a node to compose
+        return node
 
     def construct_document(self, node: Node) -> Any:
         _check_expanded(node)

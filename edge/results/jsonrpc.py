@@ -42,6 +42,7 @@ def read_rpc_response(value: Any) -> RpcResponse | None:
     if "result" in value:
         return RpcResponse(value["id"], True, result=value["result"])
     error = value["error"] if isinstance(value["error"], dict) else {}
-    message = error.get("message") if isinstance(error.get("message"), str) else ""
+    message = error.get("message")
+    message = message if isinstance(message, str) else ""
     return RpcResponse(value["id"], False, error_code=error.get("code"), error_message=message,
                        error_data=error.get("data"))

@@ -13,11 +13,15 @@ JSON numbers, so every non-finite number is then reported as a violation where i
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, TypeGuard
+
+from oz0.edge.errors import Oz0Error
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -53,7 +57,7 @@ class Finding:
         return f"{self.path}: {self.message}"
 
 
-class InputError(ValueError):
+class InputError(Oz0Error, ValueError):
     """Input that is not a JSON document at all (unreadable bytes, bad syntax, too large)."""
 
 
@@ -83,7 +87,7 @@ def kind_of(value: Any) -> str:
     return type(value).__name__
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A JSON number: an int or float, never a bool (which Python counts as an int)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -137,7 +141,7 @@ def check_core(document: Any, *, base: str = "$") -> list[Finding]:
     if not isinstance(document, dict):
         return [Finding(base, f"a QZX result must be a JSON object, got {kind_of(document)}")]
     found: list[Finding] = []
-    at = lambda key: at_key(base, key)  # noqa: E731
+    at = functools.partial(at_key, base)
     for key in _OPTIONAL_CORE:
         if key in document and document[key] is None:
             found.append(Finding(at(key), "must be omitted when unavailable, never null"))
@@ -190,7 +194,7 @@ def _check_meta(meta: Any, base: str) -> list[Finding]:
     if not isinstance(meta, dict):
         return [Finding(base, f"must be an object, got {kind_of(meta)}")]
     found: list[Finding] = []
-    at = lambda key: at_key(base, key)  # noqa: E731
+    at = functools.partial(at_key, base)
     for key in _OPTIONAL_META:
         if key in meta and meta[key] is None:
             found.append(Finding(at(key), "must be omitted when unavailable, never null"))

@@ -3,12 +3,13 @@ validated under one MCP specification's rules, with the facts a receipt records.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from oz0.edge.results.qzx import Finding, at_key, check_core, is_number, kind_of, non_finite, same_json, unique
 from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx import Finding, at_key, check_core, is_number, kind_of, non_finite, same_json, unique
 from oz0.edge.results.qzx_tools import check_output_schema
 
 __all__ = [
@@ -111,7 +112,7 @@ def _check_mcp(document: Any, profile: str, facts: dict[str, Any]
             found.append(Finding(base, f"a CallToolResult must be a JSON object, got {kind_of(result)}"))
             return found + non_finite(document, "$"), [], None
     warned: list[Finding] = []
-    at = lambda key: at_key(base, key)  # noqa: E731
+    at = functools.partial(at_key, base)
     content = result.get("content")
     if "content" not in result:
         found.append(Finding(at("content"), "is required: an array of content blocks"))

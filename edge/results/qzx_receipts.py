@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from oz0.edge.results.qzx import Finding, InputError, parse_document
 from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
+from oz0.edge.results.qzx import Finding, InputError, parse_document
 from oz0.edge.results.qzx_profiles import PROFILES, Verdict, blank_facts, validate_document
 
 __all__ = [
@@ -58,6 +59,7 @@ def build_receipt(profile: str, success: Evidence, failure: Evidence, *,
     if tool_definition is not None:
         tool_doc, tool_problem = _load(tool_definition)
     cases = []
+    verdicts_facts: list[Mapping[str, Any]] = []
     all_violations: list[str] = []
     all_warnings: list[str] = []
     tool_findings_done = False
@@ -87,6 +89,7 @@ def build_receipt(profile: str, success: Evidence, failure: Evidence, *,
         case_warnings = [str(f) for f in own_w]
         all_violations.extend(f"{name}: {v}" for v in case_violations)
         all_warnings.extend(f"{name}: {w}" for w in case_warnings)
+        verdicts_facts.append(verdict.facts)
         cases.append({
             "name": name,
             "file": evidence.file,
@@ -103,7 +106,7 @@ def build_receipt(profile: str, success: Evidence, failure: Evidence, *,
     ok = not all_violations
     label = f"QZX Result Contract v1 ({profile} profile)"
     if ok:
-        mode = cases[0]["profile_facts"].get("output_schema_mode")
+        mode = verdicts_facts[0].get("output_schema_mode")
         how = f"; outputSchema mode {mode}" if mode else ""
         message = f"The success and failure evidence conform to {label}{how}."
     else:

@@ -16,9 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from oz0.edge.contracts.bundled import bundled_schema
+from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL, bundled_schema
 from oz0.edge.results.qzx import Finding, at_key, is_number, kind_of
-from oz0.edge.contracts.bundled import CONTRACT_SCHEMA_URL
 
 __all__ = [
     "CANONICAL_SCHEMA_SHA256",
@@ -46,7 +45,8 @@ class OutputSchemaVerdict:
 
 def canonical_schema() -> dict[str, Any]:
     """The project's own schema of the envelope, shipped as package data (a fresh copy each call)."""
-    return json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
+    schema: dict[str, Any] = json.loads(json.dumps(bundled_schema(CONTRACT_SCHEMA_URL)))
+    return schema
 
 
 def _normal(value: Any) -> Any:

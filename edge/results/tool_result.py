@@ -7,8 +7,9 @@ a card draws is then decided from these facts, the same way in both places.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
@@ -47,7 +48,7 @@ class ToolResult:
 
     @property
     def complete(self) -> bool:
-        return self.result_type == "complete"
+        return bool(self.result_type == "complete")
 
     @property
     def has_other_blocks(self) -> bool:

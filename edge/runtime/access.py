@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import fnmatch
 import getpass
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.budget import Budget, BudgetDeclarationError, parse_budget
 
 __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker", "local_user"]
@@ -38,7 +40,7 @@ __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker",
 _CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
 
 
-class AccessError(ValueError):
+class AccessError(Oz0Error, ValueError):
     """access.yaml cannot be read: names the file and the rule."""
 
 
@@ -104,7 +106,7 @@ class AccessPolicy:
     dms: bool = False
 
     @classmethod
-    def load(cls, home: str | Path) -> "AccessPolicy":
+    def load(cls, home: str | Path) -> AccessPolicy:
         """The policy in `home/access.yaml`, or allow-all when there is no such file."""
         path = Path(home) / "access.yaml"
         if not path.exists():
@@ -116,7 +118,7 @@ class AccessPolicy:
         return cls.from_dict(data, source=str(path))
 
     @classmethod
-    def from_dict(cls, data: Any, *, source: str = "access.yaml") -> "AccessPolicy":
+    def from_dict(cls, data: Any, *, source: str = "access.yaml") -> AccessPolicy:
         if not isinstance(data, dict):
             raise AccessError(f"{source}: expected a mapping with 'default' and 'rules'")
         default = data.get("default", "allow")

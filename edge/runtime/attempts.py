@@ -28,8 +28,8 @@ from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.flow_engine import FlowEngine
     from oz0.edge.model.progress import ProgressSink
+    from oz0.edge.runtime.flow_engine import FlowEngine
     from oz0.edge.runtime.store import Store
 
 __all__ = ["CHECKED_JOBS_MAX", "AgentAttempts"]
@@ -42,12 +42,12 @@ CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need no
 class AgentAttempts:
     """Runtime's attempt and output-check methods."""
 
-    store: "Store"
-    flow_engine: "FlowEngine | None"
-    _checked: "OrderedDict[str, str]"
+    store: Store
+    flow_engine: FlowEngine | None
+    _checked: OrderedDict[str, str]
 
     async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
-                        on_progress: "ProgressSink | None") -> Any:
+                        on_progress: ProgressSink | None) -> Any:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
         if self.flow_engine is None:
             raise JobFailure("Misconfigured", NO_FLOW_ENGINE)

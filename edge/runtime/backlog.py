@@ -13,14 +13,15 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oz0.edge.model.agent import AgentSpec
     from oz0.edge.runtime.store import Store
 
-__all__ = ["BUSY_RETRY_S", "Backlog", "Busy", "COUNT_TTL_S", "DEFAULT_MAX_QUEUED", "max_queued"]
+__all__ = ["BUSY_RETRY_S", "COUNT_TTL_S", "DEFAULT_MAX_QUEUED", "Backlog", "Busy", "max_queued"]
 
 DEFAULT_MAX_QUEUED = 1000   # jobs waiting over every agent (OZ0_MAX_QUEUED)
 BUSY_RETRY_S = 60           # "try again in a minute": the Retry-After of a busy answer
@@ -54,7 +55,7 @@ def max_queued(env: Mapping[str, str] | None = None) -> int:
 class Backlog:
     """The queue counts of one store, and the busy check an ask goes through before it is journaled."""
 
-    def __init__(self, store: "Store", *, limit: int | None = None) -> None:
+    def __init__(self, store: Store, *, limit: int | None = None) -> None:
         self.store = store
         self.limit = max_queued() if limit is None else limit
         self._counts: dict[str | None, tuple[float, int]] = {}   # agent (None: every agent) -> (read at, count)
@@ -74,7 +75,7 @@ class Backlog:
             self._counts[agent] = (now, count)
         return count
 
-    def busy(self, spec: "AgentSpec") -> Busy | None:
+    def busy(self, spec: AgentSpec) -> Busy | None:
         """None when an ask of `spec` may be queued; else how many wait ahead and which bound they reached."""
         own = spec.limits.max_queued
         if own is not None:

@@ -19,10 +19,12 @@ usage is settled as reported, and the next reservation (at least that much) does
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Budget
@@ -50,7 +52,7 @@ class Amounts:
         return not (self.tokens or self.cost or self.calls)
 
     @classmethod
-    def of(cls, row: Mapping[str, Any], prefix: str = "") -> "Amounts":
+    def of(cls, row: RowMapping, prefix: str = "") -> Amounts:
         return cls(*(int(row[f"{prefix}{d}"] or 0) for d in BUDGET_DIMENSIONS))
 
 
@@ -118,7 +120,7 @@ class _Refused(Exception):
         self.waiting = waiting
 
 
-def _at_least_the_average(need: Amounts, row: Mapping[str, Any]) -> Amounts:
+def _at_least_the_average(need: Amounts, row: RowMapping) -> Amounts:
     """`need`, raised in each dimension it spends to the average of the budget's settled calls."""
     calls = int(row["spent_calls"] or 0)
     if not calls:
@@ -130,7 +132,7 @@ def _at_least_the_average(need: Amounts, row: Mapping[str, Any]) -> Amounts:
 class BudgetBook:
     """Budgets in the store of one runtime."""
 
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._spend_rows: set[tuple[str, str]] = set()  # (agent, channel) rows known to exist
 
@@ -261,7 +263,7 @@ class BudgetBook:
     def states(self, refs: list[BudgetRef], *, root_id: str) -> list[BudgetState]:
         """Each budget as it stands, with what was granted to this tree (a budget never used: zeros)."""
         ids = self._ids(refs)
-        found: dict[int, Mapping[str, Any]] = {}
+        found: dict[int, RowMapping] = {}
         grants: dict[int, list[Mapping[str, Any]]] = {}
         if ids:
             with self.store.engine.connect() as conn:

@@ -16,7 +16,7 @@ __all__ = ["AMOUNT_COLUMNS", "budget_grants", "budget_holds", "budget_spend", "b
 AMOUNT_COLUMNS = ("tokens", "cost", "calls")
 
 
-def _amounts(prefix: str, *, nullable: bool = False) -> list[Column]:
+def _amounts(prefix: str, *, nullable: bool = False) -> list[Column[int]]:
     return [Column(f"{prefix}{name}", BigInteger, nullable=nullable) for name in AMOUNT_COLUMNS]
 
 

@@ -28,15 +28,16 @@ import datetime
 import logging
 import time
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Price, format_dimension
+from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.budget_book import Amounts, BudgetBook, BudgetRef, BudgetState, Refusal
-from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.context import RunContext
 
 if TYPE_CHECKING:
@@ -44,10 +45,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOW_SCHEMA",
-    "Budgets",
-    "CallNeed",
     "MAX_BUDGET_ASKS",
     "MAX_TREE_DEPTH",
+    "Budgets",
+    "CallNeed",
     "Meter",
     "ask_message",
     "asker_of",
@@ -109,7 +110,7 @@ def model_need(spec: Any, request_bytes: int) -> CallNeed:
 class Meter:
     """One call's reservation, given to the kind: `used(...)` records the provider's reported usage."""
 
-    def __init__(self, budgets: "Budgets | None", hold: str, job: Job | None, spec: Any, need: CallNeed) -> None:
+    def __init__(self, budgets: Budgets | None, hold: str, job: Job | None, spec: Any, need: CallNeed) -> None:
         self._budgets, self.hold, self._job, self._spec, self._need = budgets, hold, job, spec, need
         self._used: Amounts | None = None
 
@@ -148,7 +149,7 @@ async def budget_call(ctx: RunContext | None, need: CallNeed) -> AsyncIterator[M
 class Budgets:
     """The budgets of one runtime: which cover a job, reserving with the asker's consent, and reading."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.book = BudgetBook(runtime.store)
         self._policy: tuple[int | None, AccessPolicy] | None = None
@@ -172,7 +173,7 @@ class Budgets:
         place's (access.yaml). `spec`: the job's agent as it runs (else looked up by name)."""
         chain = self.chain(job)
         root = chain[-1]
-        day = "day:" + datetime.datetime.fromtimestamp(root.created, datetime.timezone.utc).strftime("%Y-%m-%d")
+        day = "day:" + datetime.datetime.fromtimestamp(root.created, datetime.UTC).strftime("%Y-%m-%d")
         refs: list[BudgetRef] = []
         for i, node in enumerate(chain):
             agent = spec if i == 0 and spec is not None else self._spec(node.agent)

@@ -13,14 +13,15 @@ the job waiting for `oz0 jobs answer`).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from oz0.edge.model.agent import ANNOTATION_KEYS
-from oz0.edge.model.job import JobFailure
-from oz0.edge.runtime.questions import Question
 from oz0.edge.mcp.kind import job_tool, server_for_agent
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.model.agent import ANNOTATION_KEYS
+from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
     from oz0.edge.model.agent import AgentSpec
@@ -47,14 +48,14 @@ CONFIRM_SCHEMA: dict[str, Any] = {
     "properties": {"choice": {"type": "string", "enum": [CONFIRM, "Cancel"], "title": "Run it?"}}}
 
 
-def _merged(listed: Mapping[str, Any] | None, spec: "AgentSpec") -> dict[str, Any]:
+def _merged(listed: Mapping[str, Any] | None, spec: AgentSpec) -> dict[str, Any]:
     declared = spec.config.get("annotations") or {}
     out = {k: v for k, v in dict(listed or {}).items() if k in ANNOTATION_KEYS}
     out.update({k: v for k, v in dict(declared).items() if k in ANNOTATION_KEYS})
     return out
 
 
-def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
+def known_annotations(spec: AgentSpec) -> dict[str, Any]:
     """The agent's annotations without reaching a server: declared, over the tool's listing (this
     process's latest, else the one stored at install)."""
     listed = spec.listed_annotations
@@ -67,7 +68,7 @@ def known_annotations(spec: "AgentSpec") -> dict[str, Any]:
     return _merged(listed, spec)
 
 
-async def agent_annotations(spec: "AgentSpec", *, eliciting: bool = False) -> dict[str, Any]:
+async def agent_annotations(spec: AgentSpec, *, eliciting: bool = False) -> dict[str, Any]:
     """The agent's annotations; an `mcp` agent's tool is listed (once per session) to read its own,
     with the capabilities of the job's channel (`eliciting`: it can ask a person)."""
     if spec.kind != "mcp":
@@ -81,11 +82,11 @@ def is_destructive(annotations: Mapping[str, Any]) -> bool:
     return annotations.get("destructiveHint") is True and annotations.get("readOnlyHint") is not True
 
 
-def needs_confirmation(spec: "AgentSpec", annotations: Mapping[str, Any]) -> bool:
+def needs_confirmation(spec: AgentSpec, annotations: Mapping[str, Any]) -> bool:
     return is_destructive(annotations) and spec.config.get("confirm") is not False
 
 
-async def confirm_before_run(runtime: "Runtime", spec: "AgentSpec", value: Any, job_id: str) -> None:
+async def confirm_before_run(runtime: Runtime, spec: AgentSpec, value: Any, job_id: str) -> None:
     """Ask the asker to confirm a destructive run; returns when confirmed, else raises JobFailure
     ("Cancelled") naming what was not run and why."""
     if spec.config.get("confirm") is False:

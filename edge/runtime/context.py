@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import JobFailure
-from oz0.edge.plugins.asks import declared_ask
 from oz0.edge.model.progress import Progress
+from oz0.edge.plugins.asks import declared_ask
 from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.delegation import Delegation
-    from oz0.edge.runtime.questions import Answer, Questions
+    from oz0.edge.runtime.question_book import Questions
+    from oz0.edge.runtime.questions import Answer
 
 __all__ = ["RunContext"]
 
@@ -34,9 +36,9 @@ class RunContext:
     attempt: int
     plugin_path: Path
     on_progress: Callable[[Progress], Any] | None = field(default=None, repr=False)
-    questions: "Questions | None" = field(default=None, repr=False)
-    delegate: "Delegation | None" = field(default=None, repr=False)
-    budgets: "Budgets | None" = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
+    questions: Questions | None = field(default=None, repr=False)
+    delegate: Delegation | None = field(default=None, repr=False)
+    budgets: Budgets | None = field(default=None, repr=False)  # reserves each call (edge.runtime.budgets)
     started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
     # the conversation's earlier turns ({role, content}, oldest first): edge.runtime.conversations
     history: tuple[Mapping[str, str], ...] = ()
@@ -71,7 +73,7 @@ class RunContext:
 
     async def ask_person(self, message: str, answer_schema: Mapping[str, Any] | None = None, *,
                          step: str | None = None, answerers: Mapping[str, Any] | None = None,
-                         timeout_s: float | None = None, source: str | None = None) -> "Answer":
+                         timeout_s: float | None = None, source: str | None = None) -> Answer:
         """Pause the job to ask someone (a person step) and wait for the answer, in the job's own call:
         not durable, a restart ends the job interrupted. `answerers` default to the asker; `timeout_s`
         to the agent's limits.timeout_s (then the answer's action is "timeout"). A python agent asks
@@ -82,7 +84,7 @@ class RunContext:
 
     def ask_person_sync(self, message: str, answer_schema: Mapping[str, Any] | None = None, *,
                         step: str | None = None, answerers: Mapping[str, Any] | None = None,
-                        timeout_s: float | None = None, source: str | None = None) -> "Answer":
+                        timeout_s: float | None = None, source: str | None = None) -> Answer:
         """`ask_person` for a sync agent (a python agent running in its own thread): blocks that thread."""
         schema, step = self._declared(answer_schema, step)
         question, wait = self._question(message, schema, step, answerers, timeout_s, source)
@@ -91,7 +93,7 @@ class RunContext:
 
     async def runtime_ask(self, message: str, answer_schema: Mapping[str, Any], *, step: str | None = None,
                           answerers: Mapping[str, Any] | None = None, timeout_s: float | None = None,
-                          source: str | None = None) -> "Answer":
+                          source: str | None = None) -> Answer:
         """A person step the runtime itself takes for the job (a budget's allowance, an MCP elicitation),
         which no agent file declares."""
         question, wait = self._question(message, answer_schema, step, answerers, timeout_s, source)
@@ -111,7 +113,7 @@ class RunContext:
             raise JobFailure("Misconfigured", ask)
         return ask.answer_schema.schema, ask.step
 
-    def _book(self) -> "Questions":
+    def _book(self) -> Questions:
         if self.questions is None:
             raise RuntimeError("this run has no runtime to ask a person through")
         return self.questions

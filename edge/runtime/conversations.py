@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Column, Float, Index, Integer, String, Table, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -76,7 +77,7 @@ class History:
 
     messages: tuple[Mapping[str, str], ...] = ()
     dropped: int = 0
-    limits: ConversationLimits = ConversationLimits()
+    limits: ConversationLimits = ConversationLimits()  # noqa: RUF009  (frozen: one shared default is safe)
 
     def as_list(self) -> list[dict[str, str]]:
         return [dict(m) for m in self.messages]
@@ -106,7 +107,7 @@ def answer_text(output: Any) -> str:
 class Conversations:
     """The conversations of the journal (one `Store`)."""
 
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def get(self, cid: str) -> Conversation | None:

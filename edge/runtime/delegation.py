@@ -36,7 +36,7 @@ def delegate_key(parent_id: str, n: int, attempt: int) -> str:
 class Delegation:
     """The asks of one attempt of one job: what `RunContext.ask` calls."""
 
-    def __init__(self, runtime: "Runtime", job: Job, attempt: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, runtime: Runtime, job: Job, attempt: int, loop: asyncio.AbstractEventLoop) -> None:
         self.runtime = runtime
         self.job = job
         self.attempt = attempt

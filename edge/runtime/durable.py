@@ -34,16 +34,18 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
 
-from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.runtime.recovery import runner_id
+from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
@@ -53,9 +55,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LEASE_S",
     "DEFAULT_WORKER_CONCURRENCY",
+    "NOT_RESUMABLE_KINDS",
     "Engine",
     "EngineError",
-    "NOT_RESUMABLE_KINDS",
     "app_version",
     "current_runtime",
     "replica_id",
@@ -70,13 +72,13 @@ QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
 CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
-_ENGINE: "Engine | None" = None  # DBOS is one per process, so is the engine its workflow finds
+_ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
 
-def replica_id(env: dict[str, str] | None = None) -> str:
+def replica_id(env: Mapping[str, str] | None = None) -> str:
     """This replica's stable executor id: OZ0_REPLICA_ID, else the host name (a StatefulSet pod's name)."""
-    env = os.environ if env is None else env
-    return (env.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
+    found: Mapping[str, str] = os.environ if env is None else env
+    return (found.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
 
 
 def app_version() -> str:
@@ -93,7 +95,7 @@ def app_version() -> str:
 _WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
 
 
-def workflow_id(job: "Job | Mapping[str, Any]") -> str:
+def workflow_id(job: Job | Mapping[str, Any]) -> str:
     """A job's workflow id: its dedupe key (so a redelivery joins the same run), else its id."""
     if isinstance(job, Mapping):
         return job.get("dedupe_key") or f"job:{job['id']}"
@@ -124,8 +126,14 @@ def _transient_step(error: BaseException) -> bool:
 
 # A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
 # minutes in all; a 15 s outage is retried within 5 s of its end.
-STEP_RETRIES: dict[str, Any] = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
-                                "backoff_rate": 1.3, "max_attempts": 25}
+STEP_RETRIES: StepOptions = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
+                             "backoff_rate": 1.3, "max_attempts": 25}
+
+
+def _step(name: str) -> StepOptions:
+    """A job step's options: its name, retried as STEP_RETRIES says."""
+    options: StepOptions = {**STEP_RETRIES, "name": name}
+    return options
 
 
 @DBOS.workflow(name="oz0.job")
@@ -134,18 +142,24 @@ async def _job_workflow(job_id: str) -> str:
     if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
         status = await engine.run_step(job_id)
     else:
-        status = await DBOS.run_step_async({"name": "oz0.run", **STEP_RETRIES}, engine.run_step, job_id)
-    await DBOS.run_step_async({"name": "oz0.deliver", **STEP_RETRIES}, engine.deliver_step, job_id)
+        status = await DBOS.run_step_async(_step("oz0.run"), engine.run_step, job_id)
+    await DBOS.run_step_async(_step("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
 
-def current_runtime() -> "Runtime":
+@DBOS.workflow(name="oz0.retention.prune")
+def _prune_workflow(scheduled_at: Any, context: Any) -> dict[str, int]:
+    """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas."""
+    return DBOS.run_step({"name": "oz0.retention.prune"}, lambda: prune_by_settings(_current().runtime.store.engine))
+
+
+def current_runtime() -> Runtime:
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
 
 
-def _current() -> "Engine":
+def _current() -> Engine:
     if _ENGINE is None:
         raise EngineError("a job workflow ran with no engine launched in this process")
     return _ENGINE
@@ -154,7 +168,7 @@ def _current() -> "Engine":
 class Engine(Leases):
     """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
 
-    def __init__(self, runtime: "Runtime", *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, env: dict[str, str] | None = None) -> None:
         env = dict(os.environ if env is None else env)
         self.runtime = runtime
         self.replica = replica_id(env)
@@ -197,6 +211,8 @@ class Engine(Leases):
             DBOS.launch()
             for spec in self.runtime.agents():
                 self._register_queue(spec.name, spec.limits.concurrency)
+            DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune", "workflow_fn": _prune_workflow,
+                                   "schedule": PRUNE_CRON}])  # replaces itself: replicas agree
             self._carried = {w.workflow_id for w in DBOS.list_workflows(
                 status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}
         except BaseException:
@@ -233,7 +249,7 @@ class Engine(Leases):
 
     # running a job -----------------------------------------------------------------------------
 
-    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> "Job":
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> Job:
         """Start (or join) the job's workflow and wait for its end, on whichever replica runs it."""
         job = self.runtime.job(job_id)
         if job is None:
@@ -330,7 +346,7 @@ class Engine(Leases):
         with self._lock:
             waiters = list(self._waiters.get(job_id, []))
         for loop, done in waiters:
-            loop.call_soon_threadsafe(lambda f=done: f.done() or f.set_result(None))
+            loop.call_soon_threadsafe(_settle, done)
 
     def loops(self, job_id: str) -> bool:
         """Whether the job is a tool loop (edge.runtime.tool_loop), run as the workflow's own code: each
@@ -389,3 +405,8 @@ def _beside_journal(url: str, home: Any) -> str:
 
 def _queue_name(agent: str) -> str:
     return f"oz0-agent-{agent}" if agent else "oz0-jobs"
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)

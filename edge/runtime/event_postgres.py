@@ -22,14 +22,15 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
+from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.event_stream import LocalEvents
 from oz0.edge.runtime.events import JobEvent, TextDelta, decode, encode
-from oz0.edge.model.progress import Progress
 
 __all__ = ["CHANNEL", "MAX_PAYLOAD_BYTES", "PROGRESS_NOTIFY_S", "PostgresEvents"]
 

@@ -26,7 +26,8 @@ import collections
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Protocol, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.runtime.events import Answered, JobEnded, JobEvent, Lagged, QuestionAsked
 
@@ -180,7 +181,7 @@ class EventReader:
         self.ended = False
         self._resync()
 
-    def __enter__(self) -> "EventReader":
+    def __enter__(self) -> EventReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -278,7 +279,7 @@ class JobEvents:
 
 
 
-def open_events(store: "Store", questions: "Questions", read_job: Callable[[str], "Job | None"]) -> JobEvents:
+def open_events(store: Store, questions: Questions, read_job: Callable[[str], Job | None]) -> JobEvents:
     """The stream of a runtime over `store`: in process on SQLite, with LISTEN/NOTIFY on Postgres.
     The journal's state of a job (its open question, its end) comes from `read_job` and `questions`."""
     def state(job_id: str) -> list[JobEvent] | None:

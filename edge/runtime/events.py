@@ -11,8 +11,9 @@ backends that carry events between processes (Postgres NOTIFY).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any
 
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
@@ -61,7 +62,7 @@ class Lagged:
     dropped: int
 
 
-JobEvent = Union[Progress, QuestionAsked, Answered, TextDelta, JobEnded, Lagged]
+JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | Lagged
 
 
 def encode(event: JobEvent) -> dict[str, Any]:

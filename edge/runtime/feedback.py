@@ -5,7 +5,8 @@ job: a durable claim), counted from the journal so every replica's `/metrics`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -14,6 +15,7 @@ from sqlalchemy import select
 from oz0.edge.runtime.store import audit
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.runner import Runtime
     from oz0.edge.runtime.store import Store
 
 __all__ = ["FEEDBACK_ACTION", "FEEDBACK_VALUES", "FeedbackCollector", "feedback_counts", "give_feedback"]
@@ -23,7 +25,7 @@ FEEDBACK_VALUES = ("good", "bad")
 MAX_FEEDBACK_ROWS = 100_000     # feedback records a count reads, newest first (memory stays bounded)
 
 
-def give_feedback(runtime: Any, job_id: str, value: str, *, by: str, platform: str) -> str | None:
+def give_feedback(runtime: Runtime, job_id: str, value: str, *, by: str, platform: str) -> str | None:
     """Record `by`'s feedback on a job's answer; None, or why it was not taken (for the clicker)."""
     if value not in FEEDBACK_VALUES:
         return f"Feedback is one of {', '.join(FEEDBACK_VALUES)}, not {value[:20]!r}."
@@ -37,7 +39,7 @@ def give_feedback(runtime: Any, job_id: str, value: str, *, by: str, platform: s
     return None
 
 
-def feedback_counts(store: "Store", *, agent: str | None = None) -> dict[tuple[str, str], int]:
+def feedback_counts(store: Store, *, agent: str | None = None) -> dict[tuple[str, str], int]:
     """(agent, value) -> how many, from the audit log."""
     with store.engine.connect() as conn:
         rows = conn.execute(select(audit.c.detail).where(audit.c.action == FEEDBACK_ACTION)
@@ -53,7 +55,7 @@ def feedback_counts(store: "Store", *, agent: str | None = None) -> dict[tuple[s
 class FeedbackCollector(Collector):
     """`oz0_feedback_total{agent,value}` at each scrape, from the journal."""
 
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def collect(self) -> Iterator[Metric]:

@@ -17,7 +17,7 @@ from oz0.edge.model.progress import ProgressSink
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["FlowEngine", "NO_FLOW_ENGINE"]
+__all__ = ["NO_FLOW_ENGINE", "FlowEngine"]
 
 NO_FLOW_ENGINE = "this runtime was built without a flow engine (edge.flows.engine.FLOW_ENGINE), so it runs no flows"
 
@@ -25,11 +25,11 @@ NO_FLOW_ENGINE = "this runtime was built without a flow engine (edge.flows.engin
 class FlowEngine(Protocol):
     """Runs a flow's steps in this process or as the durable flow workflow, and reads back how they went."""
 
-    async def run_here(self, runtime: "Runtime", job: Job, spec: AgentSpec, value: Any, *,
+    async def run_here(self, runtime: Runtime, job: Job, spec: AgentSpec, value: Any, *,
                        on_progress: ProgressSink | None = None) -> Any:
         """The flow's output, its steps run here (not durable)."""
 
-    def step_note(self, runtime: "Runtime", spec: AgentSpec, job: Job) -> str:
+    def step_note(self, runtime: Runtime, spec: AgentSpec, job: Job) -> str:
         """The collapsed line under a flow's card: each step and how it went."""
 
     def workflow(self) -> Any:

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 from oz0.edge.contracts.changes import Change
 from oz0.edge.documents.compat import check_upgrade
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.plugins.files import copy_plugin, plugin_files
-from oz0.edge.plugins.manifest import Plugin, load_plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
+from oz0.edge.documents.openapi import person_steps
 from oz0.edge.mcp.kind import server_for_agent
 from oz0.edge.mcp.spec import McpFailure
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
+from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.files import copy_plugin, plugin_files
+from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.runtime.access import local_user
 from oz0.edge.runtime.redact import Redactor
-from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.documents.openapi import person_steps
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -99,7 +99,7 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
     }
 
 
-def install_plugin(runtime: "Runtime", plugin: Plugin, *, allow_breaking: bool = False,
+def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
                    actor: str | None = None, force: bool = False) -> InstallResult:
     """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
     its version, agents and contracts (the schemas themselves and their hashes) recorded and made

@@ -15,29 +15,29 @@ import re
 import shutil
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import httpx
 import orjson
 
 from oz0.edge.contracts.json_data import loads_exact
-from oz0.edge.runtime.budgets import budget_call, call_need, model_need
-from oz0.edge.model.job import JobFailure
-from oz0.edge.model.secrets import ENV_REF, env_secrets
-from oz0.edge.runtime.context import RunContext
-from oz0.edge.runtime.redact import Redactor
 from oz0.edge.mcp.kind import run_mcp_agent, server_for_agent
 from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.job import JobFailure
+from oz0.edge.model.secrets import ENV_REF, env_secrets
+from oz0.edge.runtime.budgets import budget_call, call_need, model_need
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.python_kind import run_python
+from oz0.edge.runtime.redact import Redactor
 
 __all__ = [
     "AGENT_KINDS",
-    "AgentKind",
     "MAX_MODEL_TRIES",
     "MAX_PROGRESS_CHARS",
+    "AgentKind",
     "command_argv",
-    "env_values",
     "expand_env",
     "model_api_key",
     "run_command",
@@ -160,7 +160,7 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     parse_error = ""
     if text.strip():
         try:
-            parsed = loads_exact(out)
+            parsed = loads_exact(bytes(out))
         except orjson.JSONDecodeError as exc:
             parse_error = str(exc)
     is_qzx = isinstance(parsed, dict) and isinstance(parsed.get("success"), bool)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
 
+from oz0.edge.errors import Oz0Error
+
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
@@ -24,7 +26,7 @@ __all__ = ["EngineError", "Leases"]
 log = logging.getLogger("oz0.engine")
 
 
-class EngineError(RuntimeError):
+class EngineError(Oz0Error, RuntimeError):
     """The engine cannot start as configured: names the setting and what to change."""
 
 
@@ -35,7 +37,7 @@ def _lock_key(replica: str) -> int:
 class Leases:
     """The Engine's lease methods (Postgres only)."""
 
-    runtime: "Runtime"
+    runtime: Runtime
     replica: str
     lease_s: float
     _stop: threading.Event

@@ -11,7 +11,8 @@ another job) the same calls run directly: journaled, not resumable.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from oz0.edge.model.job import JobFailure
 
@@ -23,20 +24,20 @@ StepValue = dict[str, Any]
 class Checkpoints(Protocol):
     durable: bool
 
-    async def step(self, name: str, call: Callable[..., Awaitable[StepValue]], *args: Any) -> StepValue: ...
+    async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue: ...
 
 
 class _Direct:
     durable = False
 
-    async def step(self, name: str, call: Callable[..., Awaitable[StepValue]], *args: Any) -> StepValue:
+    async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
         return await call(*args)
 
 
 class _Dbos:
     durable = True
 
-    async def step(self, name: str, call: Callable[..., Awaitable[StepValue]], *args: Any) -> StepValue:
+    async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
         from dbos import DBOS  # loaded already: the engine launched it
 
         return await DBOS.run_step_async({"name": name}, call, *args)

@@ -10,17 +10,18 @@ back to the model as an error naming the JSON path and rule, and never reach the
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract, violation_sentence
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import ServerSpec
-from oz0.edge.model.tools import ASK_PERSON, tool_name_of
-from oz0.edge.runtime.confirm import ANNOTATION_KEYS
+from oz0.edge.model.agent import ANNOTATION_KEYS
 from oz0.edge.model.job import JobFailure
+from oz0.edge.model.tools import ASK_PERSON, tool_name_of
 
 if TYPE_CHECKING:
     from oz0.edge.model.agent import AgentSpec
@@ -28,9 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASK_PERSON_SCHEMA",
-    "LoopTool",
     "MAX_ASK_FIELDS",
     "TEXT_INPUT_SCHEMA",
+    "LoopTool",
     "arguments_error",
     "ask_person_error",
     "list_tools",
@@ -69,7 +70,7 @@ class LoopTool:
                 "annotations": dict(self.annotations), "text_input": self.text_input}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "LoopTool":
+    def from_json(cls, data: Mapping[str, Any]) -> LoopTool:
         return cls(**data)
 
     def contract(self) -> Contract:
@@ -103,7 +104,7 @@ def ask_person_error(schema: Any) -> str | None:
     return None
 
 
-async def list_tools(runtime: "Runtime", spec: "AgentSpec") -> list[LoopTool]:
+async def list_tools(runtime: Runtime, spec: AgentSpec) -> list[LoopTool]:
     """The agent's tools, from the contracts: its agents' (installed now) and its servers' (listed now)."""
     tools: list[LoopTool] = []
     for decl in spec.tools:
@@ -124,7 +125,7 @@ async def list_tools(runtime: "Runtime", spec: "AgentSpec") -> list[LoopTool]:
     return tools
 
 
-def _agent_tool(runtime: "Runtime", name: str) -> LoopTool:
+def _agent_tool(runtime: Runtime, name: str) -> LoopTool:
     try:
         target = runtime.agent(name)
     except ValueError as exc:  # UnknownAgent: not installed (any more)
@@ -137,7 +138,7 @@ def _agent_tool(runtime: "Runtime", name: str) -> LoopTool:
                     annotations=_annotations(target.config.get("annotations")))
 
 
-async def _server_tools(spec: "AgentSpec", decl: Any) -> list[LoopTool]:
+async def _server_tools(spec: AgentSpec, decl: Any) -> list[LoopTool]:
     plugin_dir = str(Path(spec.file).resolve().parent.parent) if spec.file else None
     server = ServerSpec.from_config(spec.servers[decl.server], cwd=plugin_dir)
     listed = await servers().tools(server, timeout_s=spec.limits.timeout_s)

@@ -11,7 +11,8 @@ never carries a secret and stays small whatever a tool answers.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Column, Float, ForeignKey, Integer, String, Table, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -47,7 +48,7 @@ def clip(value: Any) -> Any:
     return text[: MAX_DETAIL_CHARS - 1] + "…"
 
 
-def add_trace(store: "Store", job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
+def add_trace(store: Store, job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
               ms: float) -> None:
     """Record one call of the loop; a row already there (a step rerun) is kept as it is."""
     row = {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
@@ -59,7 +60,7 @@ def add_trace(store: "Store", job_id: str, seq: int, kind: str, name: str, detai
         pass  # written by an earlier run of the same step: the first write is the record
 
 
-def read_trace(store: "Store", job_id: str) -> list[dict[str, Any]]:
+def read_trace(store: Store, job_id: str) -> list[dict[str, Any]]:
     """The job's trace, in order: [{seq, kind, name, detail, ms, at}]."""
     with store.engine.connect() as conn:
         rows = conn.execute(select(job_trace).where(job_trace.c.job_id == job_id)

@@ -14,16 +14,18 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from oz0.edge.model.budget import MICRO
+from oz0.edge.runtime.api import RuntimeFace
 from oz0.edge.runtime.feedback import FeedbackCollector
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs
-from oz0.edge.model.budget import MICRO
 
 __all__ = [
     "CHANNEL_ERRORS",
@@ -141,7 +143,7 @@ class SpendCollector(Collector):
     """What calls spent (edge.runtime.budgets), by agent and channel, read from the store when scraped:
     journal-wide like the job counts (aggregate replicas with `max`). Cost is in currency units."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: RuntimeFace) -> None:
         self.runtime = runtime  # its budget book is read at each scrape
 
     def collect(self) -> Iterator[Metric]:
@@ -162,7 +164,7 @@ def _bound(bound: float) -> str:
     return repr(float(bound))
 
 
-def metrics_registry(runtime: Any) -> CollectorRegistry:
+def metrics_registry(runtime: RuntimeFace) -> CollectorRegistry:
     """A registry for one console: the journal of `runtime`, its spend, and this process's channel errors."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(JournalCollector(runtime.store))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.runtime.confirm import CONFIRM, CONFIRM_SCHEMA, CONFIRM_TIMEOUT_S
 from oz0.edge.runtime.questions import Answer, Question, wait_in_workflow
@@ -30,11 +31,11 @@ MAX_ARGUMENTS_SHOWN = 1_500
 class LoopPerson:
     """The person steps of one loop run; `trace(seq, kind, name, detail, ms)` records each."""
 
-    def __init__(self, runtime: "Runtime", job: "Job", steps: "Checkpoints", spec: "AgentSpec",
+    def __init__(self, runtime: Runtime, job: Job, steps: Checkpoints, spec: AgentSpec,
                  trace: Callable[[int, str, str, dict[str, Any], float], None]) -> None:
         self.runtime, self.job, self.steps, self.spec, self.trace = runtime, job, steps, spec, trace
 
-    async def confirm(self, seq: int, tool: "LoopTool", arguments: dict[str, Any]) -> bool:
+    async def confirm(self, seq: int, tool: LoopTool, arguments: dict[str, Any]) -> bool:
         """Whether the asker confirmed this call of a destructive tool (a channel that cannot ask: no)."""
         step = f"confirm-{seq}"
         if not self.runtime.questions.can_ask_job(self.job.id):

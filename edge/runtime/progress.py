@@ -11,6 +11,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from oz0.edge.model.progress import Progress, ProgressSink
@@ -33,7 +34,7 @@ class JournalProgress:
     Written at most every JOURNAL_EVERY_S: a report inside the window is written when it ends (by a
     timer thread, one per job at most), unless a newer one came; never once the job has ended."""
 
-    def __init__(self, store: "Store", job_id: str, then: ProgressSink | None = None, *,
+    def __init__(self, store: Store, job_id: str, then: ProgressSink | None = None, *,
                  publish: Callable[[str, Progress], None] | None = None, every_s: float = JOURNAL_EVERY_S) -> None:
         self.store, self.job_id, self.then, self.every_s = store, job_id, then, every_s
         self.publish = publish

@@ -9,8 +9,9 @@ import inspect
 import sys
 import threading
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import JobFailure
@@ -65,8 +66,9 @@ def load_entry(spec: AgentSpec, plugin_path: Path) -> Callable[..., Any]:
         if not callable(func):
             raise JobFailure("Misconfigured", f"entry {entry!r}: module {module_name!r} has no function "
                                               f"{func_name!r}")
-        _entries[key] = func
-        return func
+        entry_fn: Callable[..., Any] = func
+        _entries[key] = entry_fn
+        return entry_fn
 
 
 def _wants_context(func: Callable[..., Any]) -> bool:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, insert, select, update
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.contracts.schema import load_contract, violation_sentence
-from oz0.edge.contracts.answer_schema import check_answer_schema
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerRefused, Question, job_platform
 from oz0.edge.runtime.store import questions as table
@@ -26,13 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["Questions"]
 
 
-def _question(row: Mapping[str, Any]) -> Question:
+def _question(row: RowMapping) -> Question:
     return Question(job_id=row["job_id"], step=row["step"], message=row["message"],
                     answer_schema=dict(row["answer_schema"]), answerers=dict(row["answerers"] or {}),
                     expires_at=row["expires_at"], source=row["source"])
 
 
-def _answer(row: Mapping[str, Any]) -> Answer | None:
+def _answer(row: RowMapping) -> Answer | None:
     if row["action"] is None:
         return None
     return Answer(action=row["action"], content=row["content"], by=row["answered_by"] or "",
@@ -52,7 +54,7 @@ def _may_answer(answerers: Mapping[str, Any], requester: str, *, by: str, groups
 class Questions:
     """The runtime's person steps: the store's questions, published on the job's stream, and waited for."""
 
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._shown: set[str] = set()
 
@@ -125,47 +127,47 @@ class Questions:
         job = self.runtime.job(job_id)
         found = self.asked(job.id, step) if job is not None else None
         if job is None or found is None:
-            raise AnswerRefused(409, f"job {job_id} has no question {step!r} waiting for an answer")
+            raise AnswerRefused("not_waiting", f"job {job_id} has no question {step!r} waiting for an answer")
         question, given = found
         if action not in ACTIONS or action == "timeout":
-            raise AnswerRefused(422, f"action must be accept, decline or cancel, not {action!r}")
+            raise AnswerRefused("invalid", f"action must be accept, decline or cancel, not {action!r}")
         if not _may_answer(question.answerers, job.requester, by=by, groups=tuple(groups), roles=tuple(roles)):
             self.runtime.audit("access.denied", actor=by, detail={
                 "job": job.id, "step": step, "reason": "not among the question's answerers"})
-            raise AnswerRefused(403, f"you are not among those who may answer {step!r} of job {job.id}")
+            raise AnswerRefused("not_answerer", f"you are not among those who may answer {step!r} of job {job.id}")
         if given is not None:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({given.action}) by "
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} was already answered ({given.action}) by "
                                      f"{given.by}; the first answer stands")
         if job.finished:
-            raise AnswerRefused(409, f"job {job.id} has ended ({job.status}); its question can no longer be answered")
+            raise AnswerRefused("not_waiting", f"job {job.id} has ended ({job.status}); its question can no longer be answered")
         if question.expires_at is not None and time.time() > question.expires_at:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} expired; the question can no longer be answered")
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} expired; the question can no longer be answered")
         if action == "accept":
             content = self._checked(question, content)
         elif content is not None:
-            raise AnswerRefused(422, f"a {action} answer carries no content")
+            raise AnswerRefused("invalid", f"a {action} answer carries no content")
         answer, won = self._record(job, question, Answer(action, content, by, time.time()), via)  # type: ignore[arg-type]
         if not won:
-            raise AnswerRefused(409, f"{step!r} of job {job.id} was already answered ({answer.action}) by "
+            raise AnswerRefused("not_waiting", f"{step!r} of job {job.id} was already answered ({answer.action}) by "
                                      f"{answer.by}; the first answer stands")
         return answer
 
     def _checked(self, question: Question, content: Any) -> dict[str, Any]:
         """The content if it is JSON data (the rule results pass: it is stored and read back) and meets
-        the answer schema; AnswerRefused(422) otherwise."""
+        the answer schema; AnswerRefused("invalid") otherwise."""
         if not isinstance(content, dict):
-            raise AnswerRefused(422, "an accepted answer is a JSON object of the answer schema's fields")
+            raise AnswerRefused("invalid", "an accepted answer is a JSON object of the answer schema's fields")
         try:
             check_json_data(content)
         except JsonDataError as exc:
             where = f" at {exc.path}" if len(exc.path) <= 80 else ""
-            raise AnswerRefused(422, f"the answer is not JSON data: {exc.message}{where}") from None
+            raise AnswerRefused("invalid", f"the answer is not JSON data: {exc.message}{where}") from None
         violations = load_contract(question.answer_schema, source="the answer schema").validate(content)
         if violations:
-            raise AnswerRefused(422, violation_sentence(violations, subject="the answer"), violations=violations)
+            raise AnswerRefused("invalid", violation_sentence(violations, subject="the answer"), violations=violations)
         return content
 
-    def _record(self, job: "Job", question: Question, answer: Answer,
+    def _record(self, job: Job, question: Question, answer: Answer,
                 via: str | None = None) -> tuple[Answer, bool]:
         """Write the answer if none is there (the database decides who was first): the answer that
         stands, and whether it is this one."""

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from oz0.edge.errors import Oz0Error
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
@@ -28,11 +29,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIONS",
+    "POLL_S",
     "Answer",
     "AnswerRefused",
-    "POLL_S",
-    "Question",
     "PersonSteps",
+    "Question",
+    "RefusedWhy",
     "job_platform",
     "wait_in_workflow",
 ]
@@ -74,17 +76,22 @@ class Answer:
         return {"action": self.action, "content": self.content, "by": self.by, "at": self.at}
 
 
-class AnswerRefused(Exception):
-    """An answer not taken: 403 not an answerer, 409 already answered or not waiting, 422 invalid."""
+RefusedWhy = Literal["not_answerer", "not_waiting", "invalid"]
 
-    def __init__(self, status: int, message: str, *, violations: tuple[Any, ...] = ()) -> None:
+
+class AnswerRefused(Oz0Error):
+    """An answer not taken, and `why`: the asker may not answer (not_answerer), the question is not
+    waiting (already answered, expired, the job ended: not_waiting), or the answer is wrong (invalid).
+    Each adapter chooses what that means on its wire (the console's API: 403, 409, 422)."""
+
+    def __init__(self, why: RefusedWhy, message: str, *, violations: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
-        self.status = status
+        self.why: RefusedWhy = why
         self.message = message
         self.violations = violations  # for 422: the contract's Violations (json_path, keyword, message)
 
 
-def job_platform(job: "Job") -> str:
+def job_platform(job: Job) -> str:
     """Where a job was asked: its reply reference's platform (slack, discord), else its channel."""
     return job.platform
 
@@ -92,7 +99,7 @@ def job_platform(job: "Job") -> str:
 class PersonSteps:
     """Runtime's person-step methods (mixed into edge.runtime.runner.Runtime, which sets `questions`)."""
 
-    questions: "Questions"
+    questions: Questions
 
     def ask(self, question: Question) -> None:
         """Pause the question's job to ask someone; the first ask of a (job, step) wins."""

@@ -10,7 +10,8 @@ import os
 import socket
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from oz0.edge.model.job import Job
 from oz0.edge.runtime.store import ACTIVE_STATUSES
@@ -34,10 +35,10 @@ def runner_id() -> str:
 class Recovery:
     """Runtime's recovery of jobs a stopped process left queued or running."""
 
-    store: "Store"
+    store: Store
     engine: Any
-    questions: "Questions"
-    job: "Callable[[str], Job | None]"
+    questions: Questions
+    job: Callable[[str], Job | None]
 
     def recover_interrupted(self) -> list[Job]:
         """Jobs a crashed process left queued or running become 'interrupted' with a reason; returned
@@ -67,7 +68,7 @@ class Recovery:
             if pid == os.getpid():
                 return token != _PROCESS_TOKEN
             return not _alive(pid)
-        since = row["started"] or row["created"]
+        since: float = row["started"] or row["created"]
         return now - since > 6 * 3600
 
 

@@ -13,7 +13,8 @@ import base64
 import binascii
 import dataclasses
 import json
-from typing import Any, Awaitable, Iterable
+from collections.abc import Awaitable, Iterable
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH

@@ -19,47 +19,49 @@ import os
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.mcp.kind import with_tool_contracts
-from oz0.edge.plugins.manifest import Plugin, load_plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.model.agent import AgentSpec
 from oz0.edge.mcp.tool_contracts import with_stored_contracts
+from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.flow import FLOW_KIND
+from oz0.edge.model.installed import InstalledVersion
+from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
+from oz0.edge.model.progress import ProgressSink
+from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
-from oz0.edge.runtime.delegation import Delegation
-from oz0.edge.runtime.event_stream import JobEvents, open_events
-from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
-from oz0.edge.runtime.events import JobEnded, JobEvent
-from oz0.edge.runtime.job_cards import JobCards
-from oz0.edge.runtime.kinds import mcp_redacted
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
+from oz0.edge.runtime.delegation import Delegation
+from oz0.edge.runtime.event_stream import JobEvents, open_events
+from oz0.edge.runtime.events import JobEnded, JobEvent
+from oz0.edge.runtime.flow_engine import FlowEngine
+from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
+from oz0.edge.runtime.job_cards import JobCards
+from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.kinds import mcp_redacted
+from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.progress import JournalProgress
-from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.recovery import Recovery, runner_id
-from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
 from oz0.edge.runtime.store import AuditRecord, Store
-from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
-from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
+from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
 
 __all__ = [
+    "MAX_INPUT_CHARS",
     "AuditRecord",
     "Job",
     "JobFailure",
-    "MAX_INPUT_CHARS",
     "RunContext",
     "Runtime",
     "default_home",
@@ -270,6 +272,11 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     def jobs(self, *, limit: int = 50) -> list[Job]:
         return [_job(r) for r in self.store.jobs(limit=limit)]
 
+    def search_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
+        """One page of a job search (edge.runtime.job_search) and the next page's cursor."""
+        page = search_jobs(self.store.engine, query)
+        return [_job(r) for r in page.rows], page.next_cursor
+
     def children(self, job_id: str) -> list[Job]:
         """The jobs of a flow's steps, in the order they ran."""
         return [_job(r) for r in self.store.children(job_id)]
@@ -287,7 +294,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         someone else (or finished) is returned as it stands. With the engine launched, the job runs as
         its durable workflow (on any replica) and this waits for its end."""
         if self.engine is not None:
-            return await self.engine.execute(job_id, on_progress=on_progress)
+            ran: Job = await self.engine.execute(job_id, on_progress=on_progress)
+            return ran
         return await self.execute_here(job_id, on_progress=on_progress)
 
     async def execute_here(self, job_id: str, *, on_progress: ProgressSink | None = None,
@@ -355,13 +363,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             failure = mcp_redacted(spec, failure)
             if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
                 reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
-                kind = "AgentError"
+                ended = "AgentError"
             else:
-                reason, kind = failure.reason, failure.kind
+                reason, ended = failure.reason, failure.kind
             partial = failure.partial_output
-            if kind == LIMIT_EXCEEDED and partial is None:
+            if ended == LIMIT_EXCEEDED and partial is None:
                 partial = self.tree_partial(job_id)
-            return self._end(job_id, "failed", attempts=attempts, kind=kind, reason=reason, output=partial)
+            return self._end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree_reason(job)
             if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)

@@ -12,8 +12,9 @@ is one transaction.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -34,7 +35,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.installed import InstalledAgent, InstalledVersion
@@ -125,6 +126,10 @@ jobs = Table(
     Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
+    Index("ix_jobs_created_id", "created", "id"),  # revision 0016: job search (edge.runtime.job_search)
+    Index("ix_jobs_agent_created_id", "agent", "created", "id"),  # revision 0016
+    Index("ix_jobs_status_created_id", "status", "created", "id"),  # revision 0016
+    Index("ix_jobs_requester_created_id", "requester", "created", "id"),  # revision 0016
 )
 
 audit = Table(
@@ -325,11 +330,11 @@ class Store:
                                 .order_by(plugin_versions.c.installed_at)).mappings().all()
             return self._versions(conn, rows, current=lambda row: row["id"] == current)
 
-    def _version(self, conn: Any, row: Mapping[str, Any], *, current: bool = False) -> InstalledVersion:
+    def _version(self, conn: Any, row: RowMapping, *, current: bool = False) -> InstalledVersion:
         return self._versions(conn, [row], current=lambda _: current)[0]
 
-    def _versions(self, conn: Any, rows: Sequence[Mapping[str, Any]],
-                  *, current: Callable[[Mapping[str, Any]], bool]) -> list[InstalledVersion]:
+    def _versions(self, conn: Any, rows: Sequence[RowMapping],
+                  *, current: Callable[[RowMapping], bool]) -> list[InstalledVersion]:
         """Versions with their agents, read in one query however many versions (a run reads them all)."""
         by_version: dict[int, list[Mapping[str, Any]]] = {row["id"]: [] for row in rows}
         if by_version:
@@ -339,7 +344,7 @@ class Store:
         return [self._make_version(row, by_version[row["id"]], current=current(row)) for row in rows]
 
     @staticmethod
-    def _make_version(row: Mapping[str, Any], agent_rows: Sequence[Mapping[str, Any]], *,
+    def _make_version(row: RowMapping, agent_rows: Sequence[Mapping[str, Any]], *,
                       current: bool) -> InstalledVersion:
         return InstalledVersion(
             id=row["id"], plugin=row["plugin"], version=row["version"], content_hash=row["content_hash"],
@@ -376,10 +381,12 @@ class Store:
                 plugin_versions.c.plugin == plugin, plugin_versions.c.version == version,
                 plugin_versions.c.content_hash == content_hash)).first()
             if row is None:
-                version_id = conn.execute(insert(plugin_versions).values(
+                key = conn.execute(insert(plugin_versions).values(
                     plugin=plugin, version=version, content_hash=content_hash, path=path,
                     description=description, installed_at=now, installed_by=installed_by,
-                )).inserted_primary_key[0]
+                )).inserted_primary_key
+                assert key is not None  # an INSERT returns the key it made
+                version_id = key[0]
                 for agent in agent_rows:
                     conn.execute(insert(agents).values(version_id=version_id, **agent))
             else:
@@ -391,6 +398,8 @@ class Store:
             return self._version(conn, stored, current=True)
 
 
-from oz0.edge.runtime import budget_tables  # noqa: E402,F401  its tables join `metadata` (revision 0008)
-from oz0.edge.runtime import loop_trace  # noqa: E402,F401  its table joins `metadata` (revision 0012)
-from oz0.edge.runtime import conversations  # noqa: E402,F401  its table joins `metadata` (revision 0015)
+from oz0.edge.runtime import (  # noqa: E402  after `metadata` is made, which these tables join
+    budget_tables,  # noqa: F401  its tables join `metadata` (revision 0008)
+    conversations,  # noqa: F401  its table joins `metadata` (revision 0015)
+    loop_trace,  # noqa: F401  its table joins `metadata` (revision 0012)
+)

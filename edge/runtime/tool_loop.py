@@ -42,10 +42,10 @@ from oz0.edge.mcp.kind import tool_output
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import ServerSpec
 from oz0.edge.model.agent import AgentSpec
-from oz0.edge.runtime.budgets import CallNeed, budget_call, model_need
 from oz0.edge.model.job import JobFailure
-from oz0.edge.runtime.context import RunContext
 from oz0.edge.model.secrets import env_secrets
+from oz0.edge.runtime.budgets import CallNeed, budget_call, model_need
+from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.loop_steps import Checkpoints, checkpoints_for, failure_of, raise_failure
 from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, list_tools
 from oz0.edge.runtime.loop_trace import add_trace, clip
@@ -304,7 +304,7 @@ def _provider(spec: AgentSpec) -> str:
     return str(spec.config.get("provider") or "openai")
 
 
-_MODELS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple[str, ...], Model]]" = \
+_MODELS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict[tuple[str, ...], Model]] = \
     weakref.WeakKeyDictionary()
 MAX_MODELS_PER_LOOP = 32  # provider models (each an HTTP client with its connections) kept for reuse
 

@@ -17,14 +17,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.contracts.changes import Change, CompatError
+from oz0.edge.contracts.schema import ContractError
 from oz0.edge.documents.compat import installed_agents
 from oz0.edge.documents.diff import compare_agents
-from oz0.edge.contracts.schema import ContractError
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import McpFailure
+from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import agent_row
 
 if TYPE_CHECKING:
@@ -36,19 +36,19 @@ __all__ = ["refresh_tool_contracts", "unwatch_tools", "watch_tools"]
 log = logging.getLogger(__name__)
 
 
-def watch_tools(runtime: "Runtime") -> None:
+def watch_tools(runtime: Runtime) -> None:
     """Have `runtime`'s stored contracts follow the tool changes the process-wide MCP pool hears."""
     runtime._tools_watcher = lambda server, tools: refresh_tool_contracts(runtime, server, tools)  # type: ignore[attr-defined]
     servers().changes.watch(runtime._tools_watcher)  # type: ignore[attr-defined]
 
 
-def unwatch_tools(runtime: "Runtime") -> None:
+def unwatch_tools(runtime: Runtime) -> None:
     watcher = getattr(runtime, "_tools_watcher", None)
     if watcher is not None:
         servers().changes.unwatch(watcher)
 
 
-def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dict[str, ToolInfo]") -> list[Change]:
+def refresh_tool_contracts(runtime: Runtime, server: ServerSpec, tools: dict[str, ToolInfo]) -> list[Change]:
     """Compare the tools `server` lists now with the stored contracts of the installed mcp agents on it;
     store the compatible changes, audit the breaking ones. Returns every change found."""
     found: list[Change] = []
@@ -97,7 +97,7 @@ def refresh_tool_contracts(runtime: "Runtime", server: "ServerSpec", tools: "dic
     return found
 
 
-def _breaking(runtime: "Runtime", version: Any, agent: str, tool: str, server: "ServerSpec",
+def _breaking(runtime: Runtime, version: Any, agent: str, tool: str, server: ServerSpec,
               changes: list[Change]) -> None:
     """Audit and log a breaking tool change once per agent and change set (across restarts and replicas)."""
     listed = [c.to_dict() for c in changes]

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
 
@@ -87,8 +88,8 @@ class TreeNode:
 class JobTree:
     """Runtime's tree methods (it provides store, job, submit, agent, questions, engine, _end)."""
 
-    store: "Store"
-    _tree_tasks: dict[str, "asyncio.Task[Any]"]  # job id -> the task running it in this process
+    store: Store
+    _tree_tasks: dict[str, asyncio.Task[Any]]  # job id -> the task running it in this process
 
     # reading the tree ----------------------------------------------------------------------------
 
@@ -128,7 +129,8 @@ class JobTree:
 
     def _spec_or_none(self, agent: str) -> AgentSpec | None:
         try:
-            return self.agent(agent)  # type: ignore[attr-defined]
+            spec: AgentSpec = self.agent(agent)  # type: ignore[attr-defined]  # a mixin of Runtime
+            return spec
         except ValueError:  # UnknownAgent: uninstalled since; its limits are the defaults
             return None
 
@@ -218,7 +220,7 @@ class JobTree:
                  .where((jobs.c.root_id == root_id) | (jobs.c.id == root_id)))
         with self.store.engine.connect() as conn:
             rows = conn.execute(query).all()
-        return sum(max(0.0, (answered or now) - max(asked, since)) for asked, answered in rows)
+        return float(sum(max(0.0, (answered or now) - max(asked, since)) for asked, answered in rows))
 
     def _time_left(self, chain: list[TreeNode]) -> tuple[float, TreeNode, float] | None:
         """The least time left of any tree_timeout_s in the chain: (seconds, whose, seconds used)."""
@@ -248,7 +250,7 @@ class JobTree:
         if left is not None and left[0] <= 0:
             raise self._refuse(job, self._time_reason(job, left[1], left[2]))
 
-    async def _watched(self, job: Job, work: "Coroutine[Any, Any, Job]") -> Job:
+    async def _watched(self, job: Job, work: Coroutine[Any, Any, Job]) -> Job:
         """Run a job's work as its own task, stopped when its tree's time is up (tree_timeout_s), and
         registered so that the end of a tree a limit ended can cancel it."""
         task = asyncio.ensure_future(work)
@@ -293,7 +295,7 @@ class JobTree:
         spec = self._spec_or_none(job.agent)
         return spec is not None and spec.limits.tree_timeout_s is not None
 
-    async def watch_child(self, parent: Job, child_id: str, wait: "Coroutine[Any, Any, Any]") -> Any:
+    async def watch_child(self, parent: Job, child_id: str, wait: Coroutine[Any, Any, Any]) -> Any:
         """Wait for a child of `parent` that runs elsewhere (a durable flow's child workflow: `wait` is
         its result), but not past the tree's time: then the child is stopped where it runs (its
         workflow cancelled) and ends LimitExceeded. Returns or raises as `wait` does, or returns None
@@ -343,12 +345,12 @@ class JobTree:
         elif self.engine is not None and (dedupe_key or "").startswith("flow:"):  # type: ignore[attr-defined]
             from dbos import DBOS
 
-            await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key)
+            await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key or "")
 
     def _stop(self, job_id: str, reason: str | None = None) -> None:
         """End a job of a tree a limit ended, if it has not ended itself: its questions closed, failed
         with the tree's reason, keeping what its finished children gave."""
-        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined,arg-type]
+        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined]
         for step in self.questions.open_steps(job_id):  # type: ignore[attr-defined]
             self.questions.close(job_id, step, action="cancel", by="limit")  # type: ignore[attr-defined]
         self.store.update_job(job_id, only_if_status=ACTIVE_STATUSES, status="failed", failure_kind=LIMIT_EXCEEDED,

@@ -27,11 +27,10 @@ import sys
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import InputRequiredResult
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import InputRequiredResult
+from pydantic import BaseModel, ConfigDict, Field
 
 server = MCPServer("oz0-test-cards")
 

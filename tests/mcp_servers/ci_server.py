@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("oz0-test-ci")
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 server = MCPServer("oz0-test-elicit", title=os.environ.get("ELICIT_SERVER_TITLE"))
 

@@ -16,10 +16,9 @@ import base64
 import os
 import sys
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 TOKEN = os.environ.get("API_TOKEN", "")
 server = MCPServer("leaky")

@@ -17,7 +17,7 @@ depends_on = None
 _AMOUNTS = ("tokens", "cost", "calls")
 
 
-def _amounts(prefix: str, *, nullable: bool = False) -> list[sa.Column]:
+def _amounts(prefix: str, *, nullable: bool = False) -> list[sa.Column[int]]:
     return [sa.Column(f"{prefix}{name}", sa.BigInteger(), nullable=nullable) for name in _AMOUNTS]
 
 

@@ -1,0 +1,93 @@
+"""Job search over a large journal on a real Postgres (tests/postgres_server.py).
+
+Fills a fresh database with N jobs in one bulk INSERT ... SELECT generate_series (default 1,000,000:
+30 agents, 7 statuses, 2,000 askers, created over 180 days), ANALYZEs it, then runs each filter of
+edge.runtime.job_search (a page of 50, as `GET /v1/jobs` does) and prints its p50/p99 against the floor
+of a primary-key lookup (Store.job) measured in the same run. The target: every filter <= 100 ms.
+
+    .venv/bin/python bench/jobs_search.py [--jobs 1000000] [--rounds 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests")]
+
+from sqlalchemy import text  # noqa: E402
+
+from oz0.edge.runtime.job_search import parse_query, search_jobs  # noqa: E402
+from oz0.edge.runtime.store import Store  # noqa: E402
+from postgres_server import PostgresServer  # noqa: E402
+
+FILL = """
+INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts)
+SELECT lpad(to_hex(n), 32, '0'), 'agent-' || (n % 30), 'user-' || (n % 2000), 'cli', 'x',
+       (ARRAY['succeeded','succeeded','succeeded','succeeded','failed','interrupted','skipped'])[1 + n % 7],
+       :now - (n::float8 / :jobs) * 180 * 86400, 1
+FROM generate_series(1, :jobs) AS n
+"""
+
+
+def timed(fn: Callable[[], object], rounds: int) -> tuple[float, float]:
+    fn()
+    took = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        took.append((time.perf_counter() - start) * 1000)
+    took.sort()
+    return statistics.median(took), took[min(len(took) - 1, int(len(took) * 0.99))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1_000_000, help="how many jobs to fill (default 1,000,000)")
+    parser.add_argument("--rounds", type=int, default=50, help="queries per filter (default 50)")
+    args = parser.parse_args()
+    server = PostgresServer.start()
+    try:
+        store = Store(server.database())
+        now = time.time()
+        start = time.perf_counter()
+        with store.engine.begin() as conn:
+            conn.execute(text(FILL), {"now": now, "jobs": args.jobs})
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE jobs"))
+        print(f"filled {args.jobs:,} jobs in {time.perf_counter() - start:.1f} s")
+        second = search_jobs(store.engine, parse_query(agent="agent-7")).next_cursor
+        filters: dict[str, dict[str, str | None]] = {
+            "newest (no filter)": {},
+            "agent": {"agent": "agent-7"},
+            "status=failed": {"status": "failed"},
+            "asker": {"asker": "user-42"},
+            "since 2h": {"since": "2h"},
+            "agent + since 30d": {"agent": "agent-7", "since": "30d"},
+            "agent + status": {"agent": "agent-7", "status": "failed"},
+            "asker + until 90d": {"asker": "user-42", "until": "90d"},
+            "agent, 2nd page": {"agent": "agent-7", "cursor": second},
+        }
+        some_id = f"{args.jobs // 2:032x}"
+        floor50, floor99 = timed(lambda: store.job(some_id), args.rounds)
+        print(f"{'floor: primary-key lookup':<28} p50 {floor50:7.2f} ms  p99 {floor99:7.2f} ms")
+        worst = 0.0
+        for name, params in filters.items():
+            query = parse_query(**params)
+            p50, p99 = timed(lambda: search_jobs(store.engine, query), args.rounds)
+            worst = max(worst, p99)
+            print(f"{name:<28} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms  ({p50 / floor50:5.1f}x the floor)")
+        print(f"worst p99 {worst:.1f} ms over {args.jobs:,} jobs: {'within' if worst <= 100 else 'OVER'} 100 ms")
+        store.close()
+        return 0 if worst <= 100 else 1
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
