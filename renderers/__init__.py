@@ -38,6 +38,7 @@ RENDERERS: dict[str, Callable[[Card], Rendered]] = {
     "text": _on_first_call("plain_text"),
     "slack": _on_first_call("slack_blocks"),
     "discord": _on_first_call("discord_message"),
+    "teams": _on_first_call("teams_adaptive"),
     "html": _on_first_call("html_console"),
 }
 

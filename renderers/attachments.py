@@ -15,14 +15,17 @@ The card says so in words too ("… 412 more rows, full result attached"): never
 from __future__ import annotations
 
 import json
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card
+from oz0.renderers.rendered import Rendered
 
-__all__ = ["attachment_for", "files_for", "safe_filename", "shortened", "size_text", "uploads_for"]
+__all__ = ["attachment_for", "files_for", "safe_filename", "shortened", "size_text", "uploads_for", "within_limits"]
 
 
 def attachment_for(card: Card) -> Attachment:
@@ -80,3 +83,19 @@ def shortened(card: Card, why: str) -> Card:
     return replace(card, form="text", text=why, text_format="plain", columns=(), rows=(), keys=(), values=(),
                    diff=None, violations=card.violations[:5], notes=card.notes[:3],
                    attachment=attachment_for(card))
+
+
+def within_limits(draw: Callable[[Card], tuple[Rendered, str | None]], card: Card, *, platform: str,
+                  log: logging.Logger) -> Rendered:
+    """`draw(card)` (the drawing and which platform limit it breaks, if any); should it break one
+    despite its budgets (a bug, logged), the short card saying which limit, with the full result
+    attached. A payload the platform would refuse is never returned (RuntimeError instead)."""
+    rendered, problem = draw(card)
+    if problem is None:
+        return rendered
+    log.error("%s card over a limit despite its budgets (%s); sending it shortened", platform, problem)
+    rendered, problem = draw(shortened(card, f"This result did not fit in a {platform} message ({problem}); "
+                                             "the full result is attached."))
+    if problem is not None:
+        raise RuntimeError(f"a shortened {platform} card is still over a limit: {problem}")
+    return rendered

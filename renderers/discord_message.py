@@ -32,7 +32,7 @@ from typing import Any
 
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers import markdown_blocks as md
-from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
+from oz0.renderers.attachments import files_for, size_text, uploads_for, within_limits
 from oz0.renderers.discord_markdown import CELL_WIDTH, block, code_block, code_block_raw, esc, plain_spans
 from oz0.renderers.monospace import fit, fit_table
 from oz0.renderers.rendered import Rendered
@@ -284,15 +284,7 @@ def render(card: Card) -> Rendered:
 
     Should the drawing break a limit despite the budgets (a bug), the reader gets a short card saying
     which limit, with the full result attached; a payload Discord would refuse is never returned."""
-    rendered, problem = _render(card)
-    if problem is None:
-        return rendered
-    log.error("Discord card over a limit despite its budgets (%s); sending it shortened", problem)
-    rendered, problem = _render(shortened(card, f"This result did not fit in a Discord message ({problem}); "
-                                                "the full result is attached."))
-    if problem is not None:
-        raise RuntimeError(f"a shortened Discord card is still over a limit: {problem}")
-    return rendered
+    return within_limits(_render, card, platform="Discord", log=log)
 
 
 def _render(card: Card) -> tuple[Rendered, str | None]:

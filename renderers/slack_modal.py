@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from oz0.renderers.answer_form import fields, named_field
 from oz0.renderers.safety import clean, clip, one_line
 
 __all__ = ["CALLBACK_ID", "METADATA_MAX", "errors_for", "modal_for", "submitted"]
@@ -41,11 +42,7 @@ def _plain(text: str, limit: int) -> dict[str, Any]:
     return {"type": "plain_text", "text": clip(clean(text), limit) or " ", "emoji": False}
 
 
-def _fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-    props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    required = set(schema.get("required") or ())
-    return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
+_fields = fields
 
 
 def _options(prop: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -166,13 +163,5 @@ def errors_for(answer_schema: Mapping[str, Any], message: str) -> dict[str, Any]
 
 
 def _named(found: list[tuple[str, dict[str, Any], bool]], message: str) -> str:
-    """The block of the field a refusal names: by its JSONPath (`$.name`, `$["odd name"]`, as the
-    validator writes it), else by the quoted name (a missing required field), else the first."""
-    for i, (name, _, _) in enumerate(found):
-        path = f"$.{name}" if name.isidentifier() else f"$[{json.dumps(name, ensure_ascii=False)}]"
-        if f" {path} " in f" {message} " or f" {path}:" in message:
-            return f"oz0_f{i}"
-    for i, (name, _, _) in enumerate(found):
-        if repr(name) in message or json.dumps(name) in message:
-            return f"oz0_f{i}"
-    return "oz0_f0"
+    """The block of the field a refusal names (`renderers.answer_form.named_field`)."""
+    return f"oz0_f{named_field(found, message)}"

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from functools import cache
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -374,3 +376,75 @@ def check_html(rendered: Rendered) -> None:
 
 
 CHECKS = {"slack": check_slack, "discord": check_discord, "html": check_html}
+
+
+# Teams ---------------------------------------------------------------------------------------------
+
+TEAMS_SCHEMA = Path(__file__).resolve().parent / "schemas" / "adaptive-card-1.5.json"
+TEAMS_MAX_BYTES = 28_000
+_TEAMS_INERT = re.compile(r"^[^*_~`\[\]()<>\\#|]*$")
+_USERINFO_URL = re.compile(r"https?://[^\s/?#`]*@[^\s]*", re.I)
+
+
+@cache
+def adaptive_card_validator() -> Any:
+    """The official Adaptive Card 1.5 schema (draft-06, from microsoft/AdaptiveCards schemas/1.5.0),
+    compiled by jsonschema-rs (the project's validator engine) with a retriever that refuses to fetch
+    anything: every `$ref` in it is local."""
+    import jsonschema_rs
+
+    def refuse(uri: str) -> Any:
+        raise AssertionError(f"the Adaptive Card schema asked to fetch {uri}")
+
+    schema = json.loads(TEAMS_SCHEMA.read_text(encoding="utf-8"))
+    return jsonschema_rs.Draft6Validator(schema, retriever=refuse)
+
+
+def _walk_nodes(node: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            out.append(item)
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
+def check_teams(rendered: Rendered, *, shortened: bool = False) -> None:
+    payload = _rendered(rendered)
+    assert set(payload) == {"type", "summary", "attachments"} and payload["type"] == "message", set(payload)
+    size = len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    assert size <= TEAMS_MAX_BYTES, f"an activity of {size:,} bytes, over Teams' 28 KB"
+    [attachment] = payload["attachments"]
+    assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
+    card = attachment["content"]
+    assert card["version"] == "1.5"
+    errors = list(adaptive_card_validator().iter_errors(card))
+    assert not errors, [f"{list(e.instance_path)}: {e.message[:200]}" for e in errors[:3]]
+    nodes = _walk_nodes(payload)
+    for node in nodes:
+        assert "entities" not in node and "msteams" not in node, "a mention entity would make <at> live"
+        kind = node.get("type")
+        assert kind != "TextBlock", "data in a TextBlock is parsed as markdown"
+        if kind == "Fact":
+            raise AssertionError("facts carry no type")
+        if "title" in node and "value" in node and kind is None:
+            for text in (node["title"], node["value"]):
+                assert _TEAMS_INERT.match(text) and "://" not in text, f"a FactSet text Teams would parse: {text!r}"
+        if kind == "Action.OpenUrl":
+            assert urlsplit(node["url"]).scheme in ("http", "https") and _safe_scheme(node["url"]), node["url"]
+        if kind == "TextRun" and "selectAction" not in node:
+            for m in _USERINFO_URL.finditer(node["text"]):
+                assert "real host is" in node["text"][m.start():], f"a live link with a user name: {node['text'][:200]!r}"
+        if kind == "Action.Execute":
+            assert set(node["data"]) == {"id", "value"} and node["verb"] == node["data"]["id"]
+    for s in _strings(payload):
+        assert not hidden(s) and ZWSP not in s, hidden(s) or repr(s[:80])
+    if not shortened:
+        _drawn_within_budget(payload, "Teams")
+
+
+CHECKS["teams"] = check_teams

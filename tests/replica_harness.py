@@ -103,14 +103,14 @@ class Replica:
     def events_url(self) -> str:
         return f"http://127.0.0.1:{self.slack_port}/slack/events"
 
-    def start(self, *, timeout: float = 60.0) -> Replica:
-        """Start `oz0 serve`; return once its Slack channel listens."""
+    def start(self, *, timeout: float = 60.0, ready: str = r"Slack channel: HTTP events at") -> Replica:
+        """Start `oz0 serve`; return once its channel listens (the log line `ready`: Slack's by default)."""
         self.lines = []
         mark = len(self.lines)
         self.process = subprocess.Popen([OZ0, "serve", "--port", "0"], env=self.env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, args=(self.process,), daemon=True).start()
-        self.wait_log(r"Slack channel: HTTP events at", timeout=timeout, since=mark)
+        self.wait_log(ready, timeout=timeout, since=mark)
         return self
 
     def _read(self, process: subprocess.Popen) -> None:

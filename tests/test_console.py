@@ -69,6 +69,8 @@ def test_a_form_run_redirects_to_the_job_with_its_card_and_channel_payloads(brow
     assert '<summary>Slack payload</summary>' in job.text and '<summary>Discord payload</summary>' in job.text
     assert "&#34;blocks&#34;" in job.text and "allowed_mentions" in job.text
     assert 'id="preview-slack"' in job.text and 'id="preview-discord"' in job.text
+    assert '<summary>Teams payload</summary>' in job.text and 'id="preview-teams"' in job.text
+    assert "application/vnd.microsoft.card.adaptive" in job.text
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_runs_nothing(browser, console):

@@ -32,7 +32,7 @@ def test_buttons_are_drawn_with_their_labels_and_styles_on_both_platforms():
 
 def test_hostile_text_stays_text_and_links_are_inert():
     card = card_with_actions()
-    for platform in ("slack", "discord"):
+    for platform in ("slack", "discord", "teams"):
         html = str(preview(platform, render(card, platform)))
         assert "<script" not in html and "<img" not in html and "href" not in html and "<a " not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -60,3 +60,17 @@ def test_slack_mrkdwn_entities_and_links_are_shown_as_slack_shows_them():
                                      {"type": "video"}]})
     assert '<span class="pv-text">a &lt;b&gt; label</span>' in html
     assert "(a block of type &#39;video&#39; the preview does not draw)" in html
+
+
+def test_the_teams_preview_draws_the_adaptive_card_tables_facts_and_buttons():
+    card = card_with_actions()
+    teams = str(preview("teams", render(card, "teams")))
+    assert '<span class="pv-button pv-button--primary">Share in channel</span>' in teams
+    assert '<span class="pv-button pv-button--danger">No</span>' in teams
+    assert 'pv-run--good' in teams and "✅ Succeeded: " in teams
+    table = str(preview("teams", render(Card(form="table", columns=("a", "b"), rows=((EVIL, 2),)), "teams")))
+    assert "<th>" in table and "&lt;img src=x onerror=alert(2)&gt;" in table and "<img" not in table
+    facts = str(preview("teams", render(Card(form="key_values", keys=("service",), values=("billing",)), "teams")))
+    assert "<dt>service</dt><dd>billing</dd>" in facts
+    html = str(preview("teams", Rendered({"attachments": [{"content": {"body": [{"type": "Media"}]}}]})))
+    assert "(a element of type &#39;Media&#39; the preview does not draw)" in html

@@ -13,7 +13,15 @@ from renderer_oracles import CHECKS, discord_outside_code
 from oz0.adapters.cli.render import examples
 from oz0.edge import choose_card, load_contract, load_json_file
 from oz0.edge.cards.model import Card, Status
-from oz0.renderers import RENDERERS, Rendered, discord_message, html_console, markdown_blocks, slack_blocks
+from oz0.renderers import (
+    RENDERERS,
+    Rendered,
+    discord_message,
+    html_console,
+    markdown_blocks,
+    slack_blocks,
+    teams_adaptive,
+)
 from oz0.renderers.attachments import attachment_for
 
 EXAMPLES = {e["name"]: e for e in examples()}
@@ -35,16 +43,16 @@ def _discord_texts(payload: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-@pytest.mark.parametrize("platform", ["slack", "discord", "html"])
+@pytest.mark.parametrize("platform", ["slack", "discord", "teams", "html"])
 def test_bundled_examples_render_within_limits(platform: str, name: str) -> None:
     CHECKS[platform](RENDERERS[platform](_card(name)))
 
 
 def test_registered_for_the_cli() -> None:
-    assert {"slack", "discord", "html"} <= set(RENDERERS)
+    assert {"slack", "discord", "teams", "html"} <= set(RENDERERS)
 
 
-@pytest.mark.parametrize("platform", ["slack", "discord", "html"])
+@pytest.mark.parametrize("platform", ["slack", "discord", "teams", "html"])
 def test_oz0_render_prints_the_payload(platform: str) -> None:
     entry = EXAMPLES["deploys"]
     run = subprocess.run([sys.executable, "-m", "oz0.adapters.cli", "render", entry["result"], "--schema", entry["schema"],
@@ -90,7 +98,7 @@ def test_slack_cut_table_says_so_and_attaches() -> None:
 def test_a_cut_card_uploads_the_full_result_not_the_card() -> None:
     result = {"deploys": [{"service": f"svc{i}", "n": i, "tags": {"zone": "a"}} for i in range(300)]}
     card = choose_card(result, None)
-    for platform in ("slack", "discord"):
+    for platform in ("slack", "discord", "teams"):
         [upload] = RENDERERS[platform](card).uploads
         assert upload == attachment_for(card)
     assert json.loads(attachment_for(card).data) == result
@@ -109,13 +117,14 @@ def test_slack_not_drawn_attaches_the_result() -> None:
 
 
 @pytest.mark.parametrize("platform,budget,limit", [("slack", "_TAIL_CHARS", "over our 12,000"),
-                                                    ("discord", "_TAIL_TEXT", "over Discord's 4,000")])
+                                                    ("discord", "_TAIL_TEXT", "over Discord's 4,000"),
+                                                    ("teams", "_TAIL_BYTES", "over Teams' 28,000")])
 def test_a_card_over_a_limit_despite_the_budgets_is_sent_short_with_the_full_result(
         platform: str, budget: str, limit: str, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
     """A budget bug (simulated: the tail's reserve made negative) never yields a payload the platform
     refuses, nor an AssertionError that `python -O` would strip: the reader gets a short card naming
     the limit, with the whole result attached, and the bug is logged."""
-    module = {"slack": slack_blocks, "discord": discord_message}[platform]
+    module = {"slack": slack_blocks, "discord": discord_message, "teams": teams_adaptive}[platform]
     monkeypatch.setattr(module, budget, -40_000)
     text = "\n\n".join(f"paragraph {i} " + "word " * 40 for i in range(400))
     card = Card(form="text", title="notes", text=text, text_format="plain",

@@ -139,7 +139,7 @@ class DiscordWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.token_usable(now=time.time(), lifetime_s=self.token_lifetime_s)
 
-    def files_place(self, reply: ReplyTarget, *, private: bool) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool, job_id: str) -> tuple[ReplyTarget, str | None]:
         return reply, None   # a file shows inside the card, where its File component points
 
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:

@@ -366,7 +366,7 @@ class AskFlow:
             card = replace(card, actions=(*card.actions, stop_button(cid)))
         if shareable:
             card = replace(card, feedback=job_id)
-        reply, files_at = self.wire.files_place(reply, private=private)
+        reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
         try:
             await self.wire.deliver(reply, rendered)
@@ -408,7 +408,7 @@ class AskFlow:
         card = await self.jobs.call(self.runtime.card, job)
         name = await self.names.of(f"{self.wire.platform}:{asker.user}", workspace=asker.workspace)
         note = self.wire.share_note(name, job.agent)
-        reply, files_at = self.wire.files_place(click.reply, private=False)
+        reply, files_at = self.wire.files_place(click.reply, private=False, job_id=job.id)
         public = await self.jobs.call(self.draw, replace(card, notes=card.notes + ((note,) if note else ()),
                                                          files_at=files_at))
         marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))

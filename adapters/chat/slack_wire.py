@@ -215,7 +215,7 @@ class SlackWire:
     def private(self, reply: ReplyTarget) -> bool:
         return reply.ephemeral
 
-    def files_place(self, reply: ReplyTarget, *, private: bool) -> tuple[ReplyTarget, str | None]:
+    def files_place(self, reply: ReplyTarget, *, private: bool, job_id: str) -> tuple[ReplyTarget, str | None]:
         if not private:
             return reply, "uploaded in this thread"
         return replace(reply, upload_to=reply.user), "sent to you as a direct message"

@@ -146,9 +146,10 @@ class ChatWire(Protocol):
         """Whether a card delivered to `reply` now is seen by the asker alone (then it can be shared)."""
         ...
 
-    def files_place(self, reply: Any, *, private: bool) -> tuple[Any, str | None]:
-        """Where the files beside a card delivered to `reply` will go (before the card is drawn, so its
-        one drawing says so): the reply target updated, and those words ("uploaded in this thread")."""
+    def files_place(self, reply: Any, *, private: bool, job_id: str) -> tuple[Any, str | None]:
+        """Where the files beside job `job_id`'s card delivered to `reply` will go (before the card is
+        drawn, so its one drawing says so): the reply target updated, and those words ("uploaded in
+        this thread"; a platform that cannot attach files to a message names the job's page)."""
         ...
 
     async def deliver(self, reply: Any, rendered: Rendered) -> None:

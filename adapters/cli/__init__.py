@@ -39,6 +39,8 @@ COMMANDS: dict[str, Command] = {
     "jobs": Command("recent jobs from the journal; `oz0 jobs show ID` for one", "oz0.adapters.cli.run:register_jobs"),
     "audit": Command("the audit log: installs and other changes, newest first", "oz0.adapters.cli.run:register_audit"),
     "db": Command("the database: `oz0 db upgrade` applies the schema migrations", "oz0.adapters.cli.db:register"),
+    "teams": Command("the Microsoft Teams app: `oz0 teams package` writes the zip to upload",
+                     "oz0.adapters.cli.teams:register"),
 }
 
 

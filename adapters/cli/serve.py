@@ -41,6 +41,7 @@ CHANNELS: dict[str, str] = {
     "console": "oz0.adapters.console.server",
     "slack": "oz0.adapters.chat.slack",
     "discord": "oz0.adapters.chat.discord",
+    "teams": "oz0.adapters.chat.teams",
 }
 SHUTDOWN_GRACE_S = 10.0
 DEFAULT_SHUTDOWN_S = 25.0   # OZ0_SHUTDOWN_S: how long running jobs may finish after a stop signal
@@ -62,7 +63,7 @@ def shutdown_s(env: Mapping[str, str]) -> float:
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Run the web console (http://127.0.0.1:8470 by default) and each chat channel whose "
-                          "tokens are set (Slack, Discord), in one process, until Ctrl-C or SIGTERM.")
+                          "tokens are set (Slack, Discord, Teams), in one process, until Ctrl-C or SIGTERM.")
     parser.add_argument("--host", help="console address (default: OZ0_CONSOLE_HOST or 127.0.0.1); any "
                                        "non-loopback address needs OZ0_CONSOLE_TOKEN")
     parser.add_argument("--port", type=int, help="console port (default: OZ0_CONSOLE_PORT or 8470; 0 picks a free one)")

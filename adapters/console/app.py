@@ -2,7 +2,7 @@
 
 Pages are rendered on the server with Jinja2 (autoescape on); a card is the HTML renderer's escaped
 fragment, drawn on every view of the job page. One click away (`?previews=1`, drawn only then) are
-previews of how Slack and Discord show it (adapters/console/preview.py, from the very payloads) and
+previews of how Slack, Discord and Teams show it (adapters/console/preview.py, from the very payloads) and
 those payloads, so a plugin author sees exactly what the channels will get. The JSON API lives in adapters/console/api.py; the guards (token,
 CSRF, Content-Security-Policy) in adapters/console/security.py; what the templates show in
 adapters/console/views.py; the server `oz0 serve` runs in adapters/console/server.py.

@@ -1,4 +1,4 @@
-"""How a card looks on Slack and on Discord, drawn as HTML from the very payload each renderer produced.
+"""How a card looks on Slack, Discord and Teams, drawn as HTML from the very payload each renderer produced.
 
 The console's job page shows these beside the HTML card. Each platform's preview is a table of small
 rule functions, one per block or component type (adapters/console/preview_slack.py and
@@ -67,7 +67,13 @@ def _discord(payload: Any) -> str:
     return message(payload)
 
 
-PREVIEWS: dict[str, Callable[[Any], str]] = {"slack": _slack, "discord": _discord}
+def _teams(payload: Any) -> str:
+    from oz0.adapters.console.preview_teams import message
+
+    return message(payload)
+
+
+PREVIEWS: dict[str, Callable[[Any], str]] = {"slack": _slack, "discord": _discord, "teams": _teams}
 
 
 def preview(platform: str, rendered: Any) -> Markup:

@@ -41,13 +41,14 @@ def drawn_card(card: Card) -> tuple[Markup, bool]:
 
 
 def channel_payloads(card: Card) -> list[dict[str, Any]]:
-    """The card's Slack and Discord payloads as pretty JSON with the files each uploads beside it, and
-    how each platform shows it: drawn only when the page is asked for them (`?previews=1`)."""
-    from oz0.renderers import discord_message, slack_blocks
+    """The card's Slack, Discord and Teams payloads as pretty JSON with the files each uploads beside
+    it, and how each platform shows it: drawn only when the page is asked for them (`?previews=1`)."""
+    from oz0.renderers import discord_message, slack_blocks, teams_adaptive
 
     payloads = []
     for key, label, renderer in (("slack", "Slack", slack_blocks.render),
-                                 ("discord", "Discord", discord_message.render)):
+                                 ("discord", "Discord", discord_message.render),
+                                 ("teams", "Teams", teams_adaptive.render)):
         try:
             rendered = renderer(card)
         except Exception as exc:

@@ -3,8 +3,8 @@
     default: deny            # what happens when no rule matches (allow when omitted)
     rules:                   # first rule that matches the agent and the asker decides
       - allow: [deploys, "incident-*"]     # agent names or globs
-        platform: slack                    # optional: slack, discord, console, cli
-        workspace: T0123                   # optional: Slack team id, Discord guild id
+        platform: slack                    # optional: slack, discord, teams, console, cli
+        workspace: T0123                   # optional: Slack team id, Discord guild id, Teams tenant id
         channels: [C0456]                  # optional
         users: [U0789]                     # optional; with groups: the user OR one of the groups
         groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids

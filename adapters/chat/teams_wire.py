@@ -1,0 +1,278 @@
+"""Teams calls out: the ask flow's `ChatWire` calls as Bot Framework connector requests, and where an
+answer goes.
+
+Every call goes to the activity's own `serviceUrl` through the Microsoft 365 Agents SDK's
+`ConnectorClient` (`v3/conversations/{id}/activities/{id}`: reply, update), with the bot's token
+(`teams_auth.TokenSource`) and activities built as the SDK's `Activity` model from the renderer's
+payload, sent as they are. A 429 is the connector asking to wait: progress then raises `RateLimited`
+(the flow sends none for that long); a card waits for `Retry-After` and is sent again, a few times.
+
+What is Teams' here: a bot message in a channel or chat is seen by everyone in it (there are no
+ephemeral messages), so an answer is never "private" and carries no "Share in channel"; what one
+person alone must see (a refusal of their click, the answer form) goes in the invoke's own response,
+which Teams shows to the clicker alone (`Reply.respond`). Files: a bot cannot attach a file to a
+channel message, so a card cut to fit links the full result on the console's job page
+(`OZ0_PUBLIC_URL`), or names the `oz0 jobs show` command where no public URL is set; in a personal
+chat the file is also offered with Teams' file consent card and uploaded once the person accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any, Awaitable, Callable, Mapping
+
+import aiohttp
+from microsoft_agents.activity import Activity
+from microsoft_agents.hosting.core.connector.client import ConnectorClient
+
+from oz0.adapters.chat.asking import FORM
+from oz0.adapters.chat.teams_auth import TokenSource
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
+from oz0.edge.cards.model import Attachment
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.runtime.access import Asker
+from oz0.edge.runtime.questions import RefusedWhy
+from oz0.renderers import teams_form
+from oz0.renderers.rendered import Rendered
+
+__all__ = ["Reply", "TeamsWire"]
+
+log = logging.getLogger("oz0.teams")
+
+RETRIES = 3
+RETRY_AFTER_MAX_S = 30.0
+MESSAGE = "application/vnd.microsoft.activity.message"
+CARD = "application/vnd.microsoft.card.adaptive"
+FILE_CONSENT = "application/vnd.microsoft.teams.card.file.consent"
+FILE_INFO = "application/vnd.microsoft.teams.card.file.info"
+REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Where an answer goes: the conversation at its `serviceUrl`, the activity asked in, and (once
+    posted) our working message to update. `to_ref` is the versioned reference journaled with the job."""
+
+    service_url: str
+    conversation: str
+    activity: str
+    user: str
+    channel: str
+    tenant: str | None = None
+    team: str | None = None
+    kind: str = "personal"                 # conversationType: personal, groupChat or channel
+    message: str | None = None             # our working message's activity id
+    offer_job: str | None = field(default=None, compare=False)   # the job whose files are offered (files_place)
+    respond: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
+
+    def to_ref(self) -> ReplyRef:
+        """This target as the job journals it: version REF_VERSION of the Teams reply reference."""
+        return ReplyRef.written("teams", REF_VERSION, {
+            "service_url": self.service_url, "conversation": self.conversation, "activity": self.activity,
+            "user": self.user, "channel": self.channel, "tenant": self.tenant, "team": self.team,
+            "kind": self.kind, "message": self.message})
+
+    @classmethod
+    def from_ref(cls, ref: ReplyRef) -> "Reply":
+        """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
+        data = ref.data_for("teams", (REF_VERSION,))
+        return cls(service_url=str(data.get("service_url", "")), conversation=str(data.get("conversation", "")),
+                   activity=str(data.get("activity", "")), user=str(data.get("user", "")),
+                   channel=str(data.get("channel", "")), tenant=data.get("tenant"), team=data.get("team"),
+                   kind=str(data.get("kind", "personal")), message=data.get("message"))
+
+
+class TeamsWire:
+    """The ask flow's calls (`ChatWire`) as Bot Framework connector requests."""
+
+    platform = "teams"
+    name = "Teams"
+    syntax = Syntax(example=lambda agent, value: f"@oz0 {agent} {value}",
+                    help_notes=("Mention @oz0 with an agent and its input; in a personal chat, no mention.",
+                                "help AGENT shows what one agent takes."),
+                    unknown_hint="Send `help` to list them with their inputs.", help_form="key_values")
+
+    def __init__(self, tokens: TokenSource, *, public_url: str | None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.tokens = tokens
+        self.public_url = public_url
+        self.sleep = sleep
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+
+    async def _client(self, reply: Reply) -> ConnectorClient:
+        """The SDK's connector client for the activity's own serviceUrl (one HTTP session per URL)."""
+        url = reply.service_url.rstrip("/") + "/"
+        session = self._sessions.get(url)
+        if session is None or session.closed:
+            session = self._sessions[url] = aiohttp.ClientSession(base_url=url, headers={"Accept": "application/json"})
+        return ConnectorClient(url, await self.tokens.token(), session=session)
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+    async def _call(self, reply: Reply, op: str, body: Mapping[str, Any], *, wait: bool = True) -> str | None:
+        """One connector call (`reply`, `update` or `send`); the new activity's id."""
+        activity = Activity.model_validate({**body, "type": "message"})
+        for attempt in range(RETRIES + 1):
+            client = await self._client(reply)
+            try:
+                if op == "update" and reply.message:
+                    activity.id = reply.message
+                    done = await client.conversations.update_activity(reply.conversation, reply.message, activity)
+                elif op == "send" or not reply.activity:
+                    done = await client.conversations.send_to_conversation(reply.conversation, activity)
+                else:
+                    done = await client.conversations.reply_to_activity(reply.conversation, reply.activity, activity)
+                return done.id
+            except aiohttp.ClientResponseError as exc:
+                if exc.status != 429:
+                    raise WireRefused(f"the connector answered {exc.status}") from None
+                after = _retry_after(exc.headers)
+                if not wait or attempt == RETRIES:
+                    raise RateLimited(after) from None
+                log.info("the Teams connector asked to wait %.1f s", after)
+                await self.sleep(after)
+        return None
+
+    # -- ChatWire --
+
+    async def with_groups(self, asker: Asker) -> Asker:
+        return asker   # Entra groups come from the activity's token claims when Teams sends them
+
+    async def display_name(self, user: str, workspace: str | None) -> str | None:
+        """None: the connector names a member only within a conversation (`conversations/{id}/members`),
+        which a name asked by user and tenant alone does not give; the card shows "@" and the id."""
+        return None
+
+    def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
+        return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "channel": asker.channel,
+                "user": asker.user, "groups": list(asker.groups)}
+
+    async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
+        await self._call(ask.reply, "reply", rendered.payload)
+
+    async def show_help(self, ask: Ask, rendered: Rendered) -> None:
+        await self._call(ask.reply, "reply", rendered.payload)
+
+    async def ignore(self, ask: Ask) -> None:
+        return None   # the HTTP request is answered 200 by the endpoint; nothing is posted
+
+    def working_first(self, ask: Ask) -> bool:
+        return False   # Teams waits 15 s for the endpoint's answer: the journal comes first
+
+    async def working(self, ask: Ask, rendered: Rendered) -> Reply:
+        message = await self._call(ask.reply, "reply", rendered.payload)
+        return replace(ask.reply, message=message, respond=None)
+
+    def private(self, reply: Reply) -> bool:
+        return False   # a bot's message is seen by everyone in its conversation
+
+    def files_place(self, reply: Reply, *, private: bool, job_id: str) -> tuple[Reply, str | None]:
+        """A bot cannot attach a file to a message: the console's job page is named, and in a personal
+        chat the full result is also offered as a file (Teams' file consent card, sent by `deliver`
+        below the card; the person accepts, and the bot uploads it to their OneDrive)."""
+        link = (f"on the console: {self.public_url}/jobs/{job_id}" if self.public_url
+                else f"shown by oz0 jobs show {job_id}")
+        if reply.kind != "personal":
+            return reply, link
+        return replace(reply, offer_job=job_id), f"offered to you as a file below, and {link}"
+
+    async def _offer(self, reply: Reply, job_id: str, attachment: Attachment) -> None:
+        consent = {"contentType": FILE_CONSENT, "name": attachment.filename,
+                   "content": {"description": f"The full result of job {job_id}", "sizeInBytes": attachment.size,
+                               "acceptContext": {"job": job_id}, "declineContext": {"job": job_id}}}
+        await self._call(replace(reply, message=None), "reply", {"attachments": [consent]})
+
+    async def upload(self, reply: Reply, upload_url: str, attachment: Attachment, info: Mapping[str, Any]) -> None:
+        """The accepted file: its bytes PUT to the upload URL Teams gave (one range), then a file card."""
+        size = attachment.size
+        headers = {"Content-Length": str(size), "Content-Range": f"bytes 0-{size - 1}/{size}"}
+        async with aiohttp.ClientSession() as session:
+            async with session.put(upload_url, data=attachment.data, headers=headers) as response:
+                if response.status not in (200, 201):
+                    raise WireRefused(f"the file upload answered {response.status}")
+        card = {"contentType": FILE_INFO, "name": str(info.get("name") or attachment.filename),
+                "contentUrl": str(info.get("contentUrl") or ""),
+                "content": {"uniqueId": str(info.get("uniqueId") or ""), "fileType": str(info.get("fileType") or "")}}
+        await self._call(replace(reply, message=None), "reply", {"attachments": [card]})
+
+    async def deliver(self, reply: Reply, rendered: Rendered) -> None:
+        await self._call(reply, "update" if reply.message else "reply", rendered.payload)
+        if reply.offer_job and rendered.uploads:
+            await self._offer(reply, reply.offer_job, rendered.uploads[0])
+
+    async def progress(self, reply: Reply, rendered: Rendered) -> None:
+        if reply.message:
+            await self._call(reply, "update", rendered.payload, wait=False)
+
+    async def notice(self, reply: Reply, text: str) -> None:
+        if reply.respond is not None:
+            reply.respond({"statusCode": 200, "type": MESSAGE, "value": text[:1000]})
+        else:
+            await self._call(reply, "reply", {"text": text[:1000], "textFormat": "plain"})
+
+    async def share(self, click: ShareClick, public: Rendered, marked: Rendered) -> None:
+        await self._call(click.reply, "send", public.payload)
+
+    def share_note(self, user: str, agent: str) -> str | None:
+        return None   # answers are public in Teams: nothing is shared
+
+    def reply_from(self, ref: ReplyRef) -> Reply:
+        return Reply.from_ref(ref)
+
+    # -- questions --
+
+    async def post_question(self, reply: Reply, rendered: Rendered, *, private: bool) -> dict[str, Any]:
+        message = await self._call(replace(reply, message=None), "reply", rendered.payload)
+        return {"message": message}
+
+    async def update_question(self, reply: Reply, shown: Mapping[str, Any], rendered: Rendered, *,
+                              via: Any = None) -> None:
+        if via is not None and via.respond is not None:
+            content = rendered.payload["attachments"][0]["content"]
+            via.respond({"statusCode": 200, "type": CARD, "value": content})
+        if shown.get("message"):
+            try:
+                await self._call(replace(reply, message=str(shown["message"])), "update", rendered.payload)
+            except (WireRefused, RateLimited) as exc:
+                log.error("could not update the question in %s: %s", reply.channel, exc)
+
+    async def hold(self, click: AnswerClick) -> None:
+        return None   # the invoke is answered when the flow is done with it (its respond callback)
+
+    async def open_form(self, click: AnswerClick, question: Any) -> None:
+        card = teams_form.form_card(message=question.message, answer_schema=question.answer_schema,
+                                    value=click.pick.value, source=question.source)
+        _respond(click, {"statusCode": 200, "type": CARD, "value": card})
+
+    def submitted(self, click: AnswerClick, answer_schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        return teams_form.submitted(answer_schema, click.form or {})
+
+    async def answer_refused(self, click: AnswerClick, message: str, *, why: RefusedWhy, question: Any) -> None:
+        if question is not None and click.form is not None and why in ("not_answerer", "invalid"):
+            typed = teams_form.submitted(question.answer_schema, click.form)
+            card = teams_form.form_card(message=question.message, answer_schema=question.answer_schema,
+                                        value=click.pick.value.replace(f"/{click.pick.choice}", f"/{FORM}"),
+                                        source=question.source, typed=typed, refusal=message)
+            _respond(click, {"statusCode": 200, "type": CARD, "value": card})
+            return
+        _respond(click, {"statusCode": 200, "type": MESSAGE, "value": message[:1000]})
+
+    async def answer_taken(self, click: AnswerClick) -> None:
+        return None   # the question's card is replaced by its answered card (update_question)
+
+
+def _respond(click: AnswerClick, body: dict[str, Any]) -> None:
+    if click.reply.respond is not None:
+        click.reply.respond(body)
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        return min(RETRY_AFTER_MAX_S, max(0.0, float((headers or {}).get("Retry-After", "1"))))
+    except (TypeError, ValueError):
+        return 1.0

@@ -1,0 +1,213 @@
+"""Loopback stand-ins of what a Teams bot talks to, behaving as the real services do at the wire:
+
+- the Bot Framework's OpenID metadata and JWKS (`/openid`, `/keys`), with its own RSA key, and
+  `activity_token(...)` signing inbound activity JWTs as the Bot Framework does (RS256, `kid`,
+  issuer `https://api.botframework.com`, audience the app id, `serviceUrl` claim, expiry);
+- the Entra token endpoint (`/token`): the client-credentials grant, refusing a wrong secret;
+- OneDrive's upload URL of a file consent (`PUT /upload/{name}`, one Content-Range);
+- the Bot Framework connector at the activity's `serviceUrl` (`/v3/conversations/{id}/activities[/{id}]`):
+  reply (POST), send (POST), update (PUT), each needing the token it issued; `throttle(n, after_s)`
+  makes the next n calls answer 429 with `Retry-After`, as the connector does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jwt
+from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+ISSUER = "https://api.botframework.com"
+APP_ID = "11111111-2222-3333-4444-555555555555"
+TENANT = "99999999-8888-7777-6666-555555555555"
+SECRET = "test-secret.not-a-real-one"
+
+
+def _b64(n: int) -> str:
+    return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    body: Any
+    auth: str
+    at: float = field(default_factory=time.monotonic)
+
+
+class TeamsStandIn:
+    def __init__(self) -> None:
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.kid = "standin-key-1"
+        self.calls: list[Call] = []
+        self.tokens_issued = 0
+        self._throttle: list[float] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self._ids = 0
+        self.changed = asyncio.Event()
+        self.uploaded: dict[str, tuple[bytes, str]] = {}
+
+    async def start(self) -> "TeamsStandIn":
+        app = web.Application()
+        app.router.add_get("/openid", self._openid)
+        app.router.add_get("/keys", self._keys)
+        app.router.add_post("/token", self._token)
+        app.router.add_put("/upload/{name}", self._upload)
+        app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities", self._connector)
+        app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities/{activity}", self._connector)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def service_url(self) -> str:
+        return self.base + "/connector/"
+
+    def env(self) -> dict[str, str]:
+        return {"TEAMS_APP_ID": APP_ID, "TEAMS_APP_PASSWORD": SECRET, "TEAMS_TENANT_ID": TENANT,
+                "TEAMS_OPENID_METADATA_URL": self.base + "/openid", "TEAMS_TOKEN_URL": self.base + "/token"}
+
+    # -- the issuer --
+
+    def activity_token(self, *, service_url: str | None = None, audience: str = APP_ID, expires_in: float = 300,
+                       issuer: str = ISSUER, key: Any = None, omit: tuple[str, ...] = ()) -> str:
+        now = int(time.time())
+        claims = {"iss": issuer, "aud": audience, "exp": now + int(expires_in), "nbf": now - 10,
+                  "serviceUrl": service_url or self.service_url}
+        for name in omit:
+            claims.pop(name, None)
+        return jwt.encode(claims, key or self.key, algorithm="RS256", headers={"kid": self.kid})
+
+    async def _openid(self, request: web.Request) -> web.Response:
+        return web.json_response({"issuer": ISSUER, "jwks_uri": self.base + "/keys",
+                                  "id_token_signing_alg_values_supported": ["RS256"]})
+
+    async def _keys(self, request: web.Request) -> web.Response:
+        numbers = self.key.public_key().public_numbers()
+        return web.json_response({"keys": [{"kty": "RSA", "use": "sig", "kid": self.kid, "n": _b64(numbers.n),
+                                            "e": _b64(numbers.e), "endorsements": ["msteams"]}]})
+
+    async def _token(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        if form.get("grant_type") != "client_credentials" or form.get("client_id") != APP_ID \
+                or form.get("client_secret") != SECRET or form.get("scope") != "https://api.botframework.com/.default":
+            return web.json_response({"error": "invalid_client"}, status=401)
+        self.tokens_issued += 1
+        return web.json_response({"token_type": "Bearer", "expires_in": 3600, "access_token": f"bot-token-{self.tokens_issued}"})
+
+    # -- OneDrive's upload session (the file consent's uploadUrl) --
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        data = await request.read()
+        self.uploaded[request.match_info["name"]] = (data, request.headers.get("Content-Range", ""))
+        self.changed.set()
+        return web.json_response({"id": "drive-item-1", "name": request.match_info["name"], "size": len(data)},
+                                 status=201)
+
+    # -- the connector --
+
+    def throttle(self, count: int, after_s: float) -> None:
+        self._throttle += [after_s] * count
+
+    async def _connector(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer bot-token-"):
+            return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
+        body = await request.json()
+        self.calls.append(Call(request.method, request.path, body, auth))
+        self.changed.set()
+        if self._throttle:
+            after = self._throttle.pop(0)
+            return web.json_response({"error": {"code": "TooManyRequests"}}, status=429,
+                                     headers={"Retry-After": f"{after:g}"})
+        if request.method == "PUT":
+            return web.json_response({"id": request.match_info["activity"]})
+        self._ids += 1
+        return web.json_response({"id": f"1:{self._ids}"})
+
+    async def wait_for(self, predicate: Callable[[list[Call]], Any], *, timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = predicate(self.calls)
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not seen in {timeout} s; calls: {[(c.method, c.path) for c in self.calls]}")
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), 0.1)
+            except asyncio.TimeoutError:
+                pass
+
+    # -- activities --
+
+    def message(self, text: str, *, conversation: str = "19:chan@thread.tacv2", kind: str = "channel",
+                user: str = "aad-user-1", mention: bool = True, activity_id: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "message", "id": activity_id or f"act-{uuid.uuid4().hex[:8]}", "channelId": "msteams",
+            "serviceUrl": self.service_url, "timestamp": "2026-12-01T21:00:00.000Z",
+            "from": {"id": f"29:{user}", "aadObjectId": user, "name": "Ada"},
+            "recipient": {"id": f"28:{APP_ID}", "name": "oz0"},
+            "conversation": {"id": conversation, "conversationType": kind, "tenantId": TENANT},
+            "channelData": {"tenant": {"id": TENANT}, **({"channel": {"id": conversation}, "team": {"id": "19:team"}}
+                                                          if kind == "channel" else {})},
+            "text": (f"<at>oz0</at> {text}" if mention else text), "textFormat": "plain",
+        }
+        if mention:
+            body["entities"] = [{"type": "mention", "text": "<at>oz0</at>",
+                                 "mentioned": {"id": f"28:{APP_ID}", "name": "oz0"}}]
+        return body
+
+    def invoke(self, data: dict[str, Any], *, conversation: str = "19:chan@thread.tacv2", user: str = "aad-user-1",
+               verb: str | None = None) -> dict[str, Any]:
+        body = self.message("", conversation=conversation, user=user, mention=False)
+        body.update({"type": "invoke", "name": "adaptiveCard/action", "text": None,
+                     "value": {"action": {"type": "Action.Execute", "verb": verb or data.get("id"), "data": data},
+                               "trigger": "manual"}})
+        body["replyToId"] = "1:1"
+        return body
+
+
+def cards(call: Call) -> dict[str, Any]:
+    """The Adaptive Card a connector call carried."""
+    return call.body["attachments"][0]["content"]
+
+
+def runs_text(card: dict[str, Any]) -> str:
+    out: list[str] = []
+    stack: list[Any] = [card]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if node.get("type") == "TextRun":
+                out.append(node["text"])
+            if "title" in node and "value" in node and "type" not in node:   # a FactSet's fact
+                out.append(f"{node['title']}: {node['value']}\n")
+            stack[0:0] = list(node.values())
+        elif isinstance(node, list):
+            stack[0:0] = node
+    return "".join(out)
+
+
+__all__ = ["APP_ID", "Call", "SECRET", "TENANT", "TeamsStandIn", "cards", "json", "runs_text"]
