@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["fields", "named_field"]
 
 
 def fields(schema: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
     """(name, property schema, required) of an answer schema's fields, in the schema's order."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    found = schema.get("properties")
+    props: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     required = set(schema.get("required") or ())
     return [(str(k), dict(v) if isinstance(v, Mapping) else {}, k in required) for k, v in props.items()]
 

@@ -26,7 +26,8 @@ chat, or links the console's job page elsewhere). Never a silent cut.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import orjson
 
@@ -151,15 +152,16 @@ def _diff_lines(card: Card) -> tuple[list[str], list[str | None], str]:
         lines = [f"--- {one_line(diff.before)}", f"+++ {one_line(diff.after)}"]
         lines += [(ln.op if ln.op != "@" else "") + clean(ln.text).replace("\n", " ") for ln in diff.lines]
         return lines, [None, None] + [_colour(ln.op) for ln in diff.lines], "diff lines"
-    lines, colours = [], []
+    changed: list[str] = []
+    colours: list[str | None] = []
     for c in diff.changes:
         if c.change != "added":
-            lines.append(f"- {one_line(c.key)}: {clip(one_line(cell_text(c.before)), VALUE_MAX)}")
+            changed.append(f"- {one_line(c.key)}: {clip(one_line(cell_text(c.before)), VALUE_MAX)}")
             colours.append("Attention")
         if c.change != "removed":
-            lines.append(f"+ {one_line(c.key)}: {clip(one_line(cell_text(c.after)), VALUE_MAX)}")
+            changed.append(f"+ {one_line(c.key)}: {clip(one_line(cell_text(c.after)), VALUE_MAX)}")
             colours.append("Good")
-    return lines, colours, "lines of changes"
+    return changed, colours, "lines of changes"
 
 
 def _colour(op: str) -> str | None:

@@ -15,7 +15,8 @@ short). Labels and the question are TextRuns/labels, never markdown. Valid Adapt
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from oz0.renderers.answer_form import fields, named_field
 from oz0.renderers.safety import clean, clip, one_line

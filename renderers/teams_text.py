@@ -16,7 +16,8 @@ so the reader always sees where it goes. Only http(s) URLs are links; a `mailto:
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from oz0.renderers import markdown_blocks as md

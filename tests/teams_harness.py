@@ -8,18 +8,19 @@ import asyncio
 import contextlib
 import socket
 import textwrap
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
-
 from chat_plugin import install_chat_plugin
 from discord_harness import IMPL
+from teams_standin import TeamsStandIn
+
 from oz0.adapters.chat import teams
 from oz0.edge.runtime.runner import Runtime
-from teams_standin import TeamsStandIn
 
 __all__ = ["Harness", "free_port", "home", "run", "running_channel"]
 

@@ -17,8 +17,9 @@ import base64
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import jwt
 from aiohttp import web
@@ -57,7 +58,7 @@ class TeamsStandIn:
         self.changed = asyncio.Event()
         self.uploaded: dict[str, tuple[bytes, str]] = {}
 
-    async def start(self) -> "TeamsStandIn":
+    async def start(self) -> TeamsStandIn:
         app = web.Application()
         app.router.add_get("/openid", self._openid)
         app.router.add_get("/keys", self._keys)
@@ -157,7 +158,7 @@ class TeamsStandIn:
             self.changed.clear()
             try:
                 await asyncio.wait_for(self.changed.wait(), 0.1)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # -- activities --
@@ -210,4 +211,4 @@ def runs_text(card: dict[str, Any]) -> str:
     return "".join(out)
 
 
-__all__ = ["APP_ID", "Call", "SECRET", "TENANT", "TeamsStandIn", "cards", "json", "runs_text"]
+__all__ = ["APP_ID", "SECRET", "TENANT", "Call", "TeamsStandIn", "cards", "json", "runs_text"]

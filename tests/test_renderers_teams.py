@@ -6,9 +6,9 @@ import json
 from dataclasses import replace
 
 import pytest
-
 from hostile import big_cards
 from renderer_oracles import adaptive_card_validator, check_teams
+
 from oz0.edge import choose_card
 from oz0.edge.cards.model import Action, Card, DiffBody, DiffLine, Status
 from oz0.renderers import RENDERERS, teams_adaptive

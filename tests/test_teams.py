@@ -9,12 +9,12 @@ import json
 from typing import Any
 
 import pytest
+from renderer_oracles import check_teams
+from teams_harness import home, run, running_channel  # noqa: F401 (home is a fixture)
+from teams_standin import cards, runs_text
 
 from oz0.adapters.chat.flow import PROGRESS_EVERY_S
-from renderer_oracles import check_teams
 from oz0.renderers import Rendered
-from teams_harness import home, run, running_channel  # noqa: F401 (home is a fixture)
-from teams_standin import APP_ID, cards, runs_text
 
 
 def updates(h: Any, message: str) -> list[Any]:
@@ -161,7 +161,7 @@ def test_in_a_personal_chat_a_cut_card_offers_the_full_result_as_a_file_and_uplo
             _, final = await answered(h, ask, "more rows, full result attached")
             shown = runs_text(cards(final))
             job = offered["content"]["acceptContext"]["job"]
-            assert (f"📎 Full result: result.json (application/json, " in shown and
+            assert ("📎 Full result: result.json (application/json, " in shown and
                     f"), offered to you as a file below, and on the console: https://oz0.example.com/jobs/{job}"
                     in shown)
             invoke = h.standin.invoke({}, conversation="a:personal")

@@ -4,11 +4,8 @@ updated into the decision."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from ask_plugin import install_ask_plugin
 from renderer_oracles import adaptive_card_validator
@@ -76,7 +73,7 @@ def test_a_form_question_opens_a_form_and_a_refused_answer_shows_the_rule_next_t
             assert reason["value"] == "no"                                   # what was typed stays
             assert "errorMessage" not in next(el for el in again["body"] if el.get("id") == "oz0_f1")
             data = {**send["data"], "oz0_f0": "ship it", "oz0_f1": "2", "oz0_f2": "false"}
-            status, taken = await h.post(h.standin.invoke(data, verb=send["verb"]))
+            status, _ = await h.post(h.standin.invoke(data, verb=send["verb"]))
             assert status == 200
             card = await final_card(h, "accept")
             assert 'accept {"count": 2, "reason": "ship it", "urgent": false} by teams:aad-user-1' in runs_text(card)

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import aiohttp
-
 from replica_harness import Replica, install_replica_plugin, runs
 from teams_harness import free_port
 from teams_standin import TeamsStandIn, cards, runs_text

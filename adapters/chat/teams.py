@@ -7,7 +7,8 @@ the channel starts, so a `serve` without Teams settings never loads it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from oz0.adapters.chat.flow import Restarts
 from oz0.adapters.chat.teams_settings import TeamsConfigError, TeamsSettings, configured

@@ -24,8 +24,9 @@ import asyncio
 import base64
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import aiohttp
 import jwt
@@ -137,7 +138,7 @@ class TokenSource:
         pem = self.settings.certificate.read_bytes()
         cert = x509.load_pem_x509_certificate(pem)
         key = serialization.load_pem_private_key(pem, password=None)
-        thumb = base64.urlsafe_b64encode(cert.fingerprint(hashes.SHA1())).rstrip(b"=").decode()  # noqa: S303 (x5t)
+        thumb = base64.urlsafe_b64encode(cert.fingerprint(hashes.SHA1())).rstrip(b"=").decode()
         now = int(time.time())
         assertion = jwt.encode({"aud": self.settings.token_url, "iss": self.settings.app_id, "sub": self.settings.app_id,
                                 "jti": str(uuid.uuid4()), "nbf": now, "exp": now + 600}, key,  # type: ignore[arg-type]

@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -194,7 +195,7 @@ class TeamsChannel:
             await self.flow.answer(click)
         try:
             value = await asyncio.wait_for(asyncio.shield(answered), INVOKE_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             value = {"statusCode": 200, "type": MESSAGE, "value": "Done."}
         return web.json_response(value)
 

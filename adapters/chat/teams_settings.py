@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 __all__ = ["OPENID_METADATA_URL", "TeamsConfigError", "TeamsSettings", "configured", "token_url_for"]
 
@@ -39,7 +39,7 @@ class TeamsSettings:
     public_url: str | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "TeamsSettings":
+    def from_env(cls, env: Mapping[str, str]) -> TeamsSettings:
         app_id = env.get("TEAMS_APP_ID", "").strip()
         tenant = env.get("TEAMS_TENANT_ID", "").strip()
         password = env.get("TEAMS_APP_PASSWORD", "").strip() or None

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 import aiohttp
 from microsoft_agents.activity import Activity
@@ -75,7 +76,7 @@ class Reply:
             "kind": self.kind, "message": self.message})
 
     @classmethod
-    def from_ref(cls, ref: ReplyRef) -> "Reply":
+    def from_ref(cls, ref: ReplyRef) -> Reply:
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
         data = ref.data_for("teams", (REF_VERSION,))
         return cls(service_url=str(data.get("service_url", "")), conversation=str(data.get("conversation", "")),

@@ -4,7 +4,8 @@ TextRuns are shown as written, as Teams shows them: no markdown."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from oz0.adapters.console.preview import draw, esc
 
