@@ -117,7 +117,8 @@ def test_the_eliciting_tool_asks_the_person_and_gets_the_answer(console) -> None
         assert job["status"] == "waiting", job
         question = job["question"]
         assert question["message"] == "Please provide inputs for the following fields:"
-        assert question["source"] == "Everything Reference Server"
+        # named by the plugin (issue 29 item 7); the server's own title only as its claim
+        assert question["source"] == "MCP server of everything/elicit (it calls itself “Everything Reference Server”)"
         fields = question["answer_schema"]["properties"]
         assert fields["titledSingleSelectEnum"]["enumNames"] == ["Superman", "Green Lantern", "Wonder Woman"]
         assert fields["titledMultipleSelectEnum"]["type"] == "array"
