@@ -150,7 +150,7 @@ def _ask_here(runtime: Runtime, question: Question, by: str, stdin: TextIO, out:
             return
         except AnswerRefused as exc:
             print(f"  not taken: {exc.message}", file=out)
-            if exc.status != 422:
+            if exc.why != "invalid":
                 return
     print(f"  {MAX_TRIES} answers refused; the question stays open (oz0 jobs answer {question.job_id})", file=out)
 

@@ -229,8 +229,8 @@ def _answer(args: argparse.Namespace) -> int:
         try:
             runtime.answer(job.id, step, action=action, content=content, by=local_user())
         except AnswerRefused as exc:
-            raise CommandError(f"not taken: {exc.message}", code=2 if exc.status == 422 else 1,
-                               error_code="invalid_answer" if exc.status == 422 else "answer_refused") from None
+            raise CommandError(f"not taken: {exc.message}", code=2 if exc.why == "invalid" else 1,
+                               error_code="invalid_answer" if exc.why == "invalid" else "answer_refused") from None
         row = runtime.store.job(job.id) or {}
         if row.get("runner") != PARKED_RUNNER or row.get("status") != "running":
             said = f"answered step {step!r} of job {job.id}; it goes on where it runs"

@@ -99,9 +99,9 @@ class SchemaComparison:
     def body(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         old_types, new_types = set(old or {}), set(new or {})
         verb = "takes" if self.is_input else "returns"
-        if old is not None and new is not None and old_types == new_types:
+        if old_types == new_types:
             for media in sorted(old_types & {"application/json"}):
-                self.schema(old[media].get("schema", True), new[media].get("schema", True), ())
+                self.schema((old or {})[media].get("schema", True), (new or {})[media].get("schema", True), ())
             return
         if old_types == {"text/plain"} and new_types == {"application/json"}:
             self.add((), NARROWS, f"{verb} JSON that matches a schema instead of text")

@@ -21,6 +21,7 @@ from typing import Any, get_args
 from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Engine
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.job import JobStatus
 from oz0.edge.runtime.store import jobs
 
@@ -34,7 +35,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _MAX_TEXT = 200
 
 
-class SearchError(ValueError):
+class SearchError(ValueError, Oz0Error):
     """A search parameter that cannot be read; `param` names it (`since`, `status`, `cursor`...)."""
 
     def __init__(self, param: str, message: str) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import Select, String, Subquery, Table, delete, func, literal, select
 from sqlalchemy.engine import Connection, Engine
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budgets
 from oz0.edge.runtime.conversations import conversation_turns
 from oz0.edge.runtime.loop_trace import job_trace
@@ -37,7 +38,7 @@ PRUNE_CRON = "0 17 3 * * *"  # every day at 03:17:00 UTC (DBOS's cron: seconds f
 TABLES = ("jobs", "questions", "job_trace", "conversation_turns", "budget_holds", "budget_grants", "budgets", "audit")
 
 
-class RetentionError(ValueError):
+class RetentionError(ValueError, Oz0Error):
     """A retention setting that cannot be used; the message names the variable."""
 
 
