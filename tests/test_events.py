@@ -45,9 +45,9 @@ IMPL = """
 
 def asking_runtime(home: Path, where: Path, **kw) -> Runtime:
     runtime = Runtime(home, flow_engine=FLOW_ENGINE, **kw)
-    make_plugin(where, name="eventful", files={"impl.py": IMPL}, agents={"slow-ask": {
+    make_plugin(where, name="eventful", files={"impl.py": IMPL, "schemas/go.json": SCHEMA}, agents={"slow-ask": {
         "description": "waits, then asks", "kind": "python", "entry": "impl:slow_ask", "input": "text",
-        "output": "text"}})
+        "output": "text", "asks": {"go": {"answer_schema": "schemas/go.json"}}}})
     install_plugin(runtime, load_plugin(where), actor="test")
     return runtime
 
