@@ -24,7 +24,7 @@ def test_renderers_surface():
     from oz0 import renderers
 
     assert sorted(renderers.__all__) == ["RENDERERS", "Rendered", "render"]
-    assert sorted(renderers.RENDERERS) == ["discord", "html", "slack", "text"]
+    assert sorted(renderers.RENDERERS) == ["discord", "html", "slack", "teams", "text"]
     for name in renderers.__all__:
         assert getattr(renderers, name) is not None
 

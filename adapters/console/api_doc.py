@@ -262,6 +262,7 @@ _ANSWER_PATH = {"post": {
 
 _FOLLOW_UP_PATH = {"post": {
     "operationId": "jobs.follow_up", "summary": "Continue a job's conversation with a follow-up in words",
+    "tags": ["jobs"],
     "description": "The conversation's agent is asked the text, given the earlier turns; the new turn's job "
                    "answers as a run does, `job.conversation` listing every turn.",
     "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
