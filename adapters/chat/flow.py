@@ -40,7 +40,7 @@ from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge import AgentSpec, Card, Job
+from oz0.edge import AgentSpec, Card, Job, tracing
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked
@@ -182,7 +182,9 @@ class AskFlow:
             await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
             return
         try:
-            await self._ask(ask, done, shown)
+            with tracing.span("oz0.chat.event", platform=self.wire.platform, source=ask.source,
+                              agent=ask.agent, delivery=ask.delivery):
+                await self._ask(ask, done, shown)
         except Exception as exc:
             if not is_transient(exc) or done.called:
                 raise
@@ -368,8 +370,11 @@ class AskFlow:
             card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
+        job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
         try:
-            await self.wire.deliver(reply, rendered)
+            with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
+                              platform=self.wire.platform, job_id=job_id):
+                await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
             count_channel_error(self.wire.platform, "refused")

@@ -284,12 +284,12 @@ def _show(args: argparse.Namespace) -> int:
             data["tree_left_out"] = left_out
         return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data=data)
     keys = ("id", "agent", "plugin", "contract", "status", "failure kind", "reason", "attempts", "requester",
-            "channel", "input", "created", "started", "ended")
+            "channel", "input", "created", "started", "ended", "trace id")
     contract = (f"{job.contract_hash}" + (f" (since {job.contract_version})" if job.contract_version else "")
                 if job.contract_hash else None)
     values = (job.id, job.agent, f"{job.plugin or ''} {job.plugin_version or ''}".strip(), contract, _status(job),
               job.failure_kind, job.failure_reason, job.attempts, job.requester, job.channel, job.input,
-              _when(job.created), _when(job.started), _when(job.ended))
+              _when(job.created), _when(job.started), _when(job.ended), job.trace_id)
     facts = Card(form="key_values", title=f"Job {job.id}", keys=keys, values=values)
     print(render_payload(facts, "text").rstrip("\n"))
     if budgets:
