@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from oz0.edge import tracing
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.recovery import runner_id
 
 __all__ = ["ask_trace", "job_span"]
 
@@ -30,5 +31,5 @@ def job_span(job: Job) -> Iterator[tracing.SpanNote]:
     name = "oz0.step" if job.parent_id else "oz0.job"
     with tracing.job_known(job.id, job.agent), tracing.span(
             name, parent=job.trace_context, job_id=job.id, agent=job.agent, plugin=job.plugin,
-            parent_job=job.parent_id) as note:
+            parent_job=job.parent_id, replica=runner_id().split(":")[0]) as note:
         yield note

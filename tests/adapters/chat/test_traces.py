@@ -17,12 +17,30 @@ import sys
 from pathlib import Path
 
 import pytest
+from loop_kit import loop_plugin
+from model_standins import ModelStandin, Turn
 from otlp_receiver import OtlpReceiver
+from plugin_kit import make_plugin
 from slack_harness import install_test_plugin, running_channel
 
 from oz0.adapters.cli import main as cli
 from oz0.edge import tracing
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.json_logs import JsonFormatter
+from oz0.edge.runtime.runner import Runtime
+
+REPLICA_B = """
+import asyncio, sys
+from oz0.edge import tracing
+from oz0.edge.runtime.runner import Runtime
+
+runtime = Runtime(sys.argv[1], database_url=sys.argv[2])
+job = asyncio.run(runtime.execute(sys.argv[3]))
+runtime.close()
+tracing.flush()
+print(job.status, job.output)
+"""
 
 
 @pytest.fixture
@@ -67,6 +85,55 @@ def test_a_slack_ask_is_one_trace_from_the_chat_event_through_the_job_to_the_del
     assert cli(["jobs", "show", job.id]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if "trace id" in line]
     assert line.split() == ["trace", "id", event.trace_id]
+
+
+def test_a_job_run_on_replica_b_after_replica_a_journaled_it_joins_a_s_trace(otlp, postgres_url, tmp_path):
+    a = Runtime(tmp_path / "a", database_url=postgres_url)
+    try:
+        folder = make_plugin(tmp_path / "plugin", name="traced", files={"impl.py": "def echo(text):\n    return 'echo: ' + text\n"},
+                             agents={"echo": {"description": "echo", "kind": "python", "entry": "impl:echo",
+                                              "input": "text", "output": "text"}})
+        install_plugin(a, load_plugin(folder), actor="test")
+        job, _ = a.submit("echo", "over there", requester="cli:me")  # asked on A, not run there
+    finally:
+        a.close()
+    assert job.trace_id is not None and job.status == "queued"
+    env = {**os.environ, "OZ0_REPLICA_ID": "replica-b"}
+    done = subprocess.run([sys.executable, "-c", REPLICA_B, str(tmp_path / "b"), postgres_url, job.id],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "succeeded echo: over there"
+    tracing.flush()
+    otlp.wait_for("oz0.ask", "oz0.job")
+    [asked], [ran] = otlp.named("oz0.ask"), otlp.named("oz0.job")
+    assert asked.trace_id == ran.trace_id == job.trace_id
+    assert ran.parent_id == asked.span_id and asked.parent_id is None
+    assert ran.attributes["oz0.replica"] == "replica-b" and ran.attributes["oz0.job_id"] == job.id
+
+
+def test_a_tool_loop_traces_each_model_request_tool_call_mcp_call_and_step_job(otlp, tmp_path, monkeypatch):
+    monkeypatch.setenv("OZ0_TEST_MODEL_KEY", "sk-test-trace-0123456789")
+    script = [Turn(calls=(("ci-runs", {"branch": "main"}),)), Turn(calls=(("ci_log", {"run_id": 4411}),)),
+              Turn(text='{"verdict": "flaky", "run_id": 4411}')]
+    with ModelStandin(script) as model:
+        runtime = loop_plugin(tmp_path / "p", tmp_path / "h", model.url)
+        try:
+            job = asyncio.run(asyncio.wait_for(runtime.run("triage", "why did main fail?"), 60))
+        finally:
+            runtime.close()
+    assert job.status == "succeeded"
+    tracing.flush()
+    spans = otlp.wait_for("oz0.job", "oz0.loop.model", "oz0.loop.tool", "oz0.mcp.call", "oz0.step")
+    by_id = {s.span_id: s for s in spans}
+    [ran] = [s for s in otlp.named("oz0.job") if s.attributes["oz0.job_id"] == job.id]
+    assert {s.trace_id for s in spans} == {job.trace_id}
+    models, tools = otlp.named("oz0.loop.model"), otlp.named("oz0.loop.tool")
+    assert len(models) == 3 and len(tools) == 2 and {s.parent_id for s in models + tools} == {ran.span_id}
+    [mcp] = otlp.named("oz0.mcp.call")
+    assert mcp.attributes["oz0.tool"] == "ci_log" and by_id[mcp.parent_id].name == "oz0.loop.tool"
+    [step] = otlp.named("oz0.step")  # the ci-runs agent as a tool: a job of its own, below its tool call
+    assert step.attributes["oz0.agent"] == "ci-runs" and by_id[step.parent_id].name == "oz0.loop.tool"
+    assert "sk-test-trace" not in json.dumps([s.attributes for s in spans])
 
 
 def test_without_an_endpoint_nothing_is_traced_and_the_sdk_is_not_imported(oz0_home):
