@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
@@ -24,6 +25,7 @@ from plugin_kit import make_plugin
 from slack_harness import install_test_plugin, running_channel
 
 from oz0.adapters.cli import main as cli
+from oz0.adapters.console.app import create_app
 from oz0.edge import tracing
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
@@ -85,6 +87,25 @@ def test_a_slack_ask_is_one_trace_from_the_chat_event_through_the_job_to_the_del
     assert cli(["jobs", "show", job.id]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if "trace id" in line]
     assert line.split() == ["trace", "id", event.trace_id]
+
+
+def test_the_api_and_the_console_job_page_show_the_trace_id(home, otlp):
+    runtime = Runtime(home)
+    try:
+        async def scenario() -> tuple[str, dict, str]:
+            job = await runtime.run("echo", "via the api")
+            transport = httpx.ASGITransport(app=create_app(runtime))
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                api = (await http.get(f"/v1/jobs/{job.id}")).json()
+                page = (await http.get(f"/jobs/{job.id}")).text
+            return job.trace_id, api, page
+
+        trace_id, api, page = asyncio.run(scenario())
+    finally:
+        runtime.close()
+    assert trace_id is not None and len(trace_id) == 32
+    assert api["job"]["trace_id"] == trace_id
+    assert f'<code id="job-trace">{trace_id}</code>' in page
 
 
 def test_a_job_run_on_replica_b_after_replica_a_journaled_it_joins_a_s_trace(otlp, postgres_url, tmp_path):
