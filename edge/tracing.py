@@ -19,7 +19,11 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the SDK's types only: it is imported when an endpoint is set
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = ["SpanNote", "carrier", "current_trace_id", "enabled", "flush", "job_known", "log_fields", "span",
            "trace_id_of"]
@@ -30,13 +34,13 @@ SERVICE = "oz0"
 
 _JOB: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("oz0_job", default=None)
 _lock = threading.Lock()
-_tracers: dict[str, Any] = {}  # endpoint -> (provider, tracer); a changed endpoint gets a provider of its own
+_tracers: dict[str, tuple[TracerProvider, Tracer]] = {}  # endpoint -> (provider, tracer); a changed endpoint gets a provider of its own
 
 
 class SpanNote:
     """What a caller may add to its span: attributes, and an error status (a failed job, a refused card)."""
 
-    def __init__(self, span: Any = None) -> None:
+    def __init__(self, span: Span | None = None) -> None:
         self._span = span
 
     def set(self, **attributes: str | int | float | bool | None) -> None:
@@ -54,7 +58,7 @@ def enabled() -> bool:
     return any(os.environ.get(name) for name in _ENDPOINTS)
 
 
-def _tracer() -> Any:
+def _tracer() -> Tracer:
     endpoint = next(os.environ[name] for name in _ENDPOINTS if os.environ.get(name))
     with _lock:
         held = _tracers.get(endpoint)
@@ -115,7 +119,7 @@ def carrier() -> dict[str, str] | None:
     return out or None
 
 
-def trace_id_of(context: Mapping[str, Any] | None) -> str | None:
+def trace_id_of(context: Mapping[str, object] | None) -> str | None:
     """The 32-hex-digit trace id in a journaled trace context, or None."""
     found = _TRACEPARENT.match(str((context or {}).get("traceparent", "")))
     return found.group(1) if found else None
