@@ -19,6 +19,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -344,7 +345,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
                                                                          on_progress, self.questions, delegate,
                                                                          budgets=self.budgets,
-                                                                         history=history))
+                                                                         history=history,
+                                                                         on_text=functools.partial(self.stream.publish, job_id)))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
