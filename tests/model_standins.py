@@ -32,6 +32,7 @@ class Turn:
     calls: tuple[tuple[str, Any], ...] = ()
     text: str | None = None
     usage: tuple[int, int] = (11, 7)
+    pieces: tuple[str, ...] = ()   # the streamed tokens of `text`, when a test chooses where it is cut
 
 
 @dataclass
@@ -106,7 +107,8 @@ class ModelStandin:
                 "usage": {"input_tokens": turn.usage[0], "output_tokens": turn.usage[1]}}
 
     def _tokens(self, text: str | None) -> Iterator[str]:
-        for token in re.findall(r"\s*\S+\s*|\s+", text or ""):
+        turn = next((t for t in self.script if t.text == text and t.pieces), None)
+        for token in turn.pieces if turn is not None else re.findall(r"\s*\S+\s*|\s+", text or ""):
             if self.token_times and self.token_s:
                 time.sleep(self.token_s)
             self.token_times.append(time.monotonic())

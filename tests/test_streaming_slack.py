@@ -1,0 +1,76 @@
+"""Streamed answers in Slack: native streaming (chat.startStream / appendStream / stopStream) in the
+thread of a mention, against the Slack stand-in and the model stand-in streaming over SSE."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from model_standins import ModelStandin, Turn
+from slack_harness import assert_valid_blocks, running_channel
+from stream_kit import KEY, KEY_ENV, stream_plugin
+
+from oz0.adapters.chat.slack_wire import STREAM_EVERY_S
+
+ASK_TS = "1700000000.000100"
+SPLIT = ("Build 4411 failed. ", "Ping <!chan", "nel> now, ", "read [the do", "cs](https://ev", "il.example/x) ",
+         "and rerun.")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return tmp_path / "home"
+
+
+def stream_calls(slack, ts):
+    return [c for c in slack.calls if c.args.get("ts") == ts and c.method.startswith("chat.")]
+
+
+async def answered(slack, ts, timeout=20.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if any(c.method == "chat.update" for c in stream_calls(slack, ts)):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the streamed message was not ended with the card: {slack.methods()}")
+
+
+def test_a_mention_streams_in_its_thread_safely_and_ends_as_the_card(home, tmp_path):
+    text = "".join(SPLIT)
+    with ModelStandin([Turn(text=text, pieces=SPLIT)], token_s=0.05) as model:
+        stream_plugin(tmp_path / "plugin", home, model.url).close()
+
+        async def main():
+            async with running_channel(home) as h:
+                h.slack.stream_min_gap_s = STREAM_EVERY_S * 0.9   # closer calls on one message are refused
+                status, _, _ = await h.mention("writer why did main fail?")
+                assert status == 200
+                started = (await h.slack.wait_for("chat.startStream", timeout=20))[0]
+                ts = started.args.get("ts") or next(iter(h.slack.streams))
+                await answered(h.slack, ts)
+                return h.slack, ts, started
+
+        slack, ts, started = asyncio.run(main())
+    stream = slack.streams[ts]
+    assert started.args["thread_ts"] == ASK_TS and started.args["recipient_user_id"] == "U0ASKER"
+    assert started.args["recipient_team_id"] == "T0OZ0TEST"
+    # every piece passed the safety rules, though the mention and the link were cut across tokens
+    assert "<!channel>" not in stream["text"] and "&lt;!channel&gt;" in stream["text"]
+    assert "](" not in stream["text"] and "the docs (https://evil.example/x)" in stream["text"]
+    assert stream["text"].endswith("and rerun.")
+    assert not stream["streaming"]
+    # the working message went; the streamed message became the card, its text as any card draws it
+    assert [m for m in slack.methods() if m.startswith("chat.")][:3] == ["chat.postMessage", "chat.startStream",
+                                                                         "chat.delete"]
+    assert len(slack.deleted) == 1 and slack.deleted[0][1] != ts
+    update = next(c for c in stream_calls(slack, ts) if c.method == "chat.update")
+    assert_valid_blocks(update.args["blocks"])
+    assert update.args["text"].endswith("Ping &lt;!channel&gt; now, read the docs (https://evil.example/x) and rerun.")
+    # one call per message at most every 0.25 s: none was refused as too fast
+    times = [c.at for c in stream_calls(slack, ts)]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps and min(gaps) >= STREAM_EVERY_S * 0.9, gaps
+    assert [c.method for c in stream_calls(slack, ts)].count("chat.stopStream") == 1
+
