@@ -131,8 +131,9 @@ class AnswerStream:
         except Exception as exc:
             self.flow.log.warning("could not stream the answer of job %s: %s", self.job_id, exc)
             count_channel_error(self.flow.wire.platform, type(exc).__name__)
-            self.closed = True   # the card still comes, by `deliver`
-            return False
+            if not self.redraw:
+                self.closed = True   # a streamed message that broke: the card still comes, by `deliver`
+            return True
         return True
 
     def _draw(self, shown: str, status: Progress | None) -> Rendered:
