@@ -4,13 +4,16 @@ thread of a mention, against the Slack stand-in and the model stand-in streaming
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from model_standins import ModelStandin, Turn
 from slack_harness import assert_valid_blocks, running_channel
 from stream_kit import KEY, KEY_ENV, stream_plugin
 
+from oz0.adapters.chat import slack as slack_app
 from oz0.adapters.chat.slack_wire import STREAM_EVERY_S
+from oz0.edge.model.reply_ref import ReplyRef
 
 ASK_TS = "1700000000.000100"
 SPLIT = ("Build 4411 failed. ", "Ping <!chan", "nel> now, ", "read [the do", "cs](https://ev", "il.example/x) ",
@@ -74,3 +77,38 @@ def test_a_mention_streams_in_its_thread_safely_and_ends_as_the_card(home, tmp_p
     assert gaps and min(gaps) >= STREAM_EVERY_S * 0.9, gaps
     assert [c.method for c in stream_calls(slack, ts)].count("chat.stopStream") == 1
 
+
+
+def test_a_restart_mid_stream_ends_the_streamed_message_interrupted_once(home, tmp_path):
+    with ModelStandin([Turn(text="never asked")]) as model:
+        runtime = stream_plugin(tmp_path / "plugin", home, model.url)
+
+    async def main():
+        async with running_channel(home) as h:
+            # the replica that died had begun streaming job's answer into this message
+            started = await h.slack._m_chat_startStream({"channel": "C0GENERAL", "thread_ts": ASK_TS,
+                                                         "recipient_user_id": "U0ASKER",
+                                                         "recipient_team_id": "T0OZ0TEST",
+                                                         "markdown_text": "Build 4411 fa"})
+            ts = next(iter(h.slack.streams))
+            assert started.status == 200
+            job, _ = runtime.submit("writer", "why?", requester="slack:U0ASKER", channel="slack:C0GENERAL",
+                                    dedupe_key="slack:event:EvCUT", reply_to=ReplyRef("slack", 1, {
+                                        "channel": "C0GENERAL", "user": "U0ASKER", "team": "T0OZ0TEST",
+                                        "thread_ts": ASK_TS, "ts": ts, "streamed": True}))
+            runtime.store.update_job(job.id, status="interrupted", failure_kind="Interrupted",
+                                     failure_reason="the bot stopped before this job ended", ended=time.time())
+            stopped = runtime.job(job.id)
+            slack_app.report_interrupted([stopped])
+            slack_app.report_interrupted([stopped])     # two replicas, or `oz0 serve` twice
+            await h.slack.wait_for("chat.stopStream")
+            await asyncio.sleep(0.5)
+            return h.slack, ts
+
+    try:
+        slack, ts = asyncio.run(main())
+    finally:
+        runtime.close()
+    assert slack.streams[ts]["text"] == "Build 4411 fa\n\n_(interrupted; ask again)_"
+    assert not slack.streams[ts]["streaming"]
+    assert len(slack.of("chat.stopStream")) == 1 and not slack.of("chat.update") and not slack.of("chat.postMessage")
