@@ -107,3 +107,21 @@ def test_a_structured_answer_is_not_streamed(tmp_path):
         sent = model.requests[0]["json"]
     assert job.output == {"verdict": "flaky"}
     assert "stream" not in sent and not [e for e in events if isinstance(e, TextDelta)]
+
+
+def test_the_terminal_prints_the_text_as_it_comes_cleaned_and_whole_tokens_only():
+    import io
+
+    from oz0.adapters.cli.progress_out import TerminalText
+
+    out = io.StringIO()
+    paused: list[bool] = []
+    text = TerminalText(out, live=True, pause=paused.append)
+    text(TextDelta("The build ", 0))
+    assert out.getvalue() == "The build "
+    text(TextDelta("fai", 10))
+    assert out.getvalue() == "The build "          # a token not ended yet waits
+    text(TextDelta("led \x1b[2Jquietly.", 13))
+    text.close()
+    assert out.getvalue() == "The build failed [2Jquietly.\n"   # the escape sequence never reaches the terminal
+    assert paused == [True]
