@@ -52,6 +52,7 @@ class AnswerStream:
         self.native: StreamingWire | None = wire if isinstance(wire, StreamingWire) else None
         self.every_s = self.native.stream_every_s if self.native is not None else EDIT_EVERY_S
         self.raw = ""
+        self.whole = False                  # the model's request ended: all of `raw` may show
         self.status: Progress | None = None
         self.chunks = SafeChunks()
         self.stream: Any | None = None      # the streamed message's reply target, once started
@@ -69,6 +70,7 @@ class AnswerStream:
 
     def text(self, delta: TextDelta) -> None:
         self.raw = (self.raw[:delta.offset] + delta.text)[:MAX_STREAM_CHARS]
+        self.whole = delta.final
         self._kick()
 
     def step(self, progress: Progress) -> None:
@@ -99,11 +101,11 @@ class AnswerStream:
 
     async def _send(self) -> bool:
         """One call showing the text so far; False when there was nothing new to show."""
-        shown = self.raw[:showable(self.raw)]
+        shown = self.raw[:showable(self.raw, final=self.whole)]
         if not shown.strip():
             return False
         before = (self.chunks.shown, self.chunks.prefix)
-        piece = "" if self.redraw else self.chunks.take(self.raw)
+        piece = "" if self.redraw else self.chunks.take(self.raw, final=self.whole)
         status = self.status
         view = StreamView(piece, lambda: self._draw(shown, status))
         try:

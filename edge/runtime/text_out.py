@@ -45,7 +45,6 @@ class TextOut:
 
     def begin(self) -> None:
         """A new model request: its text replaces the previous one's (it may have called tools)."""
-        self._flush(final=True)
         self.raw = ""
 
     def add(self, piece: str) -> None:
@@ -73,12 +72,12 @@ class TextOut:
             text = self.redactor.text(text)
             if not final:
                 text = text[:max(0, len(text) - self.redactor.hold)]
-        if text == self.sent:
+        if text == self.sent and not (final and text):
             return
         same = _common_prefix(self.sent, text)
         self.sent = text
         self._last = time.monotonic()
-        self.sink(TextDelta(text[same:], same))   # JobEvents.publish never raises
+        self.sink(TextDelta(text[same:], same, final))   # JobEvents.publish never raises
 
 
 def _common_prefix(a: str, b: str) -> int:
