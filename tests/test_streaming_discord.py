@@ -59,7 +59,7 @@ def test_an_ask_streams_into_its_private_response_an_edit_a_second_and_ends_as_t
                 return first, shown, limited_at
 
         try:
-            first, shown, limited_at = asyncio.run(asyncio.wait_for(main(), 60))
+            _, shown, limited_at = asyncio.run(asyncio.wait_for(main(), 60))
         finally:
             runtime.close()
     bodies = [texts(e.body["components"]) for e in shown]

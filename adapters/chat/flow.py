@@ -37,8 +37,8 @@ from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
-from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
+from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job

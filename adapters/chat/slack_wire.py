@@ -20,8 +20,8 @@ from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import slack_modal
-from oz0.renderers.safety import slack_escape
 from oz0.renderers.rendered import Rendered
+from oz0.renderers.safety import slack_escape
 
 __all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire"]
 

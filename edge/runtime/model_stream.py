@@ -28,7 +28,8 @@ class Streamed:
 
 
 def is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+    kind: str = response.headers.get("content-type", "")
+    return kind.split(";")[0].strip().lower() == "text/event-stream"
 
 
 async def read_chat_stream(response: httpx.Response, cap: int, what: str, out: TextOut) -> Streamed:

@@ -14,12 +14,12 @@ end the job with a typed failure kind and a reason a person can act on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
 import uuid
 from collections import OrderedDict
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
