@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.cards import streaming_card
 from oz0.adapters.chat.wire import RateLimited, StreamingWire, StreamView
+from oz0.adapters.chat.working import due
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.events import TextDelta
 from oz0.edge.runtime.metrics import count_channel_error
@@ -87,12 +88,7 @@ class AnswerStream:
 
     async def _pump(self) -> None:
         while not self.closed and self.dirty:
-            wait = self.next_at - time.monotonic()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(self.stopping.wait(), wait)
-                except TimeoutError:
-                    pass
+            if not await due(self.next_at, self.stopping):
                 continue
             self.dirty = False
             sent = await self._send()
