@@ -306,15 +306,18 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
     if spec.output is not None:
         request["response_format"] = {"type": "json_schema", "json_schema": {
             "name": _schema_name(spec.name), "schema": spec.output.schema, "strict": False}}
-    elif ctx.on_text is not None:   # a text answer streams (edge.runtime.model_stream)
-        request["stream"] = True
-        request["stream_options"] = {"include_usage": True}
+    # a text answer streams (edge.runtime.model_stream); the budget's estimate is of the request alone
+    streaming = {"stream": True, "stream_options": {"include_usage": True}} \
+        if spec.output is None and ctx.on_text is not None else {}
     what = f"the model endpoint {base_url}"
     reason = ""
     async with httpx.AsyncClient(timeout=spec.limits.timeout_s) as client:
         for attempt in range(1, MAX_MODEL_TRIES + 1):  # every try is a call, reserved against the budgets
             payload = orjson.dumps(request)
-            async with budget_call(ctx, model_need(spec, len(payload))) as meter:
+            size = len(payload)
+            if streaming:
+                payload = orjson.dumps({**request, **streaming})
+            async with budget_call(ctx, model_need(spec, size)) as meter:
                 try:
                     async with client.stream("POST", url, content=payload, headers=headers) as response:
                         if response.status_code < 400 and is_event_stream(response):
