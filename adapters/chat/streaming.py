@@ -129,7 +129,9 @@ class AnswerStream:
         except Exception as exc:
             self.flow.log.warning("could not stream the answer of job %s: %s", self.job_id, exc)
             count_channel_error(self.flow.wire.platform, type(exc).__name__)
-            if not self.redraw:
+            if self.stream is None and not self.redraw:   # it would not start: redraw the working message
+                self.redraw, self.dirty, self.every_s = True, True, EDIT_EVERY_S
+            elif not self.redraw:
                 self.closed = True   # a streamed message that broke: the card still comes, by `deliver`
             return True
         return True
