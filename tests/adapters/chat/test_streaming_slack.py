@@ -4,6 +4,7 @@ thread of a mention, against the Slack stand-in and the model stand-in streaming
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -26,6 +27,14 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
+@contextlib.contextmanager
+def writer_model(home, tmp_path, *, token_s):
+    """`writer` installed in `home`, its model streaming SPLIT a token every `token_s`."""
+    with ModelStandin([Turn(text="".join(SPLIT), pieces=SPLIT)], token_s=token_s) as model:
+        stream_plugin(tmp_path / "plugin", home, model.url).close()
+        yield model
+
+
 def stream_calls(slack, ts):
     return [c for c in slack.calls if c.args.get("ts") == ts and c.method.startswith("chat.")]
 
@@ -41,9 +50,7 @@ async def answered(slack, ts, timeout=20.0):
 
 
 def test_a_mention_streams_in_its_thread_safely_and_ends_as_the_card(home, tmp_path):
-    text = "".join(SPLIT)
-    with ModelStandin([Turn(text=text, pieces=SPLIT)], token_s=0.05) as model:
-        stream_plugin(tmp_path / "plugin", home, model.url).close()
+    with writer_model(home, tmp_path, token_s=0.05):
 
         async def main():
             async with running_channel(home) as h:
@@ -115,9 +122,7 @@ def test_a_restart_mid_stream_ends_the_streamed_message_interrupted_once(home, t
 
 
 def test_a_stream_slack_refuses_to_start_falls_back_to_editing_the_working_message(home, tmp_path):
-    text = "".join(SPLIT)
-    with ModelStandin([Turn(text=text, pieces=SPLIT)], token_s=0.3) as model:
-        stream_plugin(tmp_path / "plugin", home, model.url).close()
+    with writer_model(home, tmp_path, token_s=0.3):
 
         async def main():
             async with running_channel(home) as h:
