@@ -135,6 +135,7 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
     doc["paths"].update(operations())
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
     doc["paths"]["/jobs/{job_id}/follow-ups"] = _FOLLOW_UP_PATH
+    doc["paths"]["/jobs/{job_id}/cancel"] = _CANCEL_PATH
     for path, item in doc["paths"].items():
         for op in item.values():
             op["responses"].setdefault("401", _failure_response(
@@ -173,7 +174,7 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
         "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
         "channel": {"type": "string"}, "input": {"type": "string"},
-        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
+        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped", "cancelled"]},
         "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
         "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
         "contract_version": {"type": ["string", "null"]},
@@ -257,6 +258,21 @@ _ANSWER_PATH = {"post": {
         "415": _failure_response("A body (or a Content-Type) that is not application/json."),
         "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
                                  "deeper than the limit): details.path and the rule."),
+    }}}
+
+
+_CANCEL_PATH = {"post": {
+    "operationId": "jobs.cancel", "summary": "Stop a job wherever it runs (its asker, or an admin)",
+    "tags": ["jobs"],
+    "description": "The running step is stopped where it runs, on any replica, its children too; the job "
+                   "ends `cancelled` (failure_reason: \"stopped by NAME\"). Answers once it has ended.",
+    "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "responses": {
+        "200": {"description": "The job, ended.", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+        "403": _failure_response("Neither the job's asker nor an admin (Bearer OZ0_ADMIN_TOKEN)."),
+        "404": _failure_response("No job has this id."),
+        "409": _failure_response("The job has already ended: there is nothing to stop."),
     }}}
 
 

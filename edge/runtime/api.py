@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from oz0.edge.model.reply_ref import ReplyRef
     from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
+    from oz0.edge.runtime.cancel import JobStops
     from oz0.edge.runtime.conversations import Conversations
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
@@ -64,6 +65,8 @@ class ConsoleRuntime(RuntimeFace, Protocol):
     def questions(self) -> Questions: ...
     @property
     def stream(self) -> JobEvents: ...
+    @property
+    def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
@@ -90,6 +93,8 @@ class ChatRuntime(Protocol):
     def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
     @property
     def stopping(self) -> bool: ...  # a stop began: asks are turned away (Runtime.drain)
+    @property
+    def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
 
     def agents(self) -> list[AgentSpec]: ...
 

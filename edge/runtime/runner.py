@@ -38,6 +38,7 @@ from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
+from oz0.edge.runtime.cancel import CANCELLED, JobStops
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
@@ -110,6 +111,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
+        self.stops = JobStops(self)  # stop requests, obeyed where the job runs (edge.runtime.cancel)
         watch_tools(self)
 
     def close(self) -> None:
@@ -316,7 +318,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         job = self.job(job_id)
         assert job is not None
         on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
-        return await self._watched(job, self._run_claimed(job, on_progress, resume))
+        return await self._watched(job, self.stops.guard(job_id, self._run_claimed(job, on_progress, resume)))
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
@@ -372,7 +374,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return self._end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree_reason(job)
-            if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
+            stop = self.stops.requested(job_id)
+            if stop is not None:  # someone stopped it (edge.runtime.cancel)
+                self._end(job_id, "cancelled", attempts=attempts, kind=CANCELLED, reason=stop.reason)
+            elif limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
                 self._end(job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED, reason=limit,
                           output=self.tree_partial(job_id))
             elif not resume:
