@@ -1,5 +1,5 @@
 """A command agent that sleeps with a child of its own, for the cancel tests: `sleeper` starts `sleep
-300` in its process group, writes {job, pgid, pids} to $OZ0_TEST_PIDS, and sleeps. A test stops its
+300` in its process group, writes {job, pgid, pids} to $OZ0_TEST_PIDS, reports progress, and sleeps. A test stops its
 job and checks that every process of the group is gone."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SLEEPER_FILES = {
             f.write(json.dumps({"job": os.environ["OZ0_JOB_ID"], "pgid": os.getpgid(0),
                                 "pids": [os.getpid(), child.pid]}) + "\\n")
         sys.stdin.read()
+        print("sleeping until stopped", file=sys.stderr, flush=True)
         time.sleep(300)
         """,
 }
