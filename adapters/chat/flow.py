@@ -275,11 +275,6 @@ class AskFlow:
         await self.conversing.turn(ask, job.id, job.agent)
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
-        else:  # shown before the job had an id: now with its Stop button
-            try:
-                await self.wire.progress(reply, self._working(ask.agent, ahead, job_id=job.id))
-            except Exception as exc:
-                self.log.warning("job %s: could not show its Stop button (%s)", job.id, type(exc).__name__)
         if reply.to_ref() != ask.reply.to_ref():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
