@@ -54,6 +54,7 @@ from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.recovery import Recovery, runner_id
+from oz0.edge.runtime.schedules import Schedules
 from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
@@ -112,6 +113,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         self.stops = JobStops(self)  # stop requests, obeyed where the job runs (edge.runtime.cancel)
+        self.schedules = Schedules(self, self.job)  # the plugins' schedules (edge.runtime.schedules)
         watch_tools(self)
 
     def close(self) -> None:
@@ -136,10 +138,12 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         """Run every job from now on as a durable DBOS workflow (edge.runtime.durable): `oz0 serve` does,
         before its event loop starts. Without it a job runs in this process, journaled, as before."""
         from oz0.edge.runtime.durable import Engine  # imports dbos: about a second, so only here
+        from oz0.edge.runtime.schedule_engine import apply_schedules  # dbos too; registers the tick workflow
 
         engine = Engine(self, env=dict(env) if env is not None else None)
         engine.launch()
         self.engine = engine
+        apply_schedules(engine)  # the installed plugins' schedules (edge.runtime.schedule_engine)
 
     def drain(self, timeout_s: float) -> None:
         """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
