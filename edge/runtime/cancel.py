@@ -183,7 +183,7 @@ class JobStops:
         if engine is not None:
             from dbos import DBOS  # dbos is imported only where the engine runs (about a second)
 
-            from oz0.edge.runtime.durable import workflow_id
+            from oz0.edge.runtime.durable import workflow_id  # imports dbos too
             await asyncio.to_thread(DBOS.cancel_workflow, workflow_id(job))
             return
         await asyncio.to_thread(_cancel_by_client, self.runtime, job)
