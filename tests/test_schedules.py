@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from replica_harness import Replica, install_replica_plugin, runs
@@ -113,7 +113,7 @@ def test_two_replicas_over_postgres_run_each_tick_once_and_post_it_once(tmp_path
 
 
 def test_a_replica_killed_during_a_tick_leaves_the_tick_to_run_once_on_the_other(tmp_path, postgres_url):
-    at = datetime.now(timezone.utc) + timedelta(seconds=40)
+    at = datetime.now(UTC) + timedelta(seconds=40)
     cron = f"{at.second} {at.minute} * * * *"  # one tick, 40 s from now
 
     async def main() -> None:
@@ -154,11 +154,11 @@ def test_a_tick_missed_while_the_only_replica_was_down_runs_once_at_start_with_c
                 await asyncio.to_thread(solo.start)
                 await slack.wait_for("chat.postMessage", 2, timeout=40)
                 await asyncio.to_thread(solo.kill)
-                down = datetime.now(timezone.utc)
+                down = datetime.now(UTC)
                 await asyncio.sleep(7)  # three ticks or more go by with no replica up
-                up = datetime.now(timezone.utc)
+                up = datetime.now(UTC)
                 await asyncio.to_thread(solo.start)
-                started = datetime.now(timezone.utc)
+                started = datetime.now(UTC)
                 await asyncio.sleep(3)
             finally:
                 solo.kill()

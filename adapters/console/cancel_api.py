@@ -30,6 +30,11 @@ CANCEL_HTTP: dict[CancelWhy, tuple[int, str]] = {
 
 async def cancel_json(runtime: ConsoleRuntime, request: Request, *, job_json: Callable[[Any], Any]) -> Response:
     job_id = request.path_params["job_id"]
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media and media != "application/json":  # a cross-site form cannot send JSON without a preflight
+        message = f"send no body, or application/json, not {media}"
+        return JSONResponse(result_envelope(COMMAND, False, message, error=message, error_code="unsupported_media_type"),
+                            status_code=415)
     job = runtime.job(job_id)
     by = as_asker(job, operator(request, prefix="api")) if job is not None else operator(request, prefix="api")
     guard = getattr(request.state, "guard", None)

@@ -27,9 +27,12 @@ def lint_schedules(root: Path, *, read: Callable[[Path], Any], add: Callable[...
             continue
         target = data.get("agent") if isinstance(data, dict) else None
         side = known.get(target) if isinstance(target, str) else None
-        lint_schedule(data, lambda path, message, fix, file=file: add("error", file, path, message, fix),
-                      input_check=_checker(side.input) if side is not None else None,
-                      known=lambda name: name in known or name in flows or installed is None)
+        def found(path: str, message: str, fix: str, file: Path = file) -> None:
+            add("error", file, path, message, fix)
+
+        def exists(name: str) -> bool:
+            return name in known or name in flows or installed is None
+        lint_schedule(data, found, input_check=_checker(side.input) if side is not None else None, known=exists)
 
 
 def _checker(side: Any) -> Callable[[Any], list[tuple[str, str]]] | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import croniter  # type: ignore[import-untyped]  # ships no stubs
 
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, read_yaml
 
@@ -156,8 +156,10 @@ def load_schedules(root: Path, plugin: str) -> tuple[ScheduleSpec, ...]:
     for file in schedule_files(root):
         data = read_yaml(file)
         problems: list[str] = []
-        lint_schedule(data, lambda path, message, fix: problems.append(f"{path}: {message}"),
-                      input_check=None, known=lambda name: True)
+
+        def found(path: str, message: str, fix: str, problems: list[str] = problems) -> None:
+            problems.append(f"{path}: {message}")
+        lint_schedule(data, found, input_check=None, known=lambda name: True)
         if problems:
             raise PluginError(problems[0], file=str(file))
         specs.append(_spec(file, plugin, data))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.input_check import Checked
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.questions import Answer, Question
+    from oz0.edge.runtime.schedules import Schedules
     from oz0.edge.runtime.store import AuditRecord, Store
 
 __all__ = ["ChatRuntime", "ConsoleRuntime", "RuntimeFace", "ServeRuntime"]
@@ -67,6 +68,8 @@ class ConsoleRuntime(RuntimeFace, Protocol):
     def stream(self) -> JobEvents: ...
     @property
     def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
+    @property
+    def schedules(self) -> Schedules: ...  # the plugins' schedules (edge.runtime.schedules)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import croniter  # type: ignore[import-untyped]  # ships no stubs
 from dbos import DBOS, SetWorkflowID
 
 from oz0.edge.plugins.schedules import ScheduleSpec

@@ -150,7 +150,7 @@ class Schedules:
                  .order_by(jobs.c.created.desc(), jobs.c.id.desc()).limit(1))
         with self.runtime.store.engine.connect() as conn:
             job_id = conn.execute(query).scalar()
-        return self._read_job(job_id) if job_id is not None else None  # type: ignore[no-any-return]
+        return self._read_job(job_id) if job_id is not None else None
 
     def set_paused(self, name: str, paused: bool, *, by: str) -> ScheduleState:
         """Pause (no tick fires, on any replica) or resume a schedule; audited."""
