@@ -13,7 +13,7 @@ serve` through DBOS itself, elsewhere (the CLI) through a DBOS client of the sam
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,7 +105,7 @@ class ScheduleState:
 class Schedules:
     """The installed schedules, their state in the engine, their last runs in the journal."""
 
-    def __init__(self, runtime: SchedulesRuntime, read_job: Any) -> None:
+    def __init__(self, runtime: SchedulesRuntime, read_job: Callable[[str], Job | None]) -> None:
         self.runtime = runtime
         self._read_job = read_job
 
