@@ -215,3 +215,33 @@ def test_pause_and_resume_from_the_cli_are_audited_and_listed(tmp_path):
     audit = subprocess.run([OZ0, "audit", "--json"], capture_output=True, text=True, env=env, timeout=60)
     actions = [r["action"] for r in json.loads(audit.stdout)["records"]]
     assert actions[:2] == ["schedule.resume", "schedule.pause"]
+
+
+def test_the_api_and_the_console_list_schedules_and_guard_pause_with_the_admin_token(tmp_path):
+    import httpx
+    from console_plugin import ConsoleThread
+
+    home = tmp_path / "home"
+    install_replica_plugin(home, extra=_schedule("pulse", "0 9 * * 1-5", "pulse"))
+    runtime = Runtime(home)
+    admin = {"authorization": "Bearer " + "b" * 32}
+    try:
+        with ConsoleThread(runtime, admin_token="b" * 32) as console, \
+                httpx.Client(base_url=console.url, timeout=30) as http:
+            listed = http.get("/v1/schedules").json()
+            assert listed["success"] is True and listed["meta"]["command"] == "schedules.list"
+            [pulse] = listed["schedules"]
+            assert (pulse["name"], pulse["status"], pulse["timezone"]) == ("pulse", "not started", "Europe/Lisbon")
+            r = http.post("/v1/schedules/pulse/pause")
+            assert r.status_code == 403 and r.json()["error_code"] == "admin_token_required"
+            r = http.post("/v1/schedules/pulse/pause", headers=admin)
+            assert r.status_code == 409 and r.json()["error_code"] == "not_started"
+            r = http.post("/v1/schedules/nope/pause", headers=admin)
+            assert r.status_code == 404 and r.json()["error_code"] == "unknown_schedule"
+            page = http.get("/schedules")
+            assert page.status_code == 200
+            assert "pulse" in page.text and "0 9 * * 1-5" in page.text and "not started" in page.text
+            doc = http.get("/openapi.json").json()
+            assert {"/schedules", "/schedules/{name}/pause", "/jobs/{job_id}/cancel"} <= set(doc["paths"])
+    finally:
+        runtime.close()
