@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,19 +60,18 @@ FROM generate_series(10, :jobs, 10) AS n
 KINDS = ("run", "read", "search")
 
 
-def load(url: str, clients: int, seconds: float, recent: int, rate: float) -> dict[str, list[float]]:
+def load(url: str, clients: int, recent: int, rate: float, going: Callable[[], bool]) -> dict[str, list[float]]:
     """CLIENTS threads, each sending `rate` requests a second (paced, so this measures latency, not a
-    saturated server's queue) for `seconds`: runs, reads and searches in turn; each kind's latencies in ms."""
+    saturated server's queue) while `going()`: runs, reads and searches in turn; each kind's latencies in ms."""
     took: dict[str, list[float]] = {k: [] for k in KINDS}
     lock = threading.Lock()
-    stop = time.monotonic() + seconds
 
     def client(n: int) -> None:
         mine: dict[str, list[float]] = {k: [] for k in KINDS}
         with httpx.Client(base_url=url, timeout=30) as http:
             i = 0
             due = time.monotonic() + n / (clients * rate)
-            while time.monotonic() < stop:
+            while going():
                 i += 1
                 kind = KINDS[0] if i % 10 == 0 else KINDS[1 + i % 2]
                 start = time.perf_counter()
@@ -133,8 +133,12 @@ def main() -> int:
         print(f"filled {args.jobs:,} old jobs and {args.recent:,} recent ones in {time.perf_counter() - start:.1f} s; "
               f"a prune would remove {count(engine, policy)}")
         with ConsoleThread(runtime) as console:
-            load(console.url, args.clients, 2.0, args.recent, args.rate)  # warm up: connections, caches
-            quiet = report("load alone", load(console.url, args.clients, args.seconds, args.recent, args.rate))
+            def for_(seconds: float) -> Callable[[], bool]:
+                stop = time.monotonic() + seconds
+                return lambda: time.monotonic() < stop
+
+            load(console.url, args.clients, args.recent, args.rate, for_(2.0))  # warm up: connections, caches
+            quiet = report("load alone", load(console.url, args.clients, args.recent, args.rate, for_(args.seconds)))
             removed: dict[str, int] = {}
             pruned_in = [0.0]
 
@@ -145,10 +149,7 @@ def main() -> int:
 
             thread = threading.Thread(target=pruner)
             thread.start()
-            during: dict[str, list[float]] = {k: [] for k in KINDS}
-            while thread.is_alive() or not during["read"]:
-                for kind, took in load(console.url, args.clients, 1.0, args.recent, args.rate).items():
-                    during[kind].extend(took)
+            during = load(console.url, args.clients, args.recent, args.rate, thread.is_alive)
             thread.join()
             busy = report("load during the prune", during)
         runtime.close()

@@ -8,36 +8,19 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from cancel_kit import SLEEPER_FILES, alive, started, wait_gone
+from cancel_kit import alive, install_sleeper, started, wait_gone
 from console_plugin import ConsoleThread
 
 from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
 OZ0 = str(Path(sys.executable).with_name("oz0"))
 ADMIN = "a" * 32
-
-
-def install_sleeper(home: Path, *, database_url: str | None = None) -> None:
-    runtime = Runtime(home, database_url=database_url, flow_engine=FLOW_ENGINE)
-    where = home.parent / f"{home.name}-plugin"
-    files = {"plugin.yaml": "name: sleepers\nversion: 1.0.0\ndescription: agents for the cancel tests\n",
-             **SLEEPER_FILES}
-    for relative, text in files.items():
-        (where / relative).parent.mkdir(parents=True, exist_ok=True)
-        (where / relative).write_text(textwrap.dedent(text), encoding="utf-8")
-    try:
-        install_plugin(runtime, load_plugin(where), actor="test")
-    finally:
-        runtime.close()
 
 
 @pytest.fixture

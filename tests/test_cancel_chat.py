@@ -8,9 +8,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from cancel_kit import started, wait_gone
+from cancel_kit import install_sleeper, started, wait_gone
 from discord_harness import buttons, install_test_plugin, running_channel, texts
-from test_cancel import install_sleeper
 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import time
 from pathlib import Path
 
-__all__ = ["SLEEPER_FILES", "alive", "started", "wait_gone"]
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.plugins.manifest import load_plugin
+from oz0.edge.runtime.install import install_plugin
+from oz0.edge.runtime.runner import Runtime
+
+__all__ = ["SLEEPER_FILES", "alive", "install_sleeper", "started", "wait_gone"]
 
 SLEEPER_FILES = {
     "agents/sleeper.yaml": """\
@@ -59,3 +65,18 @@ def wait_gone(pids: list[int], *, timeout: float = 10.0) -> None:
             raise AssertionError(f"still running: {[p for p in pids if alive(p)]}")
         time.sleep(0.05)
     os.sched_yield()
+
+
+def install_sleeper(home: Path, *, database_url: str | None = None) -> None:
+    """Install the `sleepers` plugin (the sleeper agent) under `home`."""
+    runtime = Runtime(home, database_url=database_url, flow_engine=FLOW_ENGINE)
+    where = home.parent / f"{home.name}-plugin"
+    files = {"plugin.yaml": "name: sleepers\nversion: 1.0.0\ndescription: agents for the cancel tests\n",
+             **SLEEPER_FILES}
+    for relative, text in files.items():
+        (where / relative).parent.mkdir(parents=True, exist_ok=True)
+        (where / relative).write_text(textwrap.dedent(text), encoding="utf-8")
+    try:
+        install_plugin(runtime, load_plugin(where), actor="test")
+    finally:
+        runtime.close()
