@@ -7,7 +7,7 @@ channel.
     timezone: Europe/Lisbon      # IANA; default UTC
     agent: standup               # or flow: NAME
     input: {team: core}          # checked against the agent's input contract (text for a text agent)
-    slack: {channel: C0123ABCD}  # where the result goes; discord: {channel: "1234..."}, teams too
+    slack: {channel: C0123ABCD}  # where the result goes; discord: {channel: "1234..."} too
     catch_up: true               # a tick missed while every replica was down runs once at start
 
 Why a file per schedule and not a key of plugin.yaml: a schedule names its agent, its input and
@@ -31,14 +31,12 @@ from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, read_yaml
 
 __all__ = ["CHANNEL_KEYS", "ScheduleSpec", "lint_schedule", "load_schedules", "schedule_files"]
 
-CHANNEL_KEYS = ("slack", "discord", "teams")
+CHANNEL_KEYS = ("slack", "discord")  # Teams posts need its conversation's serviceUrl: not from a channel id
 KEYS = ("description", "cron", "timezone", "agent", "flow", "input", *CHANNEL_KEYS, "catch_up")
 MAX_INPUT_CHARS = 20_000   # a schedule's input, as the job journals it (JSON or text)
-_CHANNEL_RE = {"slack": re.compile(r"^[CGD][A-Z0-9]{2,30}$"), "discord": re.compile(r"^[0-9]{15,25}$"),
-               "teams": re.compile(r"^\S{1,300}$")}
+_CHANNEL_RE = {"slack": re.compile(r"^[CGD][A-Z0-9]{2,30}$"), "discord": re.compile(r"^[0-9]{15,25}$")}
 _CHANNEL_HINT = {"slack": "a Slack channel id such as C0123ABCD (channel details, at the bottom)",
-                 "discord": "a Discord channel id: digits (Developer Mode, Copy Channel ID)",
-                 "teams": "a Teams conversation id"}
+                 "discord": "a Discord channel id: digits (Developer Mode, Copy Channel ID)"}
 
 Add = Callable[[str, str, str], None]   # (JSON path, message, how to mend)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from oz0.edge.errors import Oz0Error
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import Job
 from oz0.edge.runtime.events import JobEnded, StopAsked
 from oz0.edge.runtime.store import ACTIVE_STATUSES
@@ -92,6 +93,8 @@ class StopsRuntime(Protocol):
 
     def tree_below(self, job: Job) -> tuple[list[tuple[int, Job]], int]: ...
 
+    def flows(self) -> list[AgentSpec]: ...
+
     def deliverer(self, platform: str) -> Callable[[Job], Awaitable[None]] | None: ...
 
     def delivers(self, platform: str) -> bool: ...
@@ -142,7 +145,8 @@ class JobStops:
         await asyncio.to_thread(runtime.audit, "job.cancel", actor=by, detail={
             "job": job.id, "agent": job.agent, "status": job.status, "by_name": stop.name,
             "children": [j.id for j in tree if j.id != job.id]})
-        flows = {j.id for j in tree if _is_flow(j, tree)}
+        flow_names = {f.name for f in await asyncio.to_thread(runtime.flows)}
+        flows = {j.id for j in tree if j.agent in flow_names or _is_flow(j, tree)}
         for node in tree:
             if node.status == "queued" or node.id in flows:  # runs no step now: its workflow is cancelled
                 await self._cancel_workflow(node)
