@@ -283,6 +283,8 @@ _CANCEL_PATH = {"post": {
 _SCHEDULES_PATH = {"get": {
     "operationId": "schedules.list", "summary": "The plugins' schedules: next runs, status, last result",
     "tags": ["schedules"],
+    "description": "Each installed plugin's schedules/NAME.yaml, with its state in the engine (shared by every "
+                   "replica) and its last run's job.",
     "responses": {
         "200": {"description": "`schedules`: each with name, cron, timezone, agent, status (active, paused, not "
                                "started), next_runs, last_result and post_to.",
@@ -295,6 +297,8 @@ def _schedule_switch(verb: str) -> dict[str, Any]:
     return {"post": {
         "operationId": f"schedules.{verb}", "summary": f"{verb.capitalize()} a schedule on every replica (audited)",
         "tags": ["schedules"],
+        "description": f"{verb.capitalize()} the schedule on every replica at once (audited as schedule.{verb}); "
+                       "it lasts across restarts.",
         "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "The schedule, as GET /schedules shows it.",
