@@ -14,7 +14,9 @@ max and p99 request latency of each phase: the target is no request slower than 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -33,6 +35,12 @@ from sqlalchemy import text
 from oz0.edge.runtime.retention import Retention, count, prune
 
 DAY = 86_400
+APART = """
+import json, sys
+from sqlalchemy import create_engine
+from oz0.edge.runtime.retention import Retention, prune
+print(json.dumps(prune(create_engine(sys.argv[1]), Retention(jobs_days=90, audit_days=365))))
+"""
 FILL = """
 INSERT INTO jobs (id, agent, requester, channel, input, status, output, created, started, ended, attempts)
 SELECT 'old' || lpad(to_hex(n), 29, '0'), 'echo', 'user-' || (n % 500), 'api', 'hello', 'succeeded',
@@ -114,6 +122,8 @@ def main() -> int:
     parser.add_argument("--recent", type=int, default=5_000, help="recent jobs kept (default 5,000)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent API clients (default 4)")
     parser.add_argument("--seconds", type=float, default=10.0, help="the load without the prune (default 10 s)")
+    parser.add_argument("--apart", action="store_true", help="prune from another process (default: in this one, "
+                        "beside the API, as `oz0 serve`'s daily prune runs)")
     parser.add_argument("--rate", type=float, default=5.0, help="requests a second per client (default 5)")
     args = parser.parse_args()
     server = PostgresServer.start()
@@ -144,7 +154,12 @@ def main() -> int:
 
             def pruner() -> None:
                 began = time.perf_counter()
-                removed.update(prune(engine, policy))
+                if args.apart:  # `oz0 db prune` as its own process: no share of this process's GIL
+                    done = subprocess.run([sys.executable, "-c", APART, runtime.store.url], capture_output=True,
+                                          text=True, check=True)
+                    removed.update(json.loads(done.stdout))
+                else:  # in the serving process, as the daily scheduled prune runs
+                    removed.update(prune(engine, policy))
                 pruned_in[0] = time.perf_counter() - began
 
             thread = threading.Thread(target=pruner)
@@ -156,7 +171,8 @@ def main() -> int:
         print(f"the prune removed {removed.get('jobs', 0):,} jobs, {removed.get('questions', 0):,} questions, "
               f"{removed.get('job_trace', 0):,} trace rows in {pruned_in[0]:.1f} s")
         ok = busy <= 200
-        print(f"max request latency during the prune {busy:.1f} ms vs {quiet:.1f} ms without it "
+        where = "another process" if args.apart else "the serving process"
+        print(f"pruned in {where}; max request latency during the prune {busy:.1f} ms vs {quiet:.1f} ms without it "
               f"({busy / quiet:.2f}x): {'within' if ok else 'OVER'} 200 ms")
         return 0 if ok else 1
     finally:
