@@ -72,6 +72,23 @@ def test_an_unknown_job_is_404_and_another_askers_job_403_unless_admin(api):
     assert runtime.job(job.id).failure_reason == "stopped by api-token"
 
 
+def test_stopping_a_flow_stops_its_running_step_too(api):
+    runtime, http, pids = api
+    r = http.post("/v1/flows/nap/runs?wait=false", content="zzz", headers={"content-type": "text/plain"})
+    assert r.status_code == 202, r.text
+    flow_id = r.json()["job"]["id"]
+    sleeper = started(pids)
+    step = runtime.job(sleeper["job"])
+    assert step.parent_id == flow_id and step.status == "running"
+    r = http.post(f"/v1/jobs/{flow_id}/cancel")
+    assert r.status_code == 200, r.text
+    assert r.json()["job"]["status"] == "cancelled"
+    wait_gone(sleeper["pids"])
+    assert (runtime.job(step.id).status, runtime.job(step.id).failure_reason) == ("cancelled", "stopped by api-local")
+    [audit] = [a for a in runtime.audit_log(limit=20) if a.action == "job.cancel"]
+    assert audit.detail["job"] == flow_id and audit.detail["children"] == [step.id]
+
+
 def test_oz0_jobs_cancel_stops_a_job_running_in_oz0_serve(tmp_path):
     """The CLI and `oz0 serve` share the journal (SQLite) and nothing else: the serving process reads
     the stop request from the journal and stops the job where it runs."""

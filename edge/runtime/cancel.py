@@ -168,13 +168,13 @@ class JobStops:
         return ended
 
     def _record(self, tree: list[Job], stop: StopRequest) -> bool:
-        """Write the request on each active job of the tree and publish it; whether the top one took it."""
-        store, took = self.runtime.store, False
-        for node in tree:
-            if store.update_job(node.id, only_if_status=ACTIVE_STATUSES, stop_request=stop.to_json()):
-                took = took or node.id == tree[-1].id
-                self.runtime.stream.publish(node.id, StopAsked(stop.by, stop.name))
-        return took
+        """Write the request on each active job of the tree, then publish it, the top job first (so a
+        flow run here is stopped before its step's end could fail it); whether the top one took it."""
+        store = self.runtime.store
+        took = [j for j in tree if store.update_job(j.id, only_if_status=ACTIVE_STATUSES, stop_request=stop.to_json())]
+        for node in reversed(took):
+            self.runtime.stream.publish(node.id, StopAsked(stop.by, stop.name))
+        return any(j.id == tree[-1].id for j in took)
 
     def _active(self, tree: list[Job]) -> list[Job]:
         jobs = (self.runtime.job(j.id) for j in tree)

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +142,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         from oz0.edge.runtime.schedule_engine import apply_schedules  # dbos too; registers the tick workflow
 
         engine = Engine(self, env=dict(env) if env is not None else None)
+        launching = datetime.now(UTC)
         engine.launch()
         self.engine = engine
-        apply_schedules(engine)  # the installed plugins' schedules (edge.runtime.schedule_engine)
+        apply_schedules(engine, launched_at=launching)  # the plugins' schedules (edge.runtime.schedule_engine)
 
     def drain(self, timeout_s: float) -> None:
         """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
@@ -402,6 +404,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             limit = self.tree_reason(ending) if ending is not None else None
             if limit is not None:  # a limit ended its tree: an agent that caught the failure does not undo it
                 status, kind, reason = "failed", LIMIT_EXCEEDED, limit
+        elif status == "failed" and (stop := self.stops.requested(job_id)) is not None:
+            status, kind, reason = "cancelled", CANCELLED, stop.reason  # a flow whose stopped step failed it
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry

@@ -9,9 +9,9 @@ the same card there. A replica killed during a tick leaves the tick's workflow p
 resumes it (edge.runtime.leases), its checkpointed steps are not run again, so the tick posts once.
 
 `catch_up: true`: the engine's own backfill would run every missed tick; a schedule means "the latest
-report", so at start the latest tick missed while every replica was down runs once (its workflow id
-is the one the scheduler would have used, so replicas starting together run it once), older missed
-ticks not at all. A paused schedule stays paused across restarts (applying keeps its status).
+report", so at start the latest tick before the engine launched runs once unless a replica ran it (its
+workflow id is the one the scheduler would have used, so replicas starting together run it once),
+older missed ticks not at all; the scheduler fires every tick after the launch. A paused schedule stays paused across restarts (applying keeps its status).
 """
 
 from __future__ import annotations
@@ -81,9 +81,10 @@ async def _post_copy(engine: Engine, job_id: str, platform: str, channel: str) -
     return True
 
 
-def apply_schedules(engine: Engine) -> list[ScheduleSpec]:
+def apply_schedules(engine: Engine, *, launched_at: datetime) -> list[ScheduleSpec]:
     """Make the engine's schedules the installed ones (a schedule whose plugin is gone is deleted), then
-    run, once, the latest tick each `catch_up` schedule missed while every replica was down."""
+    run, once, the latest tick each `catch_up` schedule missed before this replica's engine launched at
+    `launched_at` (its scheduler fires every tick after that)."""
     specs = engine.runtime.schedules.installed()
     before = {s["schedule_name"]: s for s in DBOS.list_schedules(schedule_name_prefix=ENGINE_PREFIX)}
     DBOS.apply_schedules([{"schedule_name": engine_name(s.name),
@@ -93,20 +94,22 @@ def apply_schedules(engine: Engine) -> list[ScheduleSpec]:
     for gone in set(before) - {engine_name(s.name) for s in specs}:
         DBOS.delete_schedule(gone)
     for spec in specs:
-        row = before.get(engine_name(spec.name))
+        row = before.get(engine_name(spec.name))  # it has fired before: a tick since is one it missed
         if spec.catch_up and row is not None and row.get("status", "ACTIVE") == "ACTIVE" and row.get("last_fired_at"):
-            _catch_up(spec, datetime.fromisoformat(str(row["last_fired_at"])))
+            _catch_up(spec, launched_at)
     if specs:
         log.info("schedules: %s", ", ".join(f"{s.name} ({s.cron} {s.timezone})" for s in specs))
     return specs
 
 
-def _catch_up(spec: ScheduleSpec, last_fired: datetime) -> None:
+def _catch_up(spec: ScheduleSpec, launched_at: datetime) -> None:
+    """The latest tick before the launch, unless a replica ran it (its workflow exists)."""
     tz = ZoneInfo(spec.timezone)
-    missed = croniter(spec.engine_cron, datetime.now(tz), second_at_beginning=True).get_prev(datetime)
-    if missed <= last_fired:
+    missed = croniter(spec.engine_cron, launched_at.astimezone(tz), second_at_beginning=True).get_prev(datetime)
+    wid = f"sched-{engine_name(spec.name)}-{missed.isoformat()}"  # the scheduler's own id for that tick
+    if DBOS.list_workflows(workflow_ids=[wid], load_input=False, load_output=False):
         return
     log.info("schedule %s missed its tick at %s while no replica ran (catch_up: true): it runs now", spec.name,
              missed.isoformat())
-    # the window holds that tick alone; its workflow id is the scheduler's own, so it is enqueued once
+    # the window holds that tick alone; under the scheduler's id, a replica starting beside this one runs it once
     DBOS.backfill_schedule(engine_name(spec.name), missed - timedelta(seconds=1), missed + timedelta(microseconds=1))

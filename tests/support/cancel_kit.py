@@ -26,6 +26,14 @@ SLEEPER_FILES = {
         output: text
         limits: {timeout_s: 300, max_attempts: 1}
         """,
+    "flows/nap.yaml": """\
+        description: Naps through its one step, the sleeper
+        input: text
+        output: text
+        steps:
+          - id: nap
+            agent: sleeper
+        """,
     "sleeper.py": """\
         import json, os, subprocess, sys, time
         child = subprocess.Popen(["sleep", "300"])
