@@ -37,6 +37,7 @@ from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.stopping import JobStopping
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
@@ -75,6 +76,7 @@ class AskFlow:
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
+        self.stopping = JobStopping(self)
         self.names = Names(wire.platform, wire.display_name)
 
     def listen_questions(self) -> None:
@@ -130,8 +132,9 @@ class AskFlow:
         progress = self._progress.pop(job.id, None)
         if progress is not None:
             await progress.close()
-        if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-            return  # a restart report said so already: one report per job, whoever makes it
+        if job.status in ("interrupted", "cancelled") and not await self.jobs.call(self.runtime.claim,
+                                                                                   f"reported:{job.id}"):
+            return  # a restart report (or the stop) said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
         if job.reply_to is None:
             self.log.error("job %s ended with no reply reference to answer it by", job.id)
@@ -282,7 +285,7 @@ class AskFlow:
             return
         await self.conversing.turn(ask, job.id, job.agent)
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
         if reply.to_ref() != ask.reply.to_ref():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
@@ -293,11 +296,11 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+    def _working(self, agent: str, ahead: int = 0, *, job_id: str | None = None) -> Rendered:
         """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
-        its place (drawn each time)."""
-        if ahead:
-            return self.draw(working_card(agent, ahead=ahead))
+        its place, or with the job's Stop button (drawn each time)."""
+        if ahead or job_id:
+            return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask, recorded: _Once) -> bool:
@@ -314,7 +317,7 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
-        progress = WorkingProgress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent, job_id)
         self._progress[job_id] = progress
         answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
         follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")

@@ -28,8 +28,8 @@ __all__ = [
     "snake_case",
 ]
 
-JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
-FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
+JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped", "cancelled"]
+FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted", "cancelled")  # cancelled: stopped by a person
 
 INVALID_RESULT_CONTRACT = "InvalidResultContract"
 BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
@@ -48,8 +48,9 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     FailureKind("UnknownAgent", description="No installed agent has this name."),
     FailureKind("Interrupted", description="The process running the job stopped before it ended.",
                 partial=True),
-    FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
-                                         "did not get it; nothing ran.", person=True),
+    FailureKind("Cancelled", description="A person stopped the job (oz0 jobs cancel, the API, a Stop button), "
+                                         "or its run needed its asker's confirmation (a destructive tool) and "
+                                         "did not get it.", person=True),
     FailureKind("LimitExceeded", description="The job's tree reached one of its limits (max_steps, max_depth, "
                                              "max_children, tree_timeout_s); what finished is kept.", partial=True),
     BUDGET_EXHAUSTED,
@@ -105,7 +106,7 @@ class Job:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("succeeded", "failed", "interrupted", "skipped")
+        return self.status in ("succeeded", "failed", "interrupted", "skipped", "cancelled")
 
     @property
     def duration_s(self) -> float | None:

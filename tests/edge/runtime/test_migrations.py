@@ -51,7 +51,8 @@ COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
                           ("jobs", "question_shown"), ("jobs", "restarts"), ("jobs", "trace_context"),
-                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0020, 0013
+                          ("agents", "annotations"),
+                          ("jobs", "stop_request"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0020, 0013, 0018
 
 
 def make_pre_migration_database(url: str) -> None:

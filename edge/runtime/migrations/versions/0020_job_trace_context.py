@@ -3,14 +3,14 @@ the replica that runs the job, or delivers its card, continues the ask's trace (
 where tracing is off.
 
 Revision ID: 0020
-Revises: 0016
+Revises: 0018
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0020"
-down_revision = "0016"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
