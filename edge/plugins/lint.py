@@ -29,11 +29,8 @@ from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.lint_tools import lint_tools
 from oz0.edge.plugins.manifest import VERSION_RE
-<<<<<<< HEAD
-from oz0.edge.plugins.spdx import LICENSE_FIX, spdx_license
-=======
 from oz0.edge.plugins.schedule_lint import lint_schedules
->>>>>>> opsjobs
+from oz0.edge.plugins.spdx import LICENSE_FIX, spdx_license
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 

@@ -327,14 +327,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         job = self.job(job_id)
         assert job is not None
         on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
-<<<<<<< HEAD
         with job_span(job) as span:
-            ended: Job = await self._watched(job, self._run_claimed(job, on_progress, resume))
+            ended: Job = await self._watched(job, self.stops.guard(job_id, self._run_claimed(job, on_progress, resume)))
             span.set(status=ended.status, failure_kind=ended.failure_kind)
             return ended
-=======
-        return await self._watched(job, self.stops.guard(job_id, self._run_claimed(job, on_progress, resume)))
->>>>>>> opsjobs
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
