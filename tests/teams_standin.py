@@ -164,14 +164,19 @@ class TeamsStandIn:
     # -- activities --
 
     def message(self, text: str, *, conversation: str = "19:chan@thread.tacv2", kind: str = "channel",
-                user: str = "aad-user-1", mention: bool = True, activity_id: str | None = None) -> dict[str, Any]:
+                user: str = "aad-user-1", mention: bool = True, activity_id: str | None = None,
+                thread: str | None = None, name: str = "Ada", team: str = "19:team") -> dict[str, Any]:
+        """A message activity as Teams sends it. In a channel, the conversation id names the root post
+        of the reply chain (`;messageid=ROOT`): `thread`, or the message itself for a new post."""
+        activity_id = activity_id or f"act-{uuid.uuid4().hex[:8]}"
+        conversation_id = f"{conversation};messageid={thread or activity_id}" if kind == "channel" else conversation
         body: dict[str, Any] = {
-            "type": "message", "id": activity_id or f"act-{uuid.uuid4().hex[:8]}", "channelId": "msteams",
+            "type": "message", "id": activity_id, "channelId": "msteams",
             "serviceUrl": self.service_url, "timestamp": "2026-12-01T21:00:00.000Z",
-            "from": {"id": f"29:{user}", "aadObjectId": user, "name": "Ada"},
+            "from": {"id": f"29:{user}", "aadObjectId": user, "name": name},
             "recipient": {"id": f"28:{APP_ID}", "name": "oz0"},
-            "conversation": {"id": conversation, "conversationType": kind, "tenantId": TENANT},
-            "channelData": {"tenant": {"id": TENANT}, **({"channel": {"id": conversation}, "team": {"id": "19:team"}}
+            "conversation": {"id": conversation_id, "conversationType": kind, "tenantId": TENANT},
+            "channelData": {"tenant": {"id": TENANT}, **({"channel": {"id": conversation}, "team": {"id": team}}
                                                           if kind == "channel" else {})},
             "text": (f"<at>oz0</at> {text}" if mention else text), "textFormat": "plain",
         }

@@ -43,7 +43,7 @@ from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.teams_form import FORM_VERB
 
-__all__ = ["MESSAGES_PATH", "TeamsChannel", "asker_of", "to_ask", "to_click"]
+__all__ = ["MESSAGES_PATH", "TeamsChannel", "asker_of", "thread_of", "to_ask", "to_click"]
 
 log = logging.getLogger("oz0.teams")
 
@@ -51,6 +51,7 @@ MESSAGES_PATH = "/api/messages"
 MAX_BODY_BYTES = 1 << 20
 STOP_GRACE_S = 5.0
 INVOKE_WAIT_S = 2.0          # how long an invoke waits for the card that answers it before "Done"
+THREAD_MARKER = ";messageid="   # a channel conversation id names the root post of its reply chain
 _AT = re.compile(r"<at[^>]*>(.*?)</at>", re.IGNORECASE | re.DOTALL)
 
 
@@ -75,33 +76,62 @@ def asker_of(reply: Reply) -> Asker:
     return Asker("teams", workspace=reply.tenant, channel=reply.channel, user=reply.user)
 
 
-def _text(activity: Activity) -> str:
-    """The message's text without the bot's own mention (`<at>oz0</at>`), other mentions as their names."""
-    text = str(activity.text or "")
+def _mentioned(activity: Activity) -> list[str]:
+    """The `<at>` texts of the entities that mention the bot itself."""
     bot = activity.recipient.id if activity.recipient else None
+    out = []
     for entity in activity.entities or ():
         data = entity.model_dump(by_alias=True) if hasattr(entity, "model_dump") else dict(entity)
         mentioned = data.get("mentioned") or {}
         if data.get("type") == "mention" and mentioned.get("id") == bot and data.get("text"):
-            text = text.replace(str(data["text"]), " ")
+            out.append(str(data["text"]))
+    return out
+
+
+def _text(activity: Activity, mentions: list[str]) -> str:
+    """The message's text without the bot's own mention (`<at>oz0</at>`), other mentions as their names."""
+    text = str(activity.text or "")
+    for mention in mentions:
+        text = text.replace(mention, " ")
     return _AT.sub(lambda m: m.group(1), text).replace("&nbsp;", " ").strip()
 
 
+def thread_of(reply: Reply) -> str | None:
+    """The thread an answer to this activity goes to, which a conversation then follows: a channel
+    post's reply chain (the conversation id's `;messageid=ROOT`; a new post is the root of its own), or
+    the whole personal chat. A group chat has no threads: each mention there is one ask."""
+    if reply.kind == "personal":
+        return reply.conversation
+    if reply.kind == "channel":
+        _, marker, root = reply.conversation.partition(THREAD_MARKER)
+        return root if marker and root else reply.activity
+    return None
+
+
 def to_ask(body: Mapping[str, Any]) -> Ask:
-    """A message activity as an ask: `help`, `help AGENT` or `AGENT INPUT`; ValueError names what is missing."""
+    """A message activity as an ask: `help`, `help AGENT` or `AGENT INPUT`; in a channel's reply chain,
+    a message without a mention is a follow-up (Teams delivers those with the RSC permission
+    `ChannelMessage.Read.Group`). ValueError names what is missing, or that nobody asked."""
     activity = Activity.model_validate(body)
     if activity.type != "message":
         raise ValueError(f"not a message: activity type {activity.type}")
     reply = _reply(activity)
     if not reply.activity or not reply.conversation or not reply.user or not reply.service_url:
         raise ValueError("activity without id, conversation, sender or serviceUrl")
-    words = _text(activity).split(None, 1)
+    mentions = _mentioned(activity)
+    text = _text(activity, mentions)
     delivery = f"teams:{reply.conversation}:{reply.activity}"
     asker = asker_of(reply)
+    thread = thread_of(reply)
+    if not mentions and reply.kind != "personal":
+        if reply.kind != "channel" or thread == reply.activity or not text:
+            raise ValueError("a message that does not mention the bot, outside a reply chain")
+        return Ask(None, text, asker, delivery, reply, source="reply", thread=thread, follow_up=True)
+    words = text.split(None, 1)
     if not words or words[0].lower() in ("help", "agents", "/help"):
         agent = words[1].split()[0] if len(words) > 1 and words[1].split() else None
-        return Ask(agent, "", asker, delivery, reply, help=True, source="mention")
-    return Ask(words[0], words[1] if len(words) > 1 else "", asker, delivery, reply, source="mention")
+        return Ask(agent, "", asker, delivery, reply, help=True, source="mention", thread=thread)
+    return Ask(words[0], words[1] if len(words) > 1 else "", asker, delivery, reply, source="mention", thread=thread)
 
 
 def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
