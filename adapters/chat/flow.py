@@ -34,13 +34,14 @@ from typing import Any
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
-from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.conversing import STOP_ACTION, Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, ButtonClick, ChatRuntime, ChatWire, ShareClick, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked
@@ -376,6 +377,17 @@ class AskFlow:
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- an answer's own buttons --
+
+    async def button(self, click: ButtonClick) -> None:
+        """A click on an answer's Stop or 👍 / 👎, for a channel that hands every card button to one handler."""
+        if click.action == STOP_ACTION:
+            await self.conversing.stop_click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply)
+        elif click.action == FEEDBACK_ACTION:
+            await self.feedback(click.value, click.asker, click.reply)
+        else:
+            await self.wire.notice(click.reply, "This button is not oz0's.")
 
     # -- feedback --
 

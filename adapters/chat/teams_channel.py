@@ -15,7 +15,8 @@ What is Teams' here:
 - A message is acknowledged 200 once the flow has journaled it and posted the working message (Teams
   waits 15 s); the job runs on in the flow's tasks.
 - A card button is an `Action.Execute`: an `adaptiveCard/action` invoke whose answer (a card for the
-  clicker, or a line) is the HTTP response; the flow answers it through `Reply.respond`.
+  clicker, or a line) is the HTTP response; the flow answers it through `Reply.respond`. Its data
+  `{id, value}` names the button: a question's, "Share", or an answer's Stop and 👍 / 👎.
 - The SDK's activity model (`microsoft_agents.activity.Activity`) reads each activity; the SDK is
   imported only when this channel starts.
 """
@@ -39,7 +40,9 @@ from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
 from oz0.adapters.chat.teams_settings import TeamsSettings
 from oz0.adapters.chat.teams_wire import MESSAGE, Reply, TeamsWire
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
+from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.adapters.chat.wire import AnswerClick, Ask, ButtonClick, ChatRuntime, ShareClick
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.teams_form import FORM_VERB
 
@@ -134,7 +137,7 @@ def to_ask(body: Mapping[str, Any]) -> Ask:
     return Ask(words[0], words[1] if len(words) > 1 else "", asker, delivery, reply, source="mention", thread=thread)
 
 
-def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
+def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick | ButtonClick:
     """An `adaptiveCard/action` invoke (an `Action.Execute` click) as a click; ValueError for another."""
     activity = Activity.model_validate(body)
     value = activity.value if isinstance(activity.value, dict) else {}
@@ -147,6 +150,8 @@ def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
     ident, val = str(data.get("id", "")), str(data.get("value", ""))
     if ident == SHARE_ACTION:
         return ShareClick(val, asker, reply)
+    if ident in (STOP_ACTION, FEEDBACK_ACTION):
+        return ButtonClick(ident, val, asker, reply)
     pick = pick_of(val) if ident.startswith(ANSWER_ACTION) or ident == FORM_VERB else None
     if pick is None:
         raise ValueError("not one of oz0's buttons")
@@ -221,6 +226,8 @@ class TeamsChannel:
             return web.json_response({"statusCode": 200, "type": MESSAGE, "value": "This button is not oz0's."})
         if isinstance(click, ShareClick):
             await self.flow.share(click)
+        elif isinstance(click, ButtonClick):
+            await self.flow.button(click)
         else:
             await self.flow.answer(click)
         try:

@@ -18,7 +18,7 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
+__all__ = ["AnswerClick", "Ask", "ButtonClick", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
            "WireRefused"]
 
 
@@ -63,6 +63,17 @@ class ShareClick:
     """A click on "Share in channel": which job, who clicked, and where to answer the clicker."""
 
     job_id: str
+    asker: Asker
+    reply: Any
+
+
+@dataclass(frozen=True)
+class ButtonClick:
+    """A click on one of an answer's own buttons (its card's `Action`: Stop, 👍 / 👎), by its action id
+    and value as the card carried them; `reply` is where to answer the clicker privately."""
+
+    action: str
+    value: str
     asker: Asker
     reply: Any
 
