@@ -6,7 +6,8 @@
 - the Entra token endpoint (`/token`): the client-credentials grant, refusing a wrong secret;
 - OneDrive's upload URL of a file consent (`PUT /upload/{name}`, one Content-Range);
 - the Bot Framework connector at the activity's `serviceUrl` (`/v3/conversations/{id}/activities[/{id}]`):
-  reply (POST), send (POST), update (PUT), each needing the token it issued; `throttle(n, after_s)`
+  reply (POST), send (POST), update (PUT), and a member by id (`GET .../members/{id}`), each needing the
+  token it issued; `throttle(n, after_s)`
   makes the next n calls answer 429 with `Retry-After`, as the connector does.
 """
 
@@ -57,6 +58,7 @@ class TeamsStandIn:
         self._ids = 0
         self.changed = asyncio.Event()
         self.uploaded: dict[str, tuple[bytes, str]] = {}
+        self.members: dict[str, dict[str, str]] = {}   # Entra object id -> the member's account, in every conversation
 
     async def start(self) -> TeamsStandIn:
         app = web.Application()
@@ -64,6 +66,7 @@ class TeamsStandIn:
         app.router.add_get("/keys", self._keys)
         app.router.add_post("/token", self._token)
         app.router.add_put("/upload/{name}", self._upload)
+        app.router.add_get("/connector/v3/conversations/{conversation}/members/{member}", self._member)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities", self._connector)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities/{activity}", self._connector)
         self._runner = web.AppRunner(app, access_log=None)
@@ -146,6 +149,27 @@ class TeamsStandIn:
             return web.json_response({"id": request.match_info["activity"]})
         self._ids += 1
         return web.json_response({"id": f"1:{self._ids}"})
+
+    def member(self, user: str, name: str) -> None:
+        """A person in the tenant's conversations, as the connector describes a member (TeamsChannelAccount)."""
+        self.members[user] = {"id": f"29:{user}", "name": name, "aadObjectId": user, "givenName": name.split()[0],
+                              "surname": name.split()[-1], "email": f"{user}@contoso.example",
+                              "userPrincipalName": f"{user}@contoso.example", "tenantId": TENANT, "userRole": "user"}
+
+    async def _member(self, request: web.Request) -> web.Response:
+        """`GET v3/conversations/{id}/members/{memberId}`: by Entra object id or the 29: id; 404 when the
+        conversation has no such member."""
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer bot-token-"):
+            return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
+        self.calls.append(Call(request.method, request.path, {}, auth))
+        wanted = request.match_info["member"]
+        found = self.members.get(wanted) or next((m for m in self.members.values() if m["id"] == wanted), None)
+        if found is None:
+            return web.json_response({"error": {"code": "MemberNotFoundInConversation",
+                                                "message": "The member was not found in the conversation."}},
+                                     status=404)
+        return web.json_response(found)
 
     async def wait_for(self, predicate: Callable[[list[Call]], Any], *, timeout: float = 10.0) -> Any:
         deadline = time.monotonic() + timeout

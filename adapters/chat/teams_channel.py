@@ -195,6 +195,8 @@ class TeamsChannel:
             return web.json_response({"error": "the signing keys are unavailable"}, status=503)
         kind = body.get("type")
         try:
+            if kind in ("message", "invoke"):
+                self._heard(body)
             if kind == "message":
                 await self._message(body)
             elif kind == "invoke":
@@ -205,6 +207,15 @@ class TeamsChannel:
             log.exception("a Teams activity failed")
             return web.json_response({"error": "internal error"}, status=500)
         return web.Response(status=200)
+
+    def _heard(self, body: Mapping[str, Any]) -> None:
+        """Every activity names its sender (`from.name`), kept by the names cache; and its conversation is
+        where the wire asks the connector for other people's names."""
+        reply = _reply(Activity.model_validate(body))
+        sender = body.get("from") if isinstance(body.get("from"), dict) else {}
+        if reply.user and reply.service_url and reply.conversation:
+            self.flow.names.heard(reply.user, sender.get("name"), workspace=reply.tenant)
+            self.wire.seen(reply)
 
     async def _message(self, body: Mapping[str, Any]) -> None:
         await self.flow.ask(to_ask(body))

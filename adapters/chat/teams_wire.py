@@ -43,6 +43,8 @@ __all__ = ["Reply", "TeamsWire"]
 log = logging.getLogger("oz0.teams")
 
 RETRIES = 3
+PLACES_PER_TENANT = 3        # conversations per tenant a name is asked in (the newest the bot heard from)
+MAX_TENANTS = 1_000          # tenants remembered so; past it the oldest go first
 RETRY_AFTER_MAX_S = 30.0
 MESSAGE = "application/vnd.microsoft.activity.message"
 CARD = "application/vnd.microsoft.card.adaptive"
@@ -101,6 +103,7 @@ class TeamsWire:
         self.public_url = public_url
         self.sleep = sleep
         self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._places: dict[str | None, list[tuple[str, str]]] = {}   # tenant -> (serviceUrl, conversation)
 
     async def _client(self, reply: Reply) -> ConnectorClient:
         """The SDK's connector client for the activity's own serviceUrl (one HTTP session per URL)."""
@@ -144,9 +147,30 @@ class TeamsWire:
     async def with_groups(self, asker: Asker) -> Asker:
         return asker   # Entra groups come from the activity's token claims when Teams sends them
 
+    def seen(self, reply: Reply) -> None:
+        """An activity came from this conversation: remember it (a few per tenant, newest first) as where
+        to ask the connector for the names of the tenant's people."""
+        places = self._places.pop(reply.tenant, [])
+        place = (reply.service_url, reply.conversation)
+        self._places[reply.tenant] = [place, *(p for p in places if p != place)][:PLACES_PER_TENANT]
+        while len(self._places) > MAX_TENANTS:
+            self._places.pop(next(iter(self._places)))
+
     async def display_name(self, user: str, workspace: str | None) -> str | None:
-        """None: the connector names a member only within a conversation (`conversations/{id}/members`),
-        which a name asked by user and tenant alone does not give; the card shows "@" and the id."""
+        """The member's name as the connector gives it (`GET v3/conversations/{id}/members/{user}`, the
+        user's Entra object id), asked in the conversations of their tenant the bot heard from last; None
+        when none of them has that member. Names sent with an activity (`from.name`) need no call
+        (`names.Names.heard`)."""
+        for service_url, conversation in list(self._places.get(workspace, ())):
+            client = await self._client(Reply(service_url=service_url, conversation=conversation, activity="",
+                                              user="", channel=""))
+            try:
+                member = await client.conversations.get_conversation_member(conversation, user)
+            except aiohttp.ClientResponseError as exc:
+                log.info("the Teams connector did not name member %s in a conversation (%s)", user, exc.status)
+                continue
+            if member.name:
+                return str(member.name)
         return None
 
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
