@@ -38,7 +38,8 @@ from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
-from oz0.adapters.chat.teams_settings import TeamsSettings
+from oz0.adapters.chat.teams_graph import GraphGroups
+from oz0.adapters.chat.teams_settings import GRAPH_SCOPE, TeamsSettings
 from oz0.adapters.chat.teams_wire import MESSAGE, Reply, TeamsWire
 from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.wire import AnswerClick, Ask, ButtonClick, ChatRuntime, ShareClick
@@ -75,8 +76,8 @@ def _reply(activity: Activity) -> Reply:
 
 
 def asker_of(reply: Reply) -> Asker:
-    """Who asks and where: the tenant, the channel (or chat) and the user's Entra object id."""
-    return Asker("teams", workspace=reply.tenant, channel=reply.channel, user=reply.user)
+    """Who asks and where: the tenant, the team and channel (or the chat) and the user's Entra object id."""
+    return Asker("teams", workspace=reply.tenant, channel=reply.channel, user=reply.user, team=reply.team)
 
 
 def _mentioned(activity: Activity) -> list[str]:
@@ -169,8 +170,11 @@ class TeamsChannel:
         self.settings = settings
         self.restarts = restarts
         self.auth = InboundAuth(settings, session)
-        self.wire = TeamsWire(TokenSource(settings, session), public_url=settings.public_url)
         policy = policy if policy is not None else AccessPolicy.load(runtime.home)
+        wanted = tuple(sorted({g for r in policy.rules if r.platform in (None, "teams") for g in r.groups}))
+        groups = GraphGroups(TokenSource(settings, session, scope=GRAPH_SCOPE), session, graph_url=settings.graph_url,
+                             wanted=wanted) if wanted else None
+        self.wire = TeamsWire(TokenSource(settings, session), public_url=settings.public_url, groups=groups)
         self.flow = AskFlow(runtime, self.wire, policy=policy, log=log, grace_s=STOP_GRACE_S)
 
     def app(self) -> web.Application:

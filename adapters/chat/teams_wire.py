@@ -30,6 +30,7 @@ from microsoft_agents.hosting.core.connector.client import ConnectorClient
 
 from oz0.adapters.chat.asking import FORM
 from oz0.adapters.chat.teams_auth import TokenSource
+from oz0.adapters.chat.teams_graph import GraphGroups
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
@@ -97,10 +98,11 @@ class TeamsWire:
                                 "help AGENT shows what one agent takes."),
                     unknown_hint="Send `help` to list them with their inputs.", help_form="key_values")
 
-    def __init__(self, tokens: TokenSource, *, public_url: str | None,
+    def __init__(self, tokens: TokenSource, *, public_url: str | None, groups: GraphGroups | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.tokens = tokens
         self.public_url = public_url
+        self.groups = groups
         self.sleep = sleep
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._places: dict[str | None, list[tuple[str, str]]] = {}   # tenant -> (serviceUrl, conversation)
@@ -145,7 +147,8 @@ class TeamsWire:
     # -- ChatWire --
 
     async def with_groups(self, asker: Asker) -> Asker:
-        return asker   # Entra groups come from the activity's token claims when Teams sends them
+        """The asker's Entra groups among those access.yaml names, from Microsoft Graph (`teams_graph`)."""
+        return await self.groups.fill(asker) if self.groups is not None else asker
 
     def seen(self, reply: Reply) -> None:
         """An activity came from this conversation: remember it (a few per tenant, newest first) as where
