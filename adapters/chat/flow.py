@@ -209,6 +209,8 @@ class AskFlow:
     async def _ask(self, ask: Ask, recorded: _Once, shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
+        if ask.chain is not None:
+            ask = await self.conversing.in_chain(ask)
         names = [s.name for s in specs]
         if ask.follow_up:
             followed = await self.conversing.follow_up(ask, specs)

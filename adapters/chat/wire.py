@@ -37,6 +37,8 @@ class Ask:
     interaction id): a redelivery carries the same one and is answered by nobody a second time.
     `thread` names the thread the answer goes to (a conversation there: `conversing`); a
     `follow_up` is a reply in it without a mention (`agent` None: the conversation's agent).
+    `chain` is for a reply chain outside threads (a reply to the bot's answer message): the delivery
+    id of the ask that answer answered, whose conversation this message continues.
     """
 
     agent: str | None
@@ -48,6 +50,7 @@ class Ask:
     source: Literal["command", "mention", "modal", "reply"] = "command"
     thread: str | None = None
     follow_up: bool = False
+    chain: str | None = None
 
     @property
     def requester(self) -> str:
