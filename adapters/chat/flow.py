@@ -74,7 +74,11 @@ class AskFlow:
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
-        self.names = Names(wire.platform, wire.display_name)
+        self.names = Names(wire.platform, wire.display_name, remember=self._remember_name)
+
+    def _remember_name(self, who: str, name: str) -> None:
+        """A name learned here, kept in the journal for every replica, the console and the CLI."""
+        self.tasks.spawn(self.jobs.call(self.runtime.people.remember, who, name), name=f"{self.wire.platform}-name")
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered

@@ -28,10 +28,12 @@ Lookup = Callable[[str, "str | None"], Awaitable["str | None"]]
 class Names:
     """Display names of one platform's people, cached; `lookup(user, workspace)` asks the platform."""
 
-    def __init__(self, platform: str, lookup: Lookup, *, ttl_s: float = NAME_TTL_S) -> None:
+    def __init__(self, platform: str, lookup: Lookup, *, ttl_s: float = NAME_TTL_S,
+                 remember: Callable[[str, str], None] | None = None) -> None:
         self.platform = platform
         self.lookup = lookup
         self.ttl_s = ttl_s
+        self.remember = remember   # told each name that is new or changed ("slack:U1", "Ana Lima"): the journal's
         self._names: dict[tuple[str, str | None], tuple[float, str]] = {}   # -> (good until, name)
 
     def heard(self, user: str, name: str | None, *, workspace: str | None = None) -> None:
@@ -40,8 +42,10 @@ class Names:
         if shown:
             self._keep((user, workspace), time.monotonic() + self.ttl_s, shown)
 
-    def _keep(self, key: tuple[str, str | None], until: float, shown: str) -> None:
-        self._names.pop(key, None)
+    def _keep(self, key: tuple[str, str | None], until: float, shown: str, *, known: bool = True) -> None:
+        before = self._names.pop(key, None)
+        if known and self.remember is not None and (before is None or before[1] != shown):
+            self.remember(f"{self.platform}:{key[0]}", shown)
         self._names[key] = (until, shown)
         while len(self._names) > MAX_NAMES:
             self._names.pop(next(iter(self._names)))
@@ -64,7 +68,7 @@ class Names:
             log.exception("cannot read the display name of %s user %s", self.platform, user)
             name = None
         shown = _plain(name) if name else ""
-        self._keep(key, now + (self.ttl_s if shown else RETRY_S), shown or f"@{user}")
+        self._keep(key, now + (self.ttl_s if shown else RETRY_S), shown or f"@{user}", known=bool(shown))
         return shown or f"@{user}"
 
 

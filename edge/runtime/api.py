@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.conversations import Conversations
+    from oz0.edge.runtime.people import People
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
     from oz0.edge.runtime.input_check import Checked
@@ -86,6 +87,8 @@ class ChatRuntime(Protocol):
     def home(self) -> Path: ...
     @property
     def conversations(self) -> Conversations: ...
+    @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
     @property
     def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
     @property

@@ -41,6 +41,7 @@ from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
+from oz0.edge.runtime.people import People
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.events import JobEnded, JobEvent
@@ -109,6 +110,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
+        self.people = People(self.store)  # display names the channels learned (edge.runtime.people)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         watch_tools(self)
 

@@ -45,7 +45,8 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
-                         "conversation_turns")  # revision 0015
+                         "conversation_turns",  # revision 0015
+                         "people")  # revision 0023
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
@@ -291,3 +292,35 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
             assert conn.execute(text("SELECT id, status FROM jobs")).all() == [("j1", "failed")]
     finally:
         engine.dispose()
+
+
+def test_revision_0023_adds_people_to_a_database_made_by_0016_and_keeps_its_grants(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from oz0.edge.runtime.people import People
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'slack:U1', 'slack:C1', 'hi', 'succeeded', 1.0, 1)"))
+        assert "people" not in inspect(engine).get_table_names()
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0023")
+        assert [c["name"] for c in inspect(engine).get_columns("people")] == ["who", "name", "at"]
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        people = People(store)
+        people.remember("slack:U1", "Ana  Lima")
+        people.remember("slack:U1", "Ana Lima")
+        assert people.names(["slack:U1", "slack:U2"]) == {"slack:U1": "Ana Lima"}
+        assert people.shown("slack:U2") == "slack:U2" and people.shown("console:Bo") == "Bo"
+        assert store.job("j1")["requester"] == "slack:U1"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
