@@ -65,6 +65,8 @@ class ConsoleRuntime(RuntimeFace, Protocol):
     def questions(self) -> Questions: ...
     @property
     def stream(self) -> JobEvents: ...
+    @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
