@@ -36,12 +36,12 @@ from microsoft_agents.activity import Activity
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import SHARE_ACTION
+from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
 from oz0.adapters.chat.teams_graph import GraphGroups
 from oz0.adapters.chat.teams_settings import GRAPH_SCOPE, TeamsSettings
 from oz0.adapters.chat.teams_wire import MESSAGE, Reply, TeamsWire
-from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.wire import AnswerClick, Ask, ButtonClick, ChatRuntime, ShareClick
 from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.conversations import Conversations
-    from oz0.edge.runtime.people import People
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
     from oz0.edge.runtime.input_check import Checked
+    from oz0.edge.runtime.people import People
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.questions import Answer, Question
     from oz0.edge.runtime.store import AuditRecord, Store

@@ -41,7 +41,6 @@ from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
-from oz0.edge.runtime.people import People
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.events import JobEnded, JobEvent
@@ -50,6 +49,7 @@ from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
 from oz0.edge.runtime.kinds import mcp_redacted
+from oz0.edge.runtime.people import People
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
