@@ -177,7 +177,8 @@ class TeamsWire:
         return None
 
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
-        return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "channel": asker.channel,
+        return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "team": asker.team,
+                "channel": asker.channel,
                 "user": asker.user, "groups": list(asker.groups)}
 
     async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:
