@@ -14,6 +14,7 @@ end the job with a typed failure kind and a reason a person can act on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -48,6 +49,7 @@ from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.job_traces import ask_trace, job_span
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.people import People
 from oz0.edge.runtime.progress import JournalProgress
@@ -251,6 +253,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version, "tree_steps": 0,
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
+            "trace_context": ask_trace(),
         }
         stored, created = self.store.insert_job(row)
         if created and checked is not None and checked.ok:
@@ -318,7 +321,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         job = self.job(job_id)
         assert job is not None
         on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
-        return await self._watched(job, self._run_claimed(job, on_progress, resume))
+        with job_span(job) as span:
+            ended: Job = await self._watched(job, self._run_claimed(job, on_progress, resume))
+            span.set(status=ended.status, failure_kind=ended.failure_kind)
+            return ended
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
@@ -346,7 +352,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
                                                                          on_progress, self.questions, delegate,
                                                                          budgets=self.budgets,
-                                                                         history=history))
+                                                                         history=history,
+                                                                         on_text=functools.partial(self.stream.publish, job_id)))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)
@@ -439,6 +446,7 @@ def _job(row: Mapping[str, Any]) -> Job:
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
         limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
         channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
+        trace_context=row.get("trace_context"),
     )
 
 

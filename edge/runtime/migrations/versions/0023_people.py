@@ -2,14 +2,14 @@
 journal records them, so budget grants, `oz0 jobs show` and the console show names, the ids kept.
 
 Revision ID: 0023
-Revises: 0016
+Revises: 0020
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0023"
-down_revision = "0016"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
