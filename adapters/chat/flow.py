@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.cards import CANCEL_ACTION, agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import STOP_ACTION, Conversing, stop_button
@@ -425,8 +425,12 @@ class AskFlow:
     # -- an answer's own buttons --
 
     async def button(self, click: ButtonClick) -> None:
-        """A click on an answer's Stop or 👍 / 👎, for a channel that hands every card button to one handler."""
-        if click.action == STOP_ACTION:
+        """A click on a working message's Stop, an answer's Stop or 👍 / 👎, for a channel that hands every
+        card button to one handler."""
+        if click.action == CANCEL_ACTION:
+            await self.stopping.click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply,
+                                      workspace=click.asker.workspace)
+        elif click.action == STOP_ACTION:
             await self.conversing.stop_click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply)
         elif click.action == FEEDBACK_ACTION:
             await self.feedback(click.value, click.asker, click.reply)

@@ -35,7 +35,7 @@ from aiohttp import web
 from microsoft_agents.activity import Activity
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
-from oz0.adapters.chat.cards import SHARE_ACTION
+from oz0.adapters.chat.cards import CANCEL_ACTION, SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
@@ -151,7 +151,7 @@ def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick 
     ident, val = str(data.get("id", "")), str(data.get("value", ""))
     if ident == SHARE_ACTION:
         return ShareClick(val, asker, reply)
-    if ident in (STOP_ACTION, FEEDBACK_ACTION):
+    if ident in (STOP_ACTION, CANCEL_ACTION, FEEDBACK_ACTION):
         return ButtonClick(ident, val, asker, reply)
     pick = pick_of(val) if ident.startswith(ANSWER_ACTION) or ident == FORM_VERB else None
     if pick is None:

@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from teams_harness import run
 from teams_standin import cards, runs_text
-from test_teams_conversations import card_with, channel, home  # noqa: F401  (home is a fixture)
+from test_teams_conversations import card_with, channel, final_cards, home  # noqa: F401  (home is a fixture)
 
 from oz0.edge.runtime.feedback import FeedbackCollector
 
@@ -67,3 +67,36 @@ def test_the_stop_button_under_an_answer_ends_the_conversation(home: Path) -> No
             [ended] = [t for t in h.runtime.conversations.turns(stop["data"]["value"]) if t["kind"] == "stop"]
             assert ended["by"] == "teams:aad-user-1"
     run(scenario())
+
+
+def test_the_stop_button_on_the_working_message_stops_the_askers_job(tmp_path: Path, monkeypatch: Any) -> None:
+    from cancel_kit import install_sleeper, started, wait_gone
+    from teams_harness import running_channel
+
+    from oz0.edge.runtime.runner import Runtime
+
+    monkeypatch.setenv("OZ0_TEST_PIDS", str(tmp_path / "pids.jsonl"))
+    home = tmp_path / "home"
+    install_sleeper(home)
+    runtime = Runtime(home, backoff_s=0.01)
+
+    async def scenario() -> None:
+        async with running_channel(home, runtime=runtime) as h:
+            await h.post(h.standin.message("sleeper zzz", **CHAT))
+            sleeper = await asyncio.to_thread(started, tmp_path / "pids.jsonl")
+
+            def stop_buttons() -> list[dict[str, Any]]:
+                return [a for c in h.standin.calls if c.method in ("POST", "PUT")
+                        for a in cards(c).get("actions", ()) if a.get("title") == "Stop"]
+            [stop, *_] = await h.standin.wait_for(lambda calls: stop_buttons())
+            assert stop["data"] == {"id": "oz0_cancel", "value": sleeper["job"]}
+            status, body = await h.post(h.standin.invoke(stop["data"], conversation="a:personal-chat"))
+            assert status == 200 and body["value"] == f"Stopping job {sleeper['job']}…"
+            await asyncio.to_thread(wait_gone, sleeper["pids"])
+            await card_with(h, "stopped by")
+            assert runtime.job(sleeper["job"]).status == "cancelled"
+            assert len([t for t in final_cards(h) if "stopped by" in t]) == 1
+    try:
+        run(scenario())
+    finally:
+        runtime.close()
