@@ -60,6 +60,7 @@ __all__ = [
     "Engine",
     "EngineError",
     "app_version",
+    "current_engine",
     "current_runtime",
     "replica_id",
     "workflow_id",
@@ -159,6 +160,11 @@ def _prune_workflow(scheduled_at: datetime, context: Any) -> dict[str, int]:
 def current_runtime() -> Runtime:
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
+
+
+def current_engine() -> Engine:
+    """The engine that runs this process's workflows (for a workflow of the flows above: edge.flows.durable)."""
+    return _current()
 
 
 def _current() -> Engine:
@@ -318,7 +324,7 @@ class Engine(Leases):
                 return ended.status
             log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
                      job.agent, restarts, limit)
-        ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
+        ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
 
     async def deliver_step(self, job_id: str) -> bool:
@@ -340,6 +346,27 @@ class Engine(Leases):
             return False
         await deliver(job)
         return True
+
+    def progress_of(self, job_id: str) -> ProgressSink | None:
+        """Where the caller that waits for the job here (`execute`) shows its progress, if one does."""
+        return self._progress.get(job_id)
+
+    def follow(self, job_id: str, sink: ProgressSink) -> ProgressSink:
+        """Show the progress of `job_id` (a flow's child) with `sink`, unless a caller of its own
+        already does; the sink that shows it is returned, to `unfollow` with."""
+        return self._progress.setdefault(job_id, sink)
+
+    def unfollow(self, job_id: str, sink: ProgressSink) -> None:
+        """Stop showing the progress of `job_id` with `sink` (left alone if another sink took over)."""
+        if self._progress.get(job_id) is sink:
+            self._progress.pop(job_id, None)
+
+    async def enqueue_job(self, agent: str, workflow: str, job_id: str) -> Any:
+        """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`, on its
+        agent's queue (registered first when new); the DBOS handle of its result."""
+        queue = await self._queue_for(agent)
+        with SetWorkflowID(workflow):
+            return await DBOS.enqueue_workflow_async(queue, _job_workflow, job_id)
 
     def resumes(self, row: Mapping[str, Any]) -> bool:
         """Whether the engine will carry this journaled job on (its workflow is queued or pending), so a
