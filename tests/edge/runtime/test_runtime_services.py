@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from oz0.edge.runtime.budget_book import BudgetBook
 from oz0.edge.runtime.budgets import ALLOW_SCHEMA
@@ -21,8 +22,6 @@ from oz0.edge.runtime.questions import AnswerRefused, Question
 from oz0.edge.runtime.recovery import Recovery
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.store import Store
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _events(stream, job_id: str, n: int) -> list[JobEvent]:
