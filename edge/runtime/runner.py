@@ -131,7 +131,12 @@ class Runtime:
 
     @property
     def backoff_s(self) -> float:
+        """The first retry's delay (doubling each retry, at most runs.MAX_BACKOFF_S)."""
         return self.runs.backoff_s
+
+    @backoff_s.setter
+    def backoff_s(self, seconds: float) -> None:
+        self.runs.backoff_s = seconds
 
     @property
     def plugins_dir(self) -> Path:
