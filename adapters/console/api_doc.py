@@ -177,6 +177,8 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
         "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
         "contract_version": {"type": ["string", "null"]},
+        "trace_id": {"type": ["string", "null"], "description": "The OpenTelemetry trace of the ask that made the "
+                     "job (32 hex digits), where the server exports traces (OTEL_EXPORTER_OTLP_ENDPOINT)."},
         "question": {"$ref": "#/components/schemas/Question"},
         "budgets": {"type": "array", "description": "Each budget covering the job: for each limited dimension "
                     "(tokens, cost, calls) its limit, granted, reserved, spent and left (cost as a decimal "

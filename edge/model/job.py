@@ -14,6 +14,7 @@ from typing import Any, Literal
 from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.tracing import trace_id_of
 
 __all__ = [
     "BUILTIN_FAILURES",
@@ -96,6 +97,7 @@ class Job:
     workspace: str | None = None         # the asker's workspace (a Slack team, a Discord guild)
     channel_id: str | None = None        # the asker's channel on its platform
     question_shown: Mapping[str, Any] | None = None  # where its open question is shown (its channel's words)
+    trace_context: Mapping[str, str] | None = None  # its ask's W3C trace context (edge/tracing.py), when traced
 
     @property
     def failed(self) -> bool:
@@ -112,6 +114,11 @@ class Job:
         return self.ended - self.started
 
     @property
+    def trace_id(self) -> str | None:
+        """The trace of the ask that made this job (32 hex digits), when tracing was on."""
+        return trace_id_of(self.trace_context)
+
+    @property
     def platform(self) -> str:
         """Where the job was asked: its reply reference's platform (slack, discord), else its channel
         (api, console, cli)."""
@@ -124,7 +131,7 @@ class Job:
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
             "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
-            "parent_id", "contract_hash", "contract_version", "progress")}
+            "parent_id", "contract_hash", "contract_version", "progress", "trace_id")}
         shown = {"platform": self.platform, "workspace": self.workspace, "channel": self.channel_id}
         out["reply_to"] = {k: v for k, v in shown.items() if v is not None} if self.reply_to is not None else None
         return out

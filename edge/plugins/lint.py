@@ -29,6 +29,7 @@ from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.lint_tools import lint_tools
 from oz0.edge.plugins.manifest import VERSION_RE
+from oz0.edge.plugins.spdx import LICENSE_FIX, spdx_license
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -138,6 +139,11 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
                 version = str(manifest["version"]) if "version" in manifest else None
                 match = VERSION_RE.match(version or "")
                 strict = match is not None and int(match.group(1)) >= 1
+                if isinstance(manifest.get("license"), str):
+                    try:
+                        spdx_license(manifest["license"], manifest_file)
+                    except PluginError as exc:
+                        lint.add("error", manifest_file, exc.location, exc.message, LICENSE_FIX)
     agents_dir = root / "agents"
     files = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() and "agents" not in refused else []
     files = [f for f in files if lint.rel(f) not in refused]

@@ -28,6 +28,7 @@ def job_from_row(row: Mapping[str, Any]) -> Job:
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
         limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
         channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
+        trace_context=row.get("trace_context"),
     )
 
 

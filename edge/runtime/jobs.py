@@ -27,6 +27,7 @@ from oz0.edge.runtime.events import JobEnded
 from oz0.edge.runtime.input_check import Checked, check_input
 from oz0.edge.runtime.job_rows import job_from_row
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.job_traces import ask_trace
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.store import Store
 
@@ -77,6 +78,7 @@ class Jobs:
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version, "tree_steps": 0,
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
+            "trace_context": ask_trace(),
         }
         stored, created = self.store.insert_job(row)
         if created and checked is not None and checked.ok:

@@ -10,6 +10,7 @@ them in as `run_flow` and `delegation`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
+from oz0.edge.runtime.job_traces import job_span
 from oz0.edge.runtime.jobs import Jobs
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.progress import JournalProgress
@@ -77,7 +79,10 @@ class Runs:
         job = self.jobs.job(job_id)
         assert job is not None
         on_progress = JournalProgress(self.jobs.store, job_id, on_progress, publish=self.jobs.stream.publish)
-        return await self.tree.watch(job, self._run_claimed(job, on_progress, resume))
+        with job_span(job) as span:
+            ended = await self.tree.watch(job, self._run_claimed(job, on_progress, resume))
+            span.set(status=ended.status, failure_kind=ended.failure_kind)
+            return ended
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
@@ -103,7 +108,8 @@ class Runs:
                 try:
                     output = await self.attempts.attempt(spec, value, RunContext(
                         job_id, spec, attempts, plugin_path, on_progress, self.questions,
-                        self.delegation(job, attempts), budgets=self.budgets, history=history))
+                        self.delegation(job, attempts), budgets=self.budgets, history=history,
+                        on_text=functools.partial(self.jobs.stream.publish, job_id)))
                     break
                 except JobFailure as failure:
                     kind = failure_kind(spec, failure.kind)
