@@ -48,7 +48,8 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
-                         "conversation_turns")  # revision 0015
+                         "conversation_turns",  # revision 0015
+                         "plugin_archives")  # revision 0017
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),

@@ -48,6 +48,8 @@ from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.plugin_cache import PluginCache
+from oz0.edge.runtime.plugin_store import PluginStore
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
@@ -110,6 +112,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
+        self.plugin_store = PluginStore(self.store)  # the installed plugins' archives, in the database
+        self.plugin_cache = PluginCache(self.home / "cache", self.plugin_store)  # run from here, by content hash
         watch_tools(self)
 
     def close(self) -> None:
@@ -181,10 +185,9 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         plugin = cached[1] if cached is not None and cached[0] == key else None
         if plugin is None:
             try:
-                plugin = with_stored_contracts(load_plugin(version.path), version.agents)
+                plugin = with_stored_contracts(load_plugin(self.plugin_cache.folder(version)), version.agents)
             except PluginError as exc:
-                log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
-                          version.version, version.path, exc)
+                log.error("installed plugin %s %s cannot be loaded: %s", version.plugin, version.version, exc)
                 return None
             self._plugins[version.id] = (key, plugin)  # stored contracts that change load again
         return plugin

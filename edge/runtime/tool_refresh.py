@@ -56,7 +56,7 @@ def refresh_tool_contracts(runtime: Runtime, server: ServerSpec, tools: dict[str
         if not any(a.kind == "mcp" for a in version.agents):
             continue
         try:
-            plugin = load_plugin(version.path)
+            plugin = load_plugin(runtime.plugin_cache.folder(version))
         except PluginError as exc:
             log.error("installed plugin %s %s cannot be loaded: %s", version.plugin, version.version, exc)
             continue
