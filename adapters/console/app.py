@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
+from oz0.adapters.console import answers, api_doc, plugin_admin_api, plugin_pages, plugins_api, probes
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -111,6 +111,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         *api_doc.routes(runtime),
         *probes.routes(runtime),
         *plugins_api.routes(runtime),
+        *plugin_admin_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [
