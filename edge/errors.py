@@ -31,6 +31,7 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     │   ├── AccessError            access.yaml written wrong (edge.runtime.access)
     │   ├── AnswerRefused          a person step's answer not taken, and why (edge.runtime.questions)
     │   ├── EngineError            the durable engine cannot start (edge.runtime.leases)
+    │   ├── PluginStateError       an uninstall or rollback the installed state refuses (edge.runtime.plugin_admin)
     │   ├── RetentionError         retention settings written wrong (edge.runtime.retention)
     │   └── SearchError            a job search's filter or cursor (edge.runtime.job_search)
     └── flows/

@@ -295,3 +295,26 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
             assert conn.execute(text("SELECT id, status FROM jobs")).all() == [("j1", "failed")]
     finally:
         engine.dispose()
+
+
+def test_revision_0017_adds_plugin_archives_to_a_database_made_by_0016_and_keeps_its_plugins(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+            conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('team', 1, 1.0)"))
+            conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
+                              "installed_at, installed_by) VALUES (1, 'team', '1.0.0', 'abc', '/old/plugins/team', "
+                              "'', 1.0, 'ana')"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0017")
+        columns = [c["name"] for c in inspect(engine).get_columns("plugin_archives")]
+        assert columns == ["content_hash", "archive", "size", "stored_at", "stored_by"]
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT plugin, version, path FROM plugin_versions")).all() == [
+                ("team", "1.0.0", "/old/plugins/team")]
+    finally:
+        engine.dispose()

@@ -205,13 +205,12 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from oz0.edge import PluginError
-    from oz0.edge.runtime.plugin_admin import uninstall_plugin
+    from oz0.edge.runtime.plugin_admin import PluginStateError, uninstall_plugin
 
     runtime = open_runtime()
     try:
         removed = uninstall_plugin(runtime, args.name)
-    except PluginError as exc:
+    except PluginStateError as exc:
         raise CommandError(f"not uninstalled: {exc}", code=1) from None
     finally:
         runtime.close()
@@ -224,7 +223,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _rollback(args: argparse.Namespace) -> int:
     from oz0.edge import PluginError
     from oz0.edge.documents.compat import UpgradeRefused
-    from oz0.edge.runtime.plugin_admin import rollback_plugin
+    from oz0.edge.runtime.plugin_admin import PluginStateError, rollback_plugin
 
     runtime = open_runtime()
     try:
@@ -232,7 +231,7 @@ def _rollback(args: argparse.Namespace) -> int:
     except UpgradeRefused as exc:
         print(cli_upgrade.refusal_line(exc), file=sys.stderr)
         return 1
-    except PluginError as exc:
+    except (PluginError, PluginStateError) as exc:
         raise CommandError(f"not rolled back: {exc}", code=1) from None
     finally:
         runtime.close()

@@ -50,15 +50,13 @@ def routes(runtime: ConsoleRuntime) -> list[Route]:
 
 async def uninstall(runtime: ConsoleRuntime, name: str, *, actor: str) -> JSONResponse:
     """Uninstall `name` as `actor`: 200 with the version removed, 404 not installed, 409 in use."""
-    from oz0.edge.runtime.plugin_admin import NotInstalled, PluginInUse, uninstall_plugin
+    from oz0.edge.runtime.plugin_admin import PluginStateError, uninstall_plugin
 
     command = "plugins.uninstall"
     try:
         removed = await run_in_threadpool(uninstall_plugin, runtime, name, actor=actor)  # type: ignore[arg-type]
-    except NotInstalled as exc:
-        return failure(str(exc), "unknown_plugin", status_code=404, command=command)
-    except PluginInUse as exc:
-        return failure(str(exc), "plugin_in_use", status_code=409, command=command)
+    except PluginStateError as exc:
+        return _state_failure(exc, command)
     log.info("plugin %s %s uninstalled by %s", removed.plugin, removed.version, actor)
     return JSONResponse(result_envelope(command, True, f"uninstalled {removed.plugin} {removed.version}",
                                         data={"plugin": plugin_summary(removed)}))
@@ -71,7 +69,7 @@ async def rollback(runtime: ConsoleRuntime, name: str, *, actor: str, allow_brea
     from oz0.edge.documents.compat import UpgradeRefused
     from oz0.edge.plugins.declared import PluginError
     from oz0.edge.runtime.install import VersionReused
-    from oz0.edge.runtime.plugin_admin import NoEarlierVersion, NotInstalled, rollback_plugin, rollback_target
+    from oz0.edge.runtime.plugin_admin import PluginStateError, rollback_plugin, rollback_target
 
     command = "plugins.rollback"
     previous = runtime.store.current_version(name)
@@ -79,10 +77,8 @@ async def rollback(runtime: ConsoleRuntime, name: str, *, actor: str, allow_brea
         target = rollback_target(runtime, name)  # type: ignore[arg-type]
         result = await run_in_threadpool(rollback_plugin, runtime, name, actor=actor,  # type: ignore[arg-type]
                                          allow_breaking=allow_breaking, force=force)
-    except NotInstalled as exc:
-        return failure(str(exc), "unknown_plugin", status_code=404, command=command)
-    except NoEarlierVersion as exc:
-        return failure(str(exc), "no_earlier_version", status_code=409, command=command)
+    except PluginStateError as exc:
+        return _state_failure(exc, command)
     except UpgradeRefused as exc:
         return refused_upgrade(exc, command, name, target.version, previous)
     except VersionReused as exc:
@@ -96,6 +92,16 @@ async def rollback(runtime: ConsoleRuntime, name: str, *, actor: str, allow_brea
     data = {"plugin": plugin_summary(v), "previous_version": previous.version if previous else None,
             "changes": [c.to_dict() for c in result.changes]}
     return JSONResponse(result_envelope(command, True, f"rolled {v.plugin} back to {v.version}", data=data))
+
+
+_STATE_ANSWERS = {"not_installed": (404, "unknown_plugin"), "no_earlier_version": (409, "no_earlier_version"),
+                  "in_use": (409, "plugin_in_use")}
+
+
+def _state_failure(exc: Any, command: str) -> JSONResponse:
+    """A PluginStateError as its status and error code (from its `why`)."""
+    status, code = _STATE_ANSWERS[exc.why]
+    return failure(exc.message, code, status_code=status, command=command, details={"plugin": exc.plugin})
 
 
 def operations() -> dict[str, Any]:

@@ -86,13 +86,15 @@ def plugin_audit(runtime: ConsoleRuntime, name: str, *, limit: int = AUDIT_SHOWN
 
 def plugin_detail(runtime: ConsoleRuntime, name: str) -> dict[str, Any] | None:
     """Plugin `name`: whether it is installed, its versions (current marked), the current one's agents
-    (the last stored one's once uninstalled), its latest contract changes and its audit records; None
+    (once uninstalled, the uninstalled one's), its latest contract changes and its audit records; None
     when no plugin has this name."""
     versions = runtime.store.versions(name)
     if not versions:
         return None
+    audit = plugin_audit(runtime, name)
     installed = next((v for v in versions if v.current), None)
-    current = installed or versions[-1]  # uninstalled: the last version stored is described
+    removed = next((r["detail"].get("content_hash") for r in audit if r["action"] == "plugin.uninstall"), None)
+    current = installed or next((v for v in versions if v.content_hash == removed), versions[-1])
     agents = [{"name": a.name, "kind": a.kind, "description": a.description,
                "input": _contract(a.input_schema_file, a.input_hash),
                "output": _contract(a.output_schema_file, a.output_hash),
@@ -102,7 +104,7 @@ def plugin_detail(runtime: ConsoleRuntime, name: str) -> dict[str, Any] | None:
             "versions": [{"version": v.version, "content_hash": v.content_hash, "installed_at": v.installed_at,
                           "installed_by": v.installed_by, "current": v.current} for v in reversed(versions)],
             "agents": agents, "latest_changes": latest_json(_latest(runtime).get(name)),
-            "audit": plugin_audit(runtime, name)}
+            "audit": audit}
 
 
 class _Upload:

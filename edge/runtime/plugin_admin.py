@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.flow import FlowSpec
 from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.access import local_user
 from oz0.edge.runtime.install import InstallResult, install_plugin
@@ -24,52 +24,46 @@ from oz0.edge.runtime.install import InstallResult, install_plugin
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["NoEarlierVersion", "NotInstalled", "PluginInUse", "rollback_plugin", "rollback_target", "uninstall_plugin"]
+__all__ = ["PluginStateError", "rollback_plugin", "rollback_target", "uninstall_plugin"]
 
 
-class NotInstalled(PluginError):
-    """No plugin of this name is installed (never, or uninstalled)."""
+class PluginStateError(Oz0Error, ValueError):
+    """An uninstall or rollback the installed state refuses; `why` says which, for the adapters:
+    `not_installed` (no plugin of this name is installed), `no_earlier_version` (the current version is
+    the first stored), `in_use` (a flow of another installed plugin runs one of its agents)."""
 
-    def __init__(self, name: str, installed: list[str]) -> None:
-        super().__init__(f"no plugin named {name!r} is installed (installed: {', '.join(installed) or 'none'})")
-        self.name = name
-
-
-class NoEarlierVersion(PluginError):
-    """A rollback of a plugin whose current version is the first one stored."""
-
-    def __init__(self, current: InstalledVersion) -> None:
-        super().__init__(f"{current.plugin} {current.version} is the first version stored; there is no earlier "
-                         "version to roll back to (uninstall it instead)")
+    def __init__(self, message: str, *, why: str, plugin: str) -> None:
+        super().__init__(message)
+        self.message, self.why, self.plugin = message, why, plugin
 
 
-class PluginInUse(PluginError):
-    """An uninstall that would leave another installed plugin's flow without one of its step's agents."""
-
-    def __init__(self, name: str, uses: list[tuple[str, str, str]]) -> None:
-        listed = "; ".join(f"flow {flow!r} of plugin {owner!r} runs agent {agent!r}" for owner, flow, agent in uses)
-        super().__init__(f"{name} is not uninstalled: {listed}; uninstall or change that plugin first")
+def _not_installed(runtime: Runtime, name: str) -> PluginStateError:
+    installed = ", ".join(v.plugin for v in runtime.installed()) or "none"
+    return PluginStateError(f"no plugin named {name!r} is installed (installed: {installed})", why="not_installed",
+                            plugin=name)
 
 
 def _current(runtime: Runtime, name: str) -> InstalledVersion:
     current = runtime.store.current_version(name)
     if current is None:
-        raise NotInstalled(name, [v.plugin for v in runtime.installed()])
+        raise _not_installed(runtime, name)
     return current
 
 
 def uninstall_plugin(runtime: Runtime, name: str, *, actor: str | None = None) -> InstalledVersion:
-    """Uninstall plugin `name`; the version that was installed. NotInstalled, PluginInUse."""
+    """Uninstall plugin `name`; the version that was installed. PluginStateError (not_installed, in_use)."""
     current = _current(runtime, name)
     own = {a.name for a in current.agents}
     uses = [(plugin.name, flow.name, step.agent) for plugin in runtime.plugins() if plugin.name != name
             for flow in plugin.flows if isinstance(flow, FlowSpec) for step in flow.steps if step.agent in own]
     if uses:
-        raise PluginInUse(name, [(p, f, a) for p, f, a in uses if a is not None])
+        listed = "; ".join(f"flow {flow!r} of plugin {owner!r} runs agent {agent!r}" for owner, flow, agent in uses)
+        raise PluginStateError(f"{name} is not uninstalled: {listed}; uninstall or change that plugin first",
+                               why="in_use", plugin=name)
     detail = {"plugin": name, "version": current.version, "content_hash": current.content_hash,
               "agents": [a.name for a in current.agents]}
     if not runtime.plugin_store.uninstall(name, actor=actor or local_user(), detail=detail):
-        raise NotInstalled(name, [v.plugin for v in runtime.installed()])  # another replica was first
+        raise _not_installed(runtime, name)  # another replica was first
     return current
 
 
@@ -78,14 +72,17 @@ def rollback_target(runtime: Runtime, name: str) -> InstalledVersion:
     current = _current(runtime, name)
     earlier = [v for v in runtime.store.versions(name) if v.id < current.id]
     if not earlier:
-        raise NoEarlierVersion(current)
+        raise PluginStateError(f"{current.plugin} {current.version} is the first version stored; there is no "
+                               "earlier version to roll back to (uninstall it instead)", why="no_earlier_version",
+                               plugin=name)
     return max(earlier, key=lambda v: v.id)
 
 
 def rollback_plugin(runtime: Runtime, name: str, *, actor: str | None = None, allow_breaking: bool = False,
                     force: bool = False) -> InstallResult:
-    """Install again the version of `name` stored before the current one. NotInstalled, NoEarlierVersion,
-    and whatever an install raises (UpgradeRefused, VersionReused, PluginError)."""
+    """Install again the version of `name` stored before the current one. PluginStateError
+    (not_installed, no_earlier_version), and whatever an install raises (UpgradeRefused, VersionReused,
+    PluginError)."""
     target = rollback_target(runtime, name)
     plugin = load_plugin(runtime.plugin_cache.folder(target))
     return install_plugin(runtime, plugin, actor=actor, allow_breaking=allow_breaking, force=force,

@@ -75,11 +75,12 @@ class PluginCache:
             try:
                 unpacked = unpack_plugin(data, staging / "plugin")
             except ArchiveError as exc:
-                raise PluginError(f"the stored archive of content {digest[:12]} is refused: {exc}") from None
+                raise PluginError(f"the stored archive of content {digest[:12]} is refused: {exc}",
+                                  file=str(target)) from None
             found = content_hash(unpacked)
             if found != digest:
                 raise PluginError(f"the stored archive of content {digest[:12]} unpacks to other content "
-                                  f"({found[:12]}); install the plugin again")
+                                  f"({found[:12]}); install the plugin again", file=str(target))
             try:
                 os.rename(unpacked, target)
             except OSError:
@@ -95,7 +96,8 @@ class PluginCache:
         if not (where / "plugin.yaml").is_file():
             raise PluginError(f"{version.plugin} {version.version} (content {version.content_hash[:12]}) has no "
                               "archive in the database and its files are not on this replica (installed before "
-                              f"plugins were stored in the database, at {version.path}); install it again")
+                              f"plugins were stored in the database, at {version.path}); install it again",
+                              file=str(where))
         if content_hash(where) != version.content_hash:
             raise PluginError(f"{version.plugin} {version.version}: its files at {where} were changed after the "
                               "install (their content hash differs); install the plugin again", file=str(where))
