@@ -124,3 +124,50 @@ def test_an_install_on_one_replica_is_served_by_every_replica_and_so_are_rollbac
     assert audit[:4] == [("plugin.uninstall", "1.0.0"), ("plugin.rollback", "1.0.0"), ("plugin.install", "1.1.0"),
                          ("plugin.install", "1.0.0")]
     print(f"replica two listed the new plugin {took:.2f} s after the install on replica one")
+
+
+def test_a_sqlite_server_imports_old_installs_and_pre_installs_once_at_start(tmp_path):
+    """The migration path of a 0.x user (files under OZ0_HOME/plugins only) and OZ0_PREINSTALL, on SQLite."""
+    import shutil
+
+    from sqlalchemy import delete, update
+
+    from oz0.edge.flows.engine import FLOW_ENGINE
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
+    from oz0.edge.runtime.plugin_store import plugin_archives
+    from oz0.edge.runtime.runner import Runtime
+    from oz0.edge.runtime.store import plugin_versions
+
+    home, db = tmp_path / "home", f"sqlite:///{tmp_path / 'oz0.db'}"
+    runtime = Runtime(home, database_url=db, flow_engine=FLOW_ENGINE)
+    digest = install_plugin(runtime, load_plugin(team(tmp_path / "team", "1.0.0", "hi ")), actor="ana").version.content_hash
+    legacy = home / "plugins" / "team" / f"1.0.0-{digest[:12]}"
+    shutil.copytree(tmp_path / "team", legacy)
+    with runtime.store.engine.begin() as conn:
+        conn.execute(delete(plugin_archives))
+        conn.execute(update(plugin_versions).values(path=str(legacy)))
+    runtime.close()
+    shutil.rmtree(home / "cache")
+    make_plugin(tmp_path / "shelf" / "extra", name="extra", agents={
+        "wave": {"kind": "python", "entry": "impl:wave", "input": "text", "output": "text"}},
+        files={"impl.py": "def wave(text):\n    return 'o/ ' + text\n"})
+
+    r = replica("solo", home, db)
+    r.env["OZ0_PREINSTALL"] = str(tmp_path / "shelf")
+    for _ in range(2):  # a restart installs nothing again
+        solo = Serving(r)
+        try:
+            assert sorted(solo.agents()) == ["greet", "wave"]
+        finally:
+            solo.http.close()
+            assert r.stop() == 0
+    shutil.rmtree(legacy.parent.parent)
+    fresh = Runtime(tmp_path / "fresh", database_url=db, flow_engine=FLOW_ENGINE)
+    try:
+        assert sorted(a.name for a in fresh.agents()) == ["greet", "wave"]
+        actions = [(a.action, a.actor, a.detail.get("plugin")) for a in fresh.audit_log(limit=10)]
+        assert actions.count(("plugin.install", "preinstall", "extra")) == 1
+        assert actions.count(("plugin.imported", "import", "team")) == 1
+    finally:
+        fresh.close()
