@@ -268,11 +268,13 @@ def test_preinstall_installs_each_folder_once_by_content_hash_and_skips_what_fai
     make_plugin(shelf / "broken", name="broken", agents={"bad": {"kind": "python"}})
     runtime = Runtime(tmp_path / "home", database_url=db, flow_engine=FLOW_ENGINE)
     try:
-        assert preinstall(runtime, shelf) == ["team 1.0.0"]
+        first = preinstall(runtime, shelf)
+        assert first.installed == ("team 1.0.0",)
+        assert [folder for folder, _ in first.refused] == [str(shelf / "broken")]
         assert "pre-install of" in caplog.text and "broken" in caplog.text
-        assert preinstall(runtime, shelf) == []
+        assert preinstall(runtime, shelf).installed == ()
         runtime.plugin_store.uninstall("team", actor="ana", detail={"plugin": "team"})
-        assert preinstall(runtime, shelf) == []  # a later uninstall is not undone by a restart
+        assert preinstall(runtime, shelf).installed == ()  # a later uninstall is not undone by a restart
         assert [r.actor for r in runtime.audit_log(limit=5) if r.action == "plugin.install"] == ["preinstall"]
     finally:
         runtime.close()

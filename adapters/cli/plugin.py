@@ -65,6 +65,14 @@ def register(p: argparse.ArgumentParser) -> None:
                          help="print nothing when this exact version is already installed")
     install.set_defaults(func=_install)
 
+    pre = psub.add_parser("preinstall", help="install each plugin folder under DIR whose content was never stored",
+                          description=("Lint and install every plugin folder under DIR (or DIR itself), skipping "
+                                       "those whose content the database has stored before: a deploy step may run "
+                                       "it at every start (oz0 serve does, with OZ0_PREINSTALL=DIR)."),
+                          epilog="Exit codes: 0 every folder installed or already stored, 1 any refused.")
+    pre.add_argument("dir", metavar="DIR", help="a folder of plugin folders, or one plugin folder")
+    pre.set_defaults(func=_preinstall)
+
     uninstall = psub.add_parser("uninstall", help="uninstall a plugin on every replica (its versions are kept)",
                                 description=("Stop serving the plugin's agents, on every replica. Its stored "
                                              "versions stay, for `oz0 plugin rollback` or a new install; audited."))
@@ -202,6 +210,23 @@ def _install(args: argparse.Namespace) -> int:
                                                     {a.name: a.contract_hash for a in v.agents}):
             print(line)
     return 0
+
+
+def _preinstall(args: argparse.Namespace) -> int:
+    from oz0.edge.runtime.plugin_sync import preinstall
+
+    runtime = open_runtime()
+    try:
+        done = preinstall(runtime, Path(args.dir))
+    finally:
+        runtime.close()
+    for folder, why in done.refused:
+        print(f"not pre-installed: {folder}: {why}", file=sys.stderr)
+    if done.installed:
+        print(f"Pre-installed {', '.join(done.installed)}.")
+    elif not done.refused:
+        print(f"Nothing to pre-install from {args.dir}: every plugin there was stored before.")
+    return 1 if done.refused else 0
 
 
 def _uninstall(args: argparse.Namespace) -> int:

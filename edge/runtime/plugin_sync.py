@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.errors import Oz0Error
 from oz0.edge.plugins.declared import PluginError
@@ -30,7 +33,7 @@ from oz0.edge.runtime.plugin_watch import PluginWatch
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["PREINSTALL_ACTOR", "preinstall", "sync_plugins"]
+__all__ = ["PREINSTALL_ACTOR", "Preinstalled", "preinstall", "sync_plugins"]
 
 log = logging.getLogger("oz0.plugins")
 
@@ -43,29 +46,41 @@ def _folders(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "plugin.yaml").is_file()) if root.is_dir() else []
 
 
-def preinstall(runtime: Runtime, root: Path) -> list[str]:
-    """Install each plugin folder under `root` whose content was never stored; what was installed
-    (`name version`). A folder that cannot be installed is logged and skipped."""
+@dataclass(frozen=True)
+class Preinstalled:
+    """What a pre-install did: `name version` of each plugin installed, (folder, why) of each refused."""
+
+    installed: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
+
+
+def preinstall(runtime: Runtime, root: Path) -> Preinstalled:
+    """Install each plugin folder under `root` whose content was never stored; each refusal is logged
+    too, and the next folder tried."""
     if not root.is_dir():
         log.error("OZ0_PREINSTALL=%s is not a folder; nothing pre-installed", root)
-        return []
+        return Preinstalled(refused=((str(root), "not a folder"),))
     stored = {v.content_hash for v in runtime.plugin_store.all_versions()}
-    done = []
+    done: list[str] = []
+    refused: list[tuple[str, str]] = []
     for folder in _folders(root):
         try:
             if content_hash(folder) in stored:
                 continue
             report = lint_plugin(folder, installed={a.name: a for a in (*runtime.agents(), *runtime.flows())})
             if not report.ok:
-                log.error("pre-install of %s refused: %s", folder, report.errors[0].describe())
-                continue
+                raise PluginError(report.errors[0].describe(), file=str(folder))
             result = install_plugin(runtime, load_plugin(folder), actor=PREINSTALL_ACTOR)
         except Oz0Error as exc:  # PluginError, UpgradeRefused, VersionReused: said, and the next one tried
             log.error("pre-install of %s refused: %s", folder, exc)
+            refused.append((str(folder), str(exc)))
+            continue
+        except IntegrityError:  # replicas starting at once: another one stored this version a moment before
+            log.info("pre-install of %s: another replica installed it at the same moment", folder)
             continue
         done.append(f"{result.version.plugin} {result.version.version}")
         log.info("pre-installed %s %s from %s", result.version.plugin, result.version.version, folder)
-    return done
+    return Preinstalled(tuple(done), tuple(refused))
 
 
 def sync_plugins(runtime: Runtime, env: Mapping[str, str]) -> PluginWatch:
