@@ -35,8 +35,8 @@ from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
 from oz0.edge import ConsoleRuntime
-from oz0.edge.plugins.pack import MAX_ARCHIVE_BYTES
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
+from oz0.edge.plugins.pack import MAX_ARCHIVE_BYTES
 from oz0.edge.results.qzx import result_envelope
 
 __all__ = ["MAX_UPLOAD_BYTES", "admin_refusal", "operations", "plugin_audit", "plugin_detail", "plugin_summary",

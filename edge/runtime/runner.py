@@ -48,9 +48,9 @@ from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.plugin_cache import PluginCache
 from oz0.edge.runtime.plugin_store import PluginStore
-from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
