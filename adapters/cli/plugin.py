@@ -331,7 +331,8 @@ def _list(args: argparse.Namespace) -> int:
         return known_annotations(spec) if spec is not None else {}
 
     if args.json:
-        plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
+        plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash,
+                    "path": str(runtime.plugin_cache.path(v.content_hash)),
                     "agents": [{"name": a.name, "kind": a.kind,
                                 "input": _contract(a.input_schema_file, a.input_hash),
                                 "output": _contract(a.output_schema_file, a.output_hash),

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from oz0.adapters.console.api import API_PREFIX, failure
-from oz0.adapters.console.plugins_api import admin_refusal, plugin_summary, refused_upgrade, upgrade_flags
+from oz0.adapters.console.plugins_api import admin_flags, admin_refusal, plugin_summary, refused_upgrade
 from oz0.edge import ConsoleRuntime
 from oz0.edge.results.qzx import result_envelope
 
@@ -35,11 +35,7 @@ def routes(runtime: ConsoleRuntime) -> list[Route]:
         return refused or await uninstall(runtime, request.path_params["name"], actor="api-admin")
 
     async def post_rollback(request: Request) -> Response:
-        command = "plugins.rollback"
-        refused = admin_refusal(request, command, "rolling a plugin back", "oz0 plugin rollback")
-        if refused is not None:
-            return refused
-        flags = upgrade_flags(request, command)
+        flags = admin_flags(request, "plugins.rollback", "rolling a plugin back", "oz0 plugin rollback")
         if isinstance(flags, Response):
             return flags
         return await rollback(runtime, request.path_params["name"], actor="api-admin", **flags)

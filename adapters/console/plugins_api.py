@@ -39,8 +39,17 @@ from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.plugins.pack import MAX_ARCHIVE_BYTES
 from oz0.edge.results.qzx import result_envelope
 
-__all__ = ["MAX_UPLOAD_BYTES", "admin_refusal", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
-           "refused_upgrade", "routes", "upgrade_flags"]
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "admin_flags",
+    "admin_refusal",
+    "operations",
+    "plugin_audit",
+    "plugin_detail",
+    "plugin_summary",
+    "refused_upgrade",
+    "routes",
+]
 
 log = logging.getLogger("oz0.console.plugins")
 
@@ -182,10 +191,7 @@ class _PluginsApi:
         from oz0.edge.runtime.install import VersionReused, install_plugin
 
         command = "plugins.install"
-        refused = admin_refusal(request, command, "installing a plugin", "oz0 plugin install")
-        if refused is not None:
-            return refused
-        flags = upgrade_flags(request, command)
+        flags = admin_flags(request, command, "installing a plugin", "oz0 plugin install")
         if isinstance(flags, Response):
             return flags
         upload = await self._upload(request, command)
@@ -267,8 +273,12 @@ def admin_refusal(request: Request, command: str, doing: str, cli: str) -> Respo
     return None
 
 
-def upgrade_flags(request: Request, command: str) -> dict[str, bool] | Response:
-    """The query's `allow_breaking` and `force` (true/false/1/0, default false), or the 400 naming a bad one."""
+def admin_flags(request: Request, command: str, doing: str, cli: str) -> dict[str, bool] | Response:
+    """An admin's install or rollback: the query's `allow_breaking` and `force` (true/false/1/0, default
+    false), or the 403 without the admin token, or the 400 naming a bad flag."""
+    refused = admin_refusal(request, command, doing, cli)
+    if refused is not None:
+        return refused
     flags = {}
     for name in ("allow_breaking", "force"):
         given = request.query_params.get(name, "false").lower()
