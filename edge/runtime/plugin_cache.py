@@ -81,6 +81,8 @@ class PluginCache:
             if found != digest:
                 raise PluginError(f"the stored archive of content {digest[:12]} unpacks to other content "
                                   f"({found[:12]}); install the plugin again", file=str(target))
+            if target.exists() and not (target / "plugin.yaml").is_file():  # left half-made by hand: made again
+                shutil.rmtree(target)
             try:
                 os.rename(unpacked, target)
             except OSError:
