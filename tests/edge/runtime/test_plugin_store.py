@@ -278,3 +278,24 @@ def test_preinstall_installs_each_folder_once_by_content_hash_and_skips_what_fai
         assert [r.actor for r in runtime.audit_log(limit=5) if r.action == "plugin.install"] == ["preinstall"]
     finally:
         runtime.close()
+
+
+def test_an_uninstall_is_refused_while_another_plugins_flow_runs_one_of_its_agents(tmp_path, db):
+    from oz0.edge.runtime.plugin_admin import PluginStateError, uninstall_plugin
+
+    runtime = Runtime(tmp_path / "home", database_url=db, flow_engine=FLOW_ENGINE)
+    try:
+        install_plugin(runtime, load_plugin(team(tmp_path / "team", "1.0.0", "hi ")), actor="ana")
+        ops = make_plugin(tmp_path / "ops", name="ops", files={"flows/welcome.yaml": (
+            "description: Welcome someone\ninput: text\noutput: text\nsteps:\n  - id: hello\n    agent: greet\n")})
+        install_plugin(runtime, load_plugin(ops), actor="ana")
+        with pytest.raises(PluginStateError) as refused:
+            uninstall_plugin(runtime, "team", actor="ana")
+        assert refused.value.why == "in_use"
+        assert str(refused.value) == ("team is not uninstalled: flow 'welcome' of plugin 'ops' runs agent 'greet'; "
+                                      "uninstall or change that plugin first")
+        assert [v.plugin for v in runtime.installed()] == ["ops", "team"]
+        uninstall_plugin(runtime, "ops", actor="ana")
+        assert uninstall_plugin(runtime, "team", actor="ana").version == "1.0.0"
+    finally:
+        runtime.close()
