@@ -37,13 +37,15 @@ from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.stopping import JobStopping
+from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge import AgentSpec, Card, Job
+from oz0.edge import AgentSpec, Card, Job, tracing
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.runtime.events import Answered, QuestionAsked
+from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
 from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
@@ -70,9 +72,11 @@ class AskFlow:
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
         self._progress: dict[str, WorkingProgress] = {}
+        self._answers: dict[str, AnswerStream] = {}   # text answers being written, by job
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
+        self.stopping = JobStopping(self)
         self.names = Names(wire.platform, wire.display_name)
 
     def listen_questions(self) -> None:
@@ -80,13 +84,20 @@ class AskFlow:
         (wherever the answer came from): the flow follows each job it runs (`follow`)."""
         self.questions.listen()
 
-    async def follow(self, job_id: str, progress: WorkingProgress) -> None:
-        """Read the job's events on this loop until it ends: its progress in the working message, its
+    async def follow(self, job_id: str, progress: WorkingProgress, answer: AnswerStream | None = None) -> None:
+        """Read the job's events on this loop until it ends: its progress in the working message (or,
+        once a text answer is being written, that text with its latest step: `streaming`), its
         questions drawn, an answer given elsewhere drawn in the question's place."""
         asked: dict[str, Any] = {}  # this job's questions, by step, as its stream showed them
         async for event in self.runtime.events(job_id):
             try:
-                if isinstance(event, Progress):
+                if isinstance(event, TextDelta) and answer is not None:
+                    if not answer.writing:
+                        await progress.close()   # the streamed text takes the working message over
+                    answer.text(event)
+                elif isinstance(event, Progress) and answer is not None and answer.writing:
+                    answer.step(event)
+                elif isinstance(event, Progress):
                     progress.report(event)
                 elif isinstance(event, QuestionAsked):
                     asked[event.question.step] = event.question
@@ -121,14 +132,15 @@ class AskFlow:
         progress = self._progress.pop(job.id, None)
         if progress is not None:
             await progress.close()
-        if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-            return  # a restart report said so already: one report per job, whoever makes it
+        if job.status in ("interrupted", "cancelled") and not await self.jobs.call(self.runtime.claim,
+                                                                                   f"reported:{job.id}"):
+            return  # a restart report (or the stop) said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
         if job.reply_to is None:
             self.log.error("job %s ended with no reply reference to answer it by", job.id)
             return
         await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id,
-                           shareable=job.status != "interrupted")
+                           shareable=job.status != "interrupted", interrupted=job.status == "interrupted")
 
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
@@ -182,7 +194,9 @@ class AskFlow:
             await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
             return
         try:
-            await self._ask(ask, done, shown)
+            with tracing.span("oz0.chat.event", platform=self.wire.platform, source=ask.source,
+                              agent=ask.agent, delivery=ask.delivery):
+                await self._ask(ask, done, shown)
         except Exception as exc:
             if not is_transient(exc) or done.called:
                 raise
@@ -271,7 +285,7 @@ class AskFlow:
             return
         await self.conversing.turn(ask, job.id, job.agent)
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
         if reply.to_ref() != ask.reply.to_ref():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
@@ -282,11 +296,11 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+    def _working(self, agent: str, ahead: int = 0, *, job_id: str | None = None) -> Rendered:
         """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
-        its place (drawn each time)."""
-        if ahead:
-            return self.draw(working_card(agent, ahead=ahead))
+        its place, or with the job's Stop button (drawn each time)."""
+        if ahead or job_id:
+            return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask, recorded: _Once) -> bool:
@@ -303,13 +317,16 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
-        progress = WorkingProgress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent, job_id)
         self._progress[job_id] = progress
-        follower = self.tasks.spawn(self.follow(job_id, progress), name=f"{self.wire.platform}-events-{job_id}")
+        answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
+        follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")
         try:
             await self._finish(job_id, progress, reply)
         finally:
             self._progress.pop(job_id, None)
+            self._answers.pop(job_id, None)
+            await answer.close()
             done, _ = await asyncio.wait({follower}, timeout=FOLLOW_END_S)
             if not done:
                 follower.cancel()
@@ -334,7 +351,8 @@ class AskFlow:
             stopped = await self._ended(job_id)
             if stopped is not None:
                 card = await self.jobs.call(self.runtime.card, stopped)
-                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False), STOP_DELIVER_S)
+                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False, interrupted=True),
+                                       STOP_DELIVER_S)
             raise
         except Exception as exc:
             self.log.exception("job %s could not run", job_id)
@@ -355,9 +373,17 @@ class AskFlow:
                 return job if job is not None and job.finished else None
             await asyncio.sleep(0.02)
 
-    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True) -> None:
+    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True,
+                      interrupted: bool = False) -> None:
         """Replace the working message with `card` (with "Share in channel" where only the asker sees
-        it); a card the platform refuses becomes a failure card in its place."""
+        it); a card the platform refuses becomes a failure card in its place. A streamed answer's
+        message is ended with the card, or, when its job was `interrupted`, with INTERRUPTED_NOTE."""
+        answer = self._answers.pop(job_id, None)
+        streamed = await answer.close(card.text if card.form == "text" else None) if answer is not None else None
+        reply = streamed if streamed is not None else reply
+        if interrupted and isinstance(self.wire, StreamingWire) and self.wire.streaming(reply):
+            await self.wire.stream_cut(reply, INTERRUPTED_NOTE)
+            return
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
@@ -368,8 +394,11 @@ class AskFlow:
             card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
+        job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
         try:
-            await self.wire.deliver(reply, rendered)
+            with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
+                              platform=self.wire.platform, job_id=job_id):
+                await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
             count_channel_error(self.wire.platform, "refused")
@@ -420,7 +449,8 @@ class AskFlow:
         """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
         async def deliver(job: Job, card: Card) -> None:
             if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False)
+                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False,
+                                   interrupted=True)
 
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)

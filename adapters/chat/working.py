@@ -17,9 +17,22 @@ from oz0.edge.runtime.metrics import count_channel_error
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["PROGRESS_EVERY_S", "WorkingProgress"]
+__all__ = ["PROGRESS_EVERY_S", "WorkingProgress", "due"]
 
 PROGRESS_EVERY_S = 2.0       # the working message is updated with the latest progress at most this often
+
+
+async def due(at: float, stopping: asyncio.Event) -> bool:
+    """Whether the monotonic time `at` has come; if not, wait for it (or for `stopping`) first and say
+    False, so a pump looks at its state again before it sends."""
+    wait = at - time.monotonic()
+    if wait <= 0:
+        return True
+    try:
+        await asyncio.wait_for(stopping.wait(), wait)
+    except TimeoutError:
+        pass
+    return False
 
 
 class WorkingProgress:
@@ -29,8 +42,8 @@ class WorkingProgress:
     unless a newer one came), none for as long as the platform says after a rate limit, and none
     after the card (`close` waits for an update under way and drops the rest)."""
 
-    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
-        self.flow, self.reply, self.agent = flow, reply, agent
+    def __init__(self, flow: AskFlow, reply: Any, agent: str, job_id: str | None = None) -> None:
+        self.flow, self.reply, self.agent, self.job_id = flow, reply, agent, job_id
         self.loop = asyncio.get_running_loop()
         self.started = time.monotonic()
         self.next_at = 0.0
@@ -61,19 +74,14 @@ class WorkingProgress:
 
     async def _pump(self) -> None:
         while not self.closed and self.latest is not None:
-            wait = self.next_at - time.monotonic()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(self.stopping.wait(), wait)
-                except TimeoutError:
-                    pass
+            if not await due(self.next_at, self.stopping):
                 continue
             progress, self.latest = self.latest, None
             await self._send(progress)
             self.next_at = max(self.next_at, time.monotonic() + PROGRESS_EVERY_S)
 
     async def _send(self, progress: Progress) -> None:
-        card = working_card(self.agent, progress, elapsed_s=time.monotonic() - self.started)
+        card = working_card(self.agent, progress, elapsed_s=time.monotonic() - self.started, job_id=self.job_id)
         try:
             await self.flow.wire.progress(self.reply, self.flow.draw(card))
         except RateLimited as exc:

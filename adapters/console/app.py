@@ -28,7 +28,16 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers, api_doc, plugin_actions, plugin_admin_api, plugin_pages, plugins_api, probes
+from oz0.adapters.console import (
+    answers,
+    api_doc,
+    plugin_actions,
+    plugin_admin_api,
+    plugin_pages,
+    plugins_api,
+    probes,
+    schedules_api,
+)
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -40,6 +49,7 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
+from oz0.adapters.console.streamed import StreamedTexts
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
 from oz0.edge import ConsoleRuntime
 from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
@@ -104,6 +114,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
         *plugin_actions.routes(runtime, guard, pages.checked_form, pages.error),
+        *schedules_api.routes(runtime, pages.page),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),
@@ -182,6 +193,7 @@ class _Pages:
                                autoescape=select_autoescape(default=True, default_for_string=True))
         self.env.globals["static"] = lambda name: f"/static/{quote(name)}"
         self.starter = answers.JobStarter(runtime)
+        self.texts = StreamedTexts(runtime)   # running jobs' text answers as they are written
 
     # rendering --------------------------------------------------------------------------------
     def page(self, request: Request, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -329,8 +341,9 @@ class _Pages:
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         cid = self.runtime.conversations.of_job(job.id)
         conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
+        streamed = self.texts.shown(job.id) if job.status == "running" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
-                         conversation=conversation,
+                         conversation=conversation, streamed_text=streamed,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),

@@ -2,6 +2,7 @@
 
 A job's stream carries, in the order they happened: `Progress` (edge.runtime.progress), `QuestionAsked`
 and `Answered` (a person step), `TextDelta` (a piece of a streamed text answer) and, last, `JobEnded`.
+`StopAsked` says someone asked to stop the job (edge.runtime.cancel): the replica running it stops it.
 `Lagged` is not something the job did: it tells a reader that fell behind how many events it missed
 (the stream is bounded per reader); the reader then gets the job's current state again.
 
@@ -18,7 +19,8 @@ from typing import Any
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
 
-__all__ = ["Answered", "JobEnded", "JobEvent", "Lagged", "QuestionAsked", "TextDelta", "decode", "encode"]
+__all__ = ["Answered", "JobEnded", "JobEvent", "Lagged", "QuestionAsked", "StopAsked", "TextDelta", "decode",
+           "encode"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,12 @@ class Answered:
 @dataclass(frozen=True)
 class TextDelta:
     """A piece of a text answer while it is written (a model's stream): `offset` is where `text`
-    starts in the whole answer, so a reader that missed a piece knows it did."""
+    starts in the whole answer, so a reader that missed a piece knows it did; `final` says the model's
+    request ended there (what came is whole: nothing is held back for the next piece)."""
 
     text: str
     offset: int = 0
+    final: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,22 @@ class JobEnded:
 
 
 @dataclass(frozen=True)
+class StopAsked:
+    """Someone asked to stop the job (`by` as journaled, `name` as people read it): wherever it runs,
+    its run is cancelled and it ends `cancelled`."""
+
+    by: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Lagged:
     """The reader fell behind and `dropped` events were dropped for it (oldest first)."""
 
     dropped: int
 
 
-JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | Lagged
+JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | StopAsked | Lagged
 
 
 def encode(event: JobEvent) -> dict[str, Any]:
@@ -77,9 +90,11 @@ def encode(event: JobEvent) -> dict[str, Any]:
     if isinstance(event, Answered):
         return {"type": "answered", "step": event.step, "via": event.via, **event.answer.to_dict()}
     if isinstance(event, TextDelta):
-        return {"type": "text", "text": event.text, "offset": event.offset}
+        return {"type": "text", "text": event.text, "offset": event.offset, **({"final": True} if event.final else {})}
     if isinstance(event, JobEnded):
         return {"type": "ended", "status": event.status, "failure_kind": event.failure_kind}
+    if isinstance(event, StopAsked):
+        return {"type": "stop", "by": event.by, "name": event.name}
     if isinstance(event, Lagged):
         return {"type": "lagged", "dropped": event.dropped}
     raise TypeError(f"not a job event: {type(event).__name__}")
@@ -101,9 +116,11 @@ def decode(data: Mapping[str, Any]) -> JobEvent:
                                                       by=str(data.get("by") or ""), at=float(data.get("at") or 0.0)),
                             data.get("via"))
         if kind == "text":
-            return TextDelta(str(data["text"]), int(data.get("offset") or 0))
+            return TextDelta(str(data["text"]), int(data.get("offset") or 0), bool(data.get("final")))
         if kind == "ended":
             return JobEnded(str(data["status"]), data.get("failure_kind"))
+        if kind == "stop":
+            return StopAsked(str(data["by"]), str(data["name"]))
         if kind == "lagged":
             return Lagged(int(data["dropped"]))
     except (KeyError, TypeError, ValueError) as exc:

@@ -51,8 +51,9 @@ COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"), ("jobs", "restarts"),
-                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0013
+                          ("jobs", "question_shown"), ("jobs", "restarts"), ("jobs", "trace_context"),
+                          ("agents", "annotations"),
+                          ("jobs", "stop_request"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0020, 0013, 0018
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -294,14 +295,43 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
         engine.dispose()
 
 
-def test_revision_0017_adds_plugin_archives_to_a_database_made_by_0016_and_keeps_its_plugins(tmp_path):
+def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+
+    from oz0.edge.runtime.runner import _job
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0020")
+        assert "trace_context" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        old = store.job("j1")
+        assert old is not None and old["trace_context"] is None and _job(old).trace_id is None
+        traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        store.update_job("j1", trace_context={"traceparent": traced})
+        assert _job(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
+
+
+def test_revision_0017_adds_plugin_archives_to_a_database_made_by_0020_and_keeps_its_plugins(tmp_path):
     from alembic import command
     from sqlalchemy import inspect, text
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
         with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0016")
+            command.upgrade(alembic_config(conn), "0020")
             conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('team', 1, 1.0)"))
             conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
                               "installed_at, installed_by) VALUES (1, 'team', '1.0.0', 'abc', '/old/plugins/team', "
