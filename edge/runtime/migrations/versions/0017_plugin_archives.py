@@ -4,14 +4,14 @@ folder, by content hash, so every replica runs the installed version from its ow
 and when, and the installed-version pointer were stored already (plugins, plugin_versions).
 
 Revision ID: 0017
-Revises: 0020
+Revises: 0023
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0017"
-down_revision = "0020"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
