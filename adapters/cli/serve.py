@@ -92,10 +92,14 @@ def run_serve(args: argparse.Namespace) -> int:
     schema = runtime.store.schema
     log.info("database schema at revision %s%s", schema.after,
              f" (upgraded from {schema.before or 'an empty database'})" if schema.changed else "")
+    from oz0.edge.runtime.plugin_sync import sync_plugins
+
+    watch = sync_plugins(runtime, env)  # old installs imported, OZ0_PREINSTALL installed, the cache kept filled
     try:
         _launch_engine(runtime, env)
         return asyncio.run(serve_channels(runtime, env=env))
     finally:
+        watch.stop()
         runtime.close()
 
 

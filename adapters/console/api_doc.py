@@ -130,9 +130,12 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                 "schema": {"$ref": "#/components/schemas/JobResult"}}}},
             "404": {"description": "No job has this id", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
+    from oz0.adapters.console.plugin_admin_api import operations as admin_operations
     from oz0.adapters.console.plugins_api import operations
 
     doc["paths"].update(operations())
+    for path, item in admin_operations().items():
+        doc["paths"].setdefault(path, {}).update(item)
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
     doc["paths"]["/jobs/{job_id}/follow-ups"] = _FOLLOW_UP_PATH
     doc["paths"]["/jobs/{job_id}/cancel"] = _CANCEL_PATH
@@ -157,7 +160,7 @@ _ADMIN_SCHEME = {"type": "http", "scheme": "bearer",
                  "description": "`Authorization: Bearer <OZ0_ADMIN_TOKEN>`: what installing a plugin takes."}
 _TAGS = [{"name": "agents", "description": "The installed agents and flows."},
          {"name": "jobs", "description": "Jobs in the journal, and the questions of those that wait."},
-         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs."},
+         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs, uninstalls, rollbacks."},
          {"name": "schedules", "description": "The plugins' schedules: their next runs, pause and resume."}]
 _FIGURES = {"type": "object", "description": "One limited dimension: limit, granted, reserved, spent, left.",
             "properties": {k: {"type": ["integer", "string"]} for k in ("limit", "granted", "reserved", "spent",

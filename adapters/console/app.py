@@ -28,7 +28,16 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes, schedules_api
+from oz0.adapters.console import (
+    answers,
+    api_doc,
+    plugin_actions,
+    plugin_admin_api,
+    plugin_pages,
+    plugins_api,
+    probes,
+    schedules_api,
+)
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -105,6 +114,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
         Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
+        *plugin_actions.routes(runtime, guard, pages.checked_form, pages.error),
         *schedules_api.routes(runtime, pages.page),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
@@ -114,6 +124,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         *api_doc.routes(runtime),
         *probes.routes(runtime),
         *plugins_api.routes(runtime),
+        *plugin_admin_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [

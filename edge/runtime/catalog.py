@@ -17,6 +17,7 @@ from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.runtime.plugin_cache import PluginCache
 from oz0.edge.runtime.store import Store
 
 __all__ = ["Catalog"]
@@ -29,8 +30,9 @@ _Key = tuple[int, tuple[tuple[str, str | None, str | None], ...]]
 class Catalog:
     """The installed plugins (current versions), their agents and flows, looked up by name."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, cache: PluginCache) -> None:
         self.store = store
+        self.cache = cache  # the installed versions' folders, filled from the database by content hash
         self._loaded: dict[int, tuple[_Key, Plugin]] = {}  # installed version id -> (its contracts, the plugin)
 
     def installed(self) -> list[InstalledVersion]:
@@ -75,10 +77,9 @@ class Catalog:
         if cached is not None and cached[0] == key:
             return cached[1]
         try:
-            plugin = with_stored_contracts(load_plugin(version.path), version.agents)
+            plugin = with_stored_contracts(load_plugin(self.cache.folder(version)), version.agents)
         except PluginError as exc:
-            log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
-                      version.version, version.path, exc)
+            log.error("installed plugin %s %s cannot be loaded: %s", version.plugin, version.version, exc)
             return None
         self._loaded[version.id] = (key, plugin)  # stored contracts that change load again
         return plugin

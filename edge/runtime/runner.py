@@ -53,6 +53,8 @@ from oz0.edge.runtime.job_cards import Cards, StepNote
 from oz0.edge.runtime.job_search import JobQuery
 from oz0.edge.runtime.jobs import Jobs
 from oz0.edge.runtime.people import People
+from oz0.edge.runtime.plugin_cache import PluginCache
+from oz0.edge.runtime.plugin_store import PluginStore
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import Answer, Question
 from oz0.edge.runtime.recovery import Recovery
@@ -95,7 +97,9 @@ class Runtime:
 
         self.store = Store(url)
         self.stream: JobEvents = open_events(self.store)
-        self.catalog = Catalog(self.store)
+        self.plugin_store = PluginStore(self.store)  # the installed plugins' archives, in the database
+        self.plugin_cache = PluginCache(self.home / "cache", self.plugin_store)  # run from here, by content hash
+        self.catalog = Catalog(self.store, self.plugin_cache)
         book = BudgetBook(self.store)
         self.journal = Jobs(self.store, self.catalog, self.stream, book)
         self.questions = Questions(self.store, self.journal, self.stream)
@@ -115,7 +119,7 @@ class Runtime:
                          delegation=lambda job, attempt: Delegation(self, job, attempt, asyncio.get_running_loop()),
                          stops=self.stops)
         self.recovery = Recovery(self.store, self.journal, self.questions)
-        self._tools_watcher = watch_tools(self.store)
+        self._tools_watcher = watch_tools(self.store, self.plugin_cache)
 
     def _step_note(self) -> StepNote | None:
         """A flow card's steps, read back by the flow engine over this runtime (edge.flows)."""

@@ -372,8 +372,9 @@ class Store:
 
     def record_version(self, *, plugin: str, version: str, content_hash: str, path: str, description: str,
                        installed_by: str, agent_rows: Iterable[Mapping[str, Any]],
-                       audit_detail: Mapping[str, Any]) -> InstalledVersion:
-        """Install a plugin version and make it current, with its agents and an audit record: one transaction."""
+                       audit_detail: Mapping[str, Any], action: str = "plugin.install") -> InstalledVersion:
+        """Install a plugin version and make it current, with its agents and an audit record (`action`):
+        one transaction."""
         now = time.time()
         with self.engine.begin() as conn:
             exists = conn.execute(select(plugins.c.name).where(plugins.c.name == plugin)).first()
@@ -395,7 +396,7 @@ class Store:
                 version_id = row[0]
             conn.execute(update(plugins).where(plugins.c.name == plugin)
                          .values(current_version_id=version_id, installed_at=now))
-            self.add_audit("plugin.install", actor=installed_by, detail=audit_detail, conn=conn)
+            self.add_audit(action, actor=installed_by, detail=audit_detail, conn=conn)
             stored = conn.execute(select(plugin_versions).where(plugin_versions.c.id == version_id)).mappings().one()
             return self._version(conn, stored, current=True)
 
@@ -405,4 +406,5 @@ from oz0.edge.runtime import (  # noqa: E402  after `metadata` is made, which th
     conversations,  # noqa: F401  its table joins `metadata` (revision 0015)
     loop_trace,  # noqa: F401  its table joins `metadata` (revision 0012)
     people,  # noqa: F401  its table joins `metadata` (revision 0023)
+    plugin_store,  # noqa: F401  its table joins `metadata` (revision 0024)
 )

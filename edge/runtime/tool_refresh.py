@@ -30,6 +30,7 @@ from oz0.edge.runtime.install import agent_row
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.spec import ServerSpec, ToolInfo
+    from oz0.edge.runtime.plugin_cache import PluginCache
     from oz0.edge.runtime.store import Store
 
 __all__ = ["refresh_tool_contracts", "unwatch_tools", "watch_tools"]
@@ -37,11 +38,12 @@ __all__ = ["refresh_tool_contracts", "unwatch_tools", "watch_tools"]
 log = logging.getLogger(__name__)
 
 
-def watch_tools(store: Store) -> ToolsWatcher:
-    """Have the stored contracts of `store` follow the tool changes the process-wide MCP pool hears;
-    the watcher, for `unwatch_tools` when the runtime closes (the pool outlives it)."""
+def watch_tools(store: Store, cache: PluginCache) -> ToolsWatcher:
+    """Have the stored contracts of `store` follow the tool changes the process-wide MCP pool hears
+    (the plugins read from `cache`); the watcher, for `unwatch_tools` when the runtime closes (the pool
+    outlives it)."""
     def watcher(server: ServerSpec, tools: dict[str, ToolInfo]) -> None:
-        refresh_tool_contracts(store, server, tools)
+        refresh_tool_contracts(store, cache, server, tools)
 
     servers().changes.watch(watcher)
     return watcher
@@ -51,7 +53,8 @@ def unwatch_tools(watcher: ToolsWatcher) -> None:
     servers().changes.unwatch(watcher)
 
 
-def refresh_tool_contracts(store: Store, server: ServerSpec, tools: dict[str, ToolInfo]) -> list[Change]:
+def refresh_tool_contracts(store: Store, cache: PluginCache, server: ServerSpec,
+                           tools: dict[str, ToolInfo]) -> list[Change]:
     """Compare the tools `server` lists now with the stored contracts of the installed mcp agents on it;
     store the compatible changes, audit the breaking ones. Returns every change found."""
     found: list[Change] = []
@@ -59,7 +62,7 @@ def refresh_tool_contracts(store: Store, server: ServerSpec, tools: dict[str, To
         if not any(a.kind == "mcp" for a in version.agents):
             continue
         try:
-            plugin = load_plugin(version.path)
+            plugin = load_plugin(cache.folder(version))
         except PluginError as exc:
             log.error("installed plugin %s %s cannot be loaded: %s", version.plugin, version.version, exc)
             continue

@@ -46,7 +46,8 @@ TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
                          "conversation_turns",  # revision 0015
-                         "people")  # revision 0023
+                         "people",  # revision 0023
+                         "plugin_archives")  # revision 0024
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
@@ -298,7 +299,7 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
 def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_keeps_its_jobs(tmp_path):
     from alembic import command
 
-    from oz0.edge.runtime.runner import _job
+    from oz0.edge.runtime.job_rows import job_from_row
 
     url = f"sqlite:///{tmp_path / 'oz0.db'}"
     engine = create_engine(url)
@@ -315,10 +316,10 @@ def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_kee
     store = Store(url)
     try:
         old = store.job("j1")
-        assert old is not None and old["trace_context"] is None and _job(old).trace_id is None
+        assert old is not None and old["trace_context"] is None and job_from_row(old).trace_id is None
         traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         store.update_job("j1", trace_context={"traceparent": traced})
-        assert _job(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+        assert job_from_row(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
     finally:
         store.close()
     assert schema_drift(url) == []
@@ -353,3 +354,26 @@ def test_revision_0023_adds_people_to_a_database_made_by_0020_and_keeps_its_jobs
     finally:
         store.close()
     assert schema_drift(url) == []
+
+
+def test_revision_0024_adds_plugin_archives_to_a_database_made_by_0023_and_keeps_its_plugins(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0023")
+            conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('team', 1, 1.0)"))
+            conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
+                              "installed_at, installed_by) VALUES (1, 'team', '1.0.0', 'abc', '/old/plugins/team', "
+                              "'', 1.0, 'ana')"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0024")
+        columns = [c["name"] for c in inspect(engine).get_columns("plugin_archives")]
+        assert columns == ["content_hash", "archive", "size", "stored_at", "stored_by"]
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT plugin, version, path FROM plugin_versions")).all() == [
+                ("team", "1.0.0", "/old/plugins/team")]
+    finally:
+        engine.dispose()

@@ -17,6 +17,8 @@ from oz0.edge.runtime.catalog import Catalog
 from oz0.edge.runtime.event_stream import open_events
 from oz0.edge.runtime.events import Answered, JobEnded, JobEvent, QuestionAsked
 from oz0.edge.runtime.jobs import MAX_REASON_CHARS, Jobs
+from oz0.edge.runtime.plugin_cache import PluginCache
+from oz0.edge.runtime.plugin_store import PluginStore
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import AnswerRefused, Question
 from oz0.edge.runtime.recovery import Recovery
@@ -39,7 +41,7 @@ def _events(stream, job_id: str, n: int) -> list[JobEvent]:
 def test_the_journal_and_person_steps_work_built_alone_over_one_store(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'oz0.db'}")
     stream = open_events(store)
-    jobs = Jobs(store, Catalog(store), stream, BudgetBook(store))
+    jobs = Jobs(store, Catalog(store, PluginCache(tmp_path / 'cache', PluginStore(store))), stream, BudgetBook(store))
     questions = Questions(store, jobs, stream)
 
     job, created = jobs.submit("nobody", "hello", requester="slack:U1", dedupe_key="d1")
@@ -71,7 +73,7 @@ def test_the_journal_and_person_steps_work_built_alone_over_one_store(tmp_path: 
 def test_recovery_built_alone_ends_a_dead_runners_job_unless_the_engine_resumes_it(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'oz0.db'}")
     stream = open_events(store)
-    jobs = Jobs(store, Catalog(store), stream, BudgetBook(store))
+    jobs = Jobs(store, Catalog(store, PluginCache(tmp_path / 'cache', PluginStore(store))), stream, BudgetBook(store))
     recovery = Recovery(store, jobs, Questions(store, jobs, stream))
     kept, _ = jobs.submit("nobody", "a")
     lost, _ = jobs.submit("nobody", "b")
@@ -131,7 +133,7 @@ def test_the_durable_flow_and_the_engine_use_public_names_of_each_other_only(mod
 def test_answered_event_type_is_published_by_the_person_steps_service(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'oz0.db'}")
     stream = open_events(store)
-    jobs = Jobs(store, Catalog(store), stream, BudgetBook(store))
+    jobs = Jobs(store, Catalog(store, PluginCache(tmp_path / 'cache', PluginStore(store))), stream, BudgetBook(store))
     questions = Questions(store, jobs, stream)
     job, _ = jobs.submit("nobody", "hi")
     questions.ask(Question(job.id, "go", "Go?", ALLOW_SCHEMA, {}, None))
