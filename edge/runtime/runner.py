@@ -407,6 +407,15 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
         return job
 
+    def holds_end(self, job_id: str) -> bool:
+        """Whether the job ended and its end is still held, not yet journaled (a database fault)."""
+        return job_id in self._held_ends
+
+    def write_held_end(self, job_id: str) -> Job | None:
+        """Journal the job's held end, if any (raises on a database fault, for the engine to retry)."""
+        held = self._held_ends.get(job_id)
+        return self._end(job_id, **held) if held is not None else self.job(job_id)
+
     def end_interrupted(self, job_id: str, *, reason: str) -> Job:
         """End a job that cannot go on as interrupted, with a reason its asker can act on."""
         job = self.job(job_id)
