@@ -41,7 +41,7 @@ def triage_agent(base_url: str, **extra: Any) -> dict[str, Any]:
              "model": "triage-1", "api_key_env": "OZ0_TEST_MODEL_KEY", "max_tokens": 200,
              "system": "You triage failing CI runs. Use the tools; answer with the verdict.",
              "input": "text", "output_schema": "schemas/verdict.json",
-             "tools": [{"agent": "ci-runs"}, {"server": "ci"}, "ask_person"]}
+             "tools": [{"agent": "ci-runs"}, {"server": "ci"}, "ask_person"], "limits": {"max_steps": 10}}
     agent.update(extra)
     return agent
 

@@ -266,7 +266,8 @@ def test_loading_and_lint_refuse_unknown_servers_agents_and_duplicates(tmp_path)
     messages = [(f.severity, f.path, f.message) for f in report.findings]
     assert ("error", "$.tools[0].agent", "tool agent 'nope' is not an agent of this plugin nor an installed one") \
         in messages
-    assert any(sev == "warning" and "max_steps" in m for sev, _, m in messages)
+    assert ("error", "$.limits.max_steps", "a model agent with tools must give limits.max_steps, the most model "
+            "requests its loop makes") in messages
 
 
 # where the trace is seen ----------------------------------------------------------------------
