@@ -96,7 +96,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "limits": limits,
         "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
-        "annotations": dict(spec.listed_annotations) if spec.listed_annotations else None,
+        "annotations": (dict(spec.listed_annotations) if spec.listed_annotations
+                        else {"servers": dict(spec.listed_tools)} if spec.listed_tools else None),
     }
 
 
@@ -154,7 +155,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
         description=plugin.description, installed_by=actor,
-        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" or a.tools else a, version=plugin.version,
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail)
