@@ -135,7 +135,7 @@ def test_off_a_terminal_the_job_waits_at_once_and_oz0_jobs_answer_resumes_it(tmp
     job_id = waiting.split()[1]
     assert waiting == (f"job {job_id} is waiting for an answer to step 'approve': "
                        "Merge acme/api#42? The review says approve.")
-    assert f"oz0 jobs answer {job_id} --step approve '{{\"approved\": true}}'" in done.stderr
+    assert f"oz0 jobs answer {job_id} '{{\"approved\": true}}' --step approve" in done.stderr
     assert f"POST /v1/jobs/{job_id}/answer?step=approve" in done.stderr
     shown = json.loads(subprocess.run([*OZ0, "jobs", "show", job_id, "--json"], capture_output=True, text=True,
                                       env=env, timeout=60).stdout)
