@@ -15,19 +15,20 @@ from pathlib import Path
 from flow_kit import flow_plugin
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
+from paths import SUPPORT
 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
-SCRIPT = Path(__file__).with_name("fault_steps_engine.py")
+SCRIPT = SUPPORT / "fault_steps_engine.py"
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("OZ0_")}
     out.update(OZ0_HOME=str(home), OZ0_REPLICA_ID="fault-steps",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]), **extra)
+               PYTHONPATH=os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]), **extra)
     return out
 
 

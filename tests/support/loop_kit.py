@@ -50,7 +50,7 @@ def loop_plugin(tmp: Path, home: Path, base_url: str, *, version: str = "0.1.0",
                 server_args: tuple[str, ...] = (), **extra: Any) -> Runtime:
     """The plugin written under `tmp` and installed into a Runtime over `home`; the CI server counts its
     calls in $OZ0_TEST_CALLS (given as its argument: an ${ENV} value would be redacted as a secret);
-    `server_args` follow it (tests/mcp_servers/ci_server.py says what they do)."""
+    `server_args` follow it (mcp_servers/ci_server.py says what they do)."""
     import os
 
     calls_file = os.environ.get("OZ0_TEST_CALLS")

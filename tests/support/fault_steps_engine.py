@@ -1,4 +1,4 @@
-"""A process for tests/test_faults_steps.py: the job engine launched over OZ0_HOME (SQLite), one job run
+"""A process for test_faults_steps.py: the job engine launched over OZ0_HOME (SQLite), one job run
 while its journal refuses some writes the way a full disk does ("database or disk is full", raised at
 the SQLite layer), then the ended job printed as JSON.
 
