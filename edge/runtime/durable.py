@@ -39,7 +39,7 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
