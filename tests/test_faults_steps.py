@@ -6,21 +6,15 @@ full"), a real MCP server and the stand-in model on loopback for the loop."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+from engine_script import run_script
 from flow_kit import flow_plugin
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
 from paths import SUPPORT
-
-from oz0.edge.flows.engine import FLOW_ENGINE
-from oz0.edge.plugins.manifest import load_plugin
-from oz0.edge.runtime.install import install_plugin
-from oz0.edge.runtime.runner import Runtime
+from plugin_kit import install_at
 
 SCRIPT = SUPPORT / "fault_steps_engine.py"
 
@@ -32,18 +26,9 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return out
 
 
-def _run(mode: str, env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, str(SCRIPT), mode], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def test_a_flow_whose_start_and_end_meet_a_full_disk_ends_once_the_disk_takes_writes(tmp_path):
-    home = tmp_path / "home"
-    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
-    install_plugin(runtime, load_plugin(flow_plugin(tmp_path / "acme")), actor="test")
-    runtime.close()
-    ended = _run("flow", _env(home))
+    install_at(tmp_path / "home", flow_plugin(tmp_path / "acme"))
+    ended = run_script(SCRIPT, "flow", env=_env(tmp_path / "home"), timeout_s=120)
     assert ended["refused"] == ["running", "running", "succeeded", "succeeded"], ended
     assert ended["error"] is None, ended
     assert (ended["status"], ended["output"]) == ("succeeded", {
@@ -61,7 +46,7 @@ def test_a_tool_loop_whose_end_meets_a_full_disk_keeps_its_answer_and_calls_no_t
             loop_plugin(tmp_path / "p", tmp_path / "home", model.url).close()
         finally:
             del os.environ["OZ0_TEST_CALLS"]
-        ended = _run("loop", env)
+        ended = run_script(SCRIPT, "loop", env=env, timeout_s=120)
     assert ended["refused"] == ["succeeded", "succeeded"], ended
     assert ended["error"] is None, ended
     assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended

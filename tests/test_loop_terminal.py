@@ -6,16 +6,14 @@ it. A real `oz0` process, the stand-in model on loopback, the CI MCP server over
 from __future__ import annotations
 
 import os
-import pty
-import select
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
+from terminal import on_a_pty
 
 OZ0 = [sys.executable, "-m", "oz0.adapters.cli"]
 SCRIPT = [Turn(calls=(("delete_branch", {"name": "old"}),)), Turn(text='{"verdict": "broken"}')]
@@ -39,38 +37,10 @@ def _calls(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _on_a_pty(env: dict[str, str], typed: bytes) -> tuple[int, str]:
-    """`oz0 run triage ...` on a pty: `typed` is written once the Confirm prompt shows."""
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen([*OZ0, "run", "triage", "clean up the old branch"], stdin=secondary, stdout=secondary,
-                            stderr=secondary, env=env, close_fds=True)
-    os.close(secondary)
-    seen, answered = b"", False
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([primary], [], [], 0.5)
-            if ready:
-                try:
-                    seen += os.read(primary, 4096)
-                except OSError:  # the command ended and closed the terminal
-                    break
-            if not answered and b"Run it? (Confirm, Cancel): " in seen:
-                os.write(primary, typed)
-                answered = True
-            if proc.poll() is not None and not ready:
-                break
-        code = proc.wait(timeout=30)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-    return code, seen.decode("utf-8", "replace")
-
-
 def test_on_a_terminal_the_confirmation_is_asked_there(tmp_path):
     with ModelStandin(SCRIPT) as model:
-        code, text = _on_a_pty(_home(tmp_path, model.url), b"Confirm\n")
+        code, text = on_a_pty([*OZ0, "run", "triage", "clean up the old branch"], _home(tmp_path, model.url),
+                              [(b"Run it? (Confirm, Cancel): ", 1, b"Confirm\n")])
         results = model.tool_results(1)
     assert code == 0, text
     assert '? triage wants to run delete_branch with {"name": "old"}. It is marked destructive: run it?' in text
