@@ -33,7 +33,10 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
     TextPart,
+    TextPartDelta,
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -59,6 +62,7 @@ from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, l
 from oz0.edge.runtime.loop_trace import add_trace, clip
 from oz0.edge.runtime.person_loop import LoopPerson
 from oz0.edge.runtime.redact import Redactor
+from oz0.edge.runtime.text_out import TextOut
 
 __all__ = ["run_tool_loop"]
 
@@ -99,6 +103,7 @@ class _Loop:
         self.tool_calls = 0
         self.seq = 0
         self.last_reason = ""
+        self.text = TextOut(ctx.on_text, redactor)
 
     @property
     def max_steps(self) -> int:
@@ -191,7 +196,7 @@ class _Loop:
             async with budget_call(self.ctx, model_need(self.spec, size)) as meter:
                 try:
                     async with asyncio.timeout(self.spec.limits.timeout_s):
-                        response = await model.request(messages, settings, params)
+                        response = await self._model_answer(model, messages, settings, params)
                 except TimeoutError:
                     raise JobFailure("Timeout", f"the model did not answer within {self.spec.limits.timeout_s:g} s "
                                                 "(limits.timeout_s)") from None
@@ -209,6 +214,23 @@ class _Loop:
                     {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
                     (time.monotonic() - started) * 1000)
         return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]}
+
+    async def _model_answer(self, model: Model, messages: list[ModelMessage], settings: ModelSettings | None,
+                            params: ModelRequestParameters) -> ModelResponse:
+        """The model's response; a text answer streamed as it is written (best effort: the step
+        records the whole response, a replay streams nothing)."""
+        if self.spec.output is not None or self.ctx.on_text is None:
+            return await model.request(messages, settings, params)
+        self.text.begin()
+        async with model.request_stream(messages, settings, params) as stream:
+            async for event in stream:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    self.text.add(event.part.content)
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    self.text.add(event.delta.content_delta)
+            response = stream.get()
+        self.text.end()
+        return response
 
     # tool calls --------------------------------------------------------------------------------
 
