@@ -36,7 +36,7 @@ from discord import app_commands
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
-from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
+from oz0.adapters.chat.cards import CANCEL_ACTION, NO_AGENTS_TEXT, SHARE_ACTION, failure_card
 from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
@@ -73,6 +73,7 @@ STOP_GRACE_S = 5.0               # how long running jobs may finish when the cha
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
 STOP_PREFIX = f"{STOP_ACTION}:"     # the Stop button under an answer in a conversation
+CANCEL_PREFIX = f"{CANCEL_ACTION}:"  # the Stop button on a working message: stops its job
 FEEDBACK_PREFIX = f"{FEEDBACK_ACTION}:"   # 👍 / 👎 under an answer
 THREAD_TYPES = (10, 11, 12)         # announcement, public and private threads
 AGENT_FIELD = discord_modal.ASK_AGENT_ID
@@ -398,6 +399,11 @@ class DiscordChannel:
                 asker = asker_of(data)
                 await self.flow.conversing.stop_click(custom_id[len(STOP_PREFIX):], f"discord:{asker.user}",
                                                       _reply(data, asker, interaction))
+            elif interaction.type is discord.InteractionType.component and custom_id.startswith(CANCEL_PREFIX):
+                data = self._wire(interaction)
+                asker = asker_of(data)
+                await self.flow.stopping.click(custom_id[len(CANCEL_PREFIX):], f"discord:{asker.user}",
+                                               _reply(data, asker, interaction), workspace=asker.workspace)
         except Exception as exc:
             await self.on_error(interaction, exc)
 

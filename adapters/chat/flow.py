@@ -37,11 +37,12 @@ from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.stopping import JobStopping
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge import AgentSpec, Card, Job
+from oz0.edge import AgentSpec, Card, Job, tracing
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
@@ -75,6 +76,7 @@ class AskFlow:
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
+        self.stopping = JobStopping(self)
         self.names = Names(wire.platform, wire.display_name)
 
     def listen_questions(self) -> None:
@@ -130,8 +132,9 @@ class AskFlow:
         progress = self._progress.pop(job.id, None)
         if progress is not None:
             await progress.close()
-        if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-            return  # a restart report said so already: one report per job, whoever makes it
+        if job.status in ("interrupted", "cancelled") and not await self.jobs.call(self.runtime.claim,
+                                                                                   f"reported:{job.id}"):
+            return  # a restart report (or the stop) said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
         if job.reply_to is None:
             self.log.error("job %s ended with no reply reference to answer it by", job.id)
@@ -191,7 +194,9 @@ class AskFlow:
             await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
             return
         try:
-            await self._ask(ask, done, shown)
+            with tracing.span("oz0.chat.event", platform=self.wire.platform, source=ask.source,
+                              agent=ask.agent, delivery=ask.delivery):
+                await self._ask(ask, done, shown)
         except Exception as exc:
             if not is_transient(exc) or done.called:
                 raise
@@ -280,7 +285,7 @@ class AskFlow:
             return
         await self.conversing.turn(ask, job.id, job.agent)
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
         if reply.to_ref() != ask.reply.to_ref():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
@@ -291,11 +296,11 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+    def _working(self, agent: str, ahead: int = 0, *, job_id: str | None = None) -> Rendered:
         """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
-        its place (drawn each time)."""
-        if ahead:
-            return self.draw(working_card(agent, ahead=ahead))
+        its place, or with the job's Stop button (drawn each time)."""
+        if ahead or job_id:
+            return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask, recorded: _Once) -> bool:
@@ -312,7 +317,7 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
-        progress = WorkingProgress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent, job_id)
         self._progress[job_id] = progress
         answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
         follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")
@@ -389,8 +394,11 @@ class AskFlow:
             card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
+        job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
         try:
-            await self.wire.deliver(reply, rendered)
+            with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
+                              platform=self.wire.platform, job_id=job_id):
+                await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
             count_channel_error(self.wire.platform, "refused")

@@ -246,7 +246,10 @@ def _ended(name: str, task: asyncio.Task[Any]) -> bool:
 def _configure_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
+        from oz0.edge.runtime.json_logs import JsonFormatter, wants_json  # the journal's modules: not at --help
+
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s oz0 %(name)s: %(message)s", "%H:%M:%S"))
+        handler.setFormatter(JsonFormatter() if wants_json() else
+                             logging.Formatter("%(asctime)s oz0 %(name)s: %(message)s", "%H:%M:%S"))
         root.addHandler(handler)
         root.setLevel(logging.INFO if not os.environ.get("OZ0_DEBUG") else logging.DEBUG)

@@ -42,6 +42,7 @@ __all__ = [
     "answer_fields",
     "answer_from_form",
     "answer_json",
+    "as_asker",
     "operator",
     "question_json",
     "register",
@@ -73,7 +74,7 @@ def operator(request: Request, *, prefix: str) -> str:
     return f"{prefix}-{'token' if by_token else 'local'}"
 
 
-def _as_asker(job: Any, by: str) -> str:
+def as_asker(job: Any, by: str) -> str:
     """The console and the API are one operator: answer as the job's asker when it was that operator."""
     mine = {f"{p}-{by.rsplit('-', 1)[-1]}" for p in CONSOLE_PLATFORMS}
     return job.requester if by in mine and job.requester in mine else by
@@ -98,7 +99,7 @@ def answer_from_form(runtime: ConsoleRuntime, job: Any, question: Question, form
     AnswerRefused or FormError."""
     action = form.get("action", "accept")
     content = form_input(answer_fields(question), form) if action == "accept" else None
-    return runtime.answer(job.id, question.step, action=action, content=content, by=_as_asker(job, by))
+    return runtime.answer(job.id, question.step, action=action, content=content, by=as_asker(job, by))
 
 
 async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes | None, job_json: Any) -> Response:
@@ -127,7 +128,7 @@ async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes 
         except ValueError as exc:
             return _failure(f"the answer is not JSON: {exc}", "invalid_answer", 422, command,
                             details={"path": "$"})
-    by = _as_asker(job, operator(request, prefix="api"))
+    by = as_asker(job, operator(request, prefix="api"))
     try:
         answer = await asyncio.to_thread(runtime.answer, job.id, step, action=action, content=content, by=by)
     except AnswerRefused as refused:

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
+from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes, schedules_api
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -104,6 +104,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
         Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
+        *schedules_api.routes(runtime, pages.page),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),

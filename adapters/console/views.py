@@ -156,7 +156,7 @@ def job_view(job: Any) -> dict[str, Any]:
         "failure_kind": job.failure_kind, "failure_reason": reason, "failure_short": _short(reason, 120),
         "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.created)),
         "took": f"{took:.2f} s" if took is not None else "", "attempts": job.attempts,
-        "progress": _progress_text(job),
+        "progress": _progress_text(job), "trace_id": job.trace_id,
         # a running job's page reloads itself to show its latest progress (no script needed); a
         # waiting one does not, for its page holds the answer form someone may be filling in
         "refresh_s": PAGE_REFRESH_S if job.status in ("queued", "running") else None,

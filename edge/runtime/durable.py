@@ -257,6 +257,9 @@ class Engine(Leases):
                 await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 polled.cancel()
+            if polled.done() and not polled.cancelled() and polled.exception() is not None:
+                log.info("job %s: its workflow ended without a result (%s)", job_id,  # cancelled: edge.runtime.cancel
+                         type(polled.exception()).__name__)
         finally:
             with self._lock:
                 waiters = self._waiters.get(job.id, [])
@@ -394,6 +397,15 @@ class Engine(Leases):
         DBOS.register_queue(_queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
                             polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
         self._queues[_queue_name(agent)] = concurrency
+
+
+def system_database_url(url: str, home: Any) -> str | None:
+    """The engine's system database for a journal at `url`, for a process that runs no engine (the
+    CLI): the journal's Postgres, or the SQLite file beside the journal if `oz0 serve` made one."""
+    if url.startswith("postgresql"):
+        return url
+    beside = _beside_journal(url, home)
+    return beside if os.path.exists(beside.removeprefix("sqlite:///")) else None
 
 
 def _beside_journal(url: str, home: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+from oz0.edge import tracing
 from oz0.edge.model.job import JobFailure
 from oz0.edge.runtime.step_retries import step_options
 
@@ -33,7 +34,7 @@ class _Direct:
     durable = False
 
     async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
-        return await call(*args)
+        return await _traced(name, call, *args)
 
 
 class _Dbos:
@@ -42,7 +43,17 @@ class _Dbos:
     async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
         from dbos import DBOS  # loaded already: the engine launched it
 
-        return await DBOS.run_step_async(step_options(name), call, *args)
+        return await DBOS.run_step_async(step_options(name), _traced, name, call, *args)
+
+
+async def _traced(name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
+    """The step's call in a span of its name (a model request, a tool call): made only when the call runs,
+    so a step a replay reads back from its checkpoint makes no second span."""
+    with tracing.span(name) as span:
+        value = await call(*args)
+        if "failure" in value:
+            span.failed(str(value["failure"].get("kind")))
+        return value
 
 
 def checkpoints_for(engine_launched: bool) -> Checkpoints:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.runtime.attempts import AgentAttempts
 from oz0.edge.runtime.backlog import Backlog
 from oz0.edge.runtime.budgets import Budgets
+from oz0.edge.runtime.cancel import CANCELLED, JobStops
 from oz0.edge.runtime.confirm import confirm_before_run
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
@@ -49,11 +51,13 @@ from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
+from oz0.edge.runtime.job_traces import ask_trace, job_span
 from oz0.edge.runtime.kinds import mcp_redacted
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
 from oz0.edge.runtime.recovery import Recovery, runner_id
+from oz0.edge.runtime.schedules import Schedules
 from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
 from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
@@ -111,6 +115,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
+        self.stops = JobStops(self)  # stop requests, obeyed where the job runs (edge.runtime.cancel)
+        self.schedules = Schedules(self, self.job)  # the plugins' schedules (edge.runtime.schedules)
         watch_tools(self)
 
     def close(self) -> None:
@@ -135,10 +141,13 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         """Run every job from now on as a durable DBOS workflow (edge.runtime.durable): `oz0 serve` does,
         before its event loop starts. Without it a job runs in this process, journaled, as before."""
         from oz0.edge.runtime.durable import Engine  # imports dbos: about a second, so only here
+        from oz0.edge.runtime.schedule_engine import apply_schedules  # dbos too; registers the tick workflow
 
         engine = Engine(self, env=dict(env) if env is not None else None)
+        launching = datetime.now(UTC)
         engine.launch()
         self.engine = engine
+        apply_schedules(engine, launched_at=launching)  # the plugins' schedules (edge.runtime.schedule_engine)
 
     def drain(self, timeout_s: float) -> None:
         """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
@@ -250,6 +259,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
             "contract_version": contract_version, "tree_steps": 0,
             "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
+            "trace_context": ask_trace(),
         }
         stored, created = self.store.insert_job(row)
         if created and checked is not None and checked.ok:
@@ -317,7 +327,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         job = self.job(job_id)
         assert job is not None
         on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
-        return await self._watched(job, self._run_claimed(job, on_progress, resume))
+        with job_span(job) as span:
+            ended: Job = await self._watched(job, self.stops.guard(job_id, self._run_claimed(job, on_progress, resume)))
+            span.set(status=ended.status, failure_kind=ended.failure_kind)
+            return ended
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
@@ -374,7 +387,10 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             return self._end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree_reason(job)
-            if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
+            stop = self.stops.requested(job_id)
+            if stop is not None:  # someone stopped it (edge.runtime.cancel)
+                self._end(job_id, "cancelled", attempts=attempts, kind=CANCELLED, reason=stop.reason)
+            elif limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
                 self._end(job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED, reason=limit,
                           output=self.tree_partial(job_id))
             elif not resume:
@@ -395,6 +411,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
             limit = self.tree_reason(ending) if ending is not None else None
             if limit is not None:  # a limit ended its tree: an agent that caught the failure does not undo it
                 status, kind, reason = "failed", LIMIT_EXCEEDED, limit
+        elif status == "failed" and (stop := self.stops.requested(job_id)) is not None:
+            status, kind, reason = "cancelled", CANCELLED, stop.reason  # a flow whose stopped step failed it
         try:
             check_json_data(output)
         except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
@@ -448,6 +466,7 @@ def _job(row: Mapping[str, Any]) -> Job:
         contract_version=row.get("contract_version"), root_id=row.get("root_id"),
         limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
         channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
+        trace_context=row.get("trace_context"),
     )
 
 

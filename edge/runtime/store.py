@@ -124,6 +124,8 @@ jobs = Table(
     Column("channel_id", String(200), nullable=True),  # revision 0010: the asker's channel on its platform
     Column("question_shown", JSON(none_as_null=True), nullable=True),  # revision 0010: where its question is
     Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
+    Column("stop_request", JSON(none_as_null=True), nullable=True),  # revision 0018: edge.runtime.cancel
+    Column("trace_context", JSON(none_as_null=True), nullable=True),  # revision 0020: its ask's W3C trace context
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
     Index("ix_jobs_created_id", "created", "id"),  # revision 0016: job search (edge.runtime.job_search)

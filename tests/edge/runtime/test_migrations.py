@@ -50,8 +50,9 @@ COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"), ("jobs", "restarts"),
-                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0013
+                          ("jobs", "question_shown"), ("jobs", "restarts"), ("jobs", "trace_context"),
+                          ("agents", "annotations"),
+                          ("jobs", "stop_request"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0020, 0013, 0018
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -291,3 +292,32 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
             assert conn.execute(text("SELECT id, status FROM jobs")).all() == [("j1", "failed")]
     finally:
         engine.dispose()
+
+
+def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+
+    from oz0.edge.runtime.runner import _job
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0020")
+        assert "trace_context" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        old = store.job("j1")
+        assert old is not None and old["trace_context"] is None and _job(old).trace_id is None
+        traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        store.update_job("j1", trace_context={"traceparent": traced})
+        assert _job(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
