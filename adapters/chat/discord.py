@@ -149,16 +149,23 @@ def to_direct_message(data: Mapping[str, Any]) -> Ask:
 
 
 def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
-    """A person's message in a thread (MESSAGE_CREATE): a mention of the bot asks like `/ask` (`@oz0
-    AGENT INPUT`, or words that follow up the thread's conversation); without one it is a follow-up,
-    whose content Discord sends only with the message-content intent. ValueError for anything else."""
+    """A person's message in a guild channel (MESSAGE_CREATE). In a thread, a mention of the bot asks
+    like `/ask` (`@oz0 AGENT INPUT`, or words that follow up the thread's conversation); without one it
+    is a follow-up, whose content Discord sends only with the message-content intent. In a plain
+    channel a mention asks too, answered as a reply to it (the root of a reply chain), and a reply to
+    the bot's answer there (`message_reference`) continues that chain's conversation (`Ask.chain`).
+    ValueError for anything else."""
     author = data.get("author") or {}
     if author.get("bot") or not author.get("id") or not data.get("id") or not data.get("channel_id"):
         raise ValueError("a bot's message, or one without author, id or channel")
-    if data.get("channel_type") not in THREAD_TYPES:
-        raise ValueError("a message outside a thread: /ask asks there")
+    in_thread = data.get("channel_type") in THREAD_TYPES
+    answered = data.get("referenced") or {}
+    chain = (f"discord:message:{answered['reply_to']}" if not in_thread and answered.get("author") == bot_id
+             and answered.get("reply_to") else None)
     content = str(data.get("content") or "")
     mentioned = any(str(m.get("id")) == bot_id for m in data.get("mentions") or ())
+    if not in_thread and not mentioned and chain is None:
+        raise ValueError("a message outside a thread that neither mentions the bot nor replies to its answer")
     if not content.strip():
         raise ValueError("a message without content (no message-content intent, or only attachments)")
     channel = str(data["channel_id"])
@@ -167,19 +174,32 @@ def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
     reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
                         guild_id=asker.workspace, message_id=str(data["id"]))
     delivery = f"discord:message:{data['id']}"
+    thread = channel if in_thread else str(data["id"])   # a plain channel: this message roots a reply chain
     if mentioned:
         words = re.sub(rf"<@!?{re.escape(bot_id)}>", " ", content).strip().split(None, 1)
         agent, text = (words[0] if words else None), (words[1].strip() if len(words) > 1 else "")
         wants_help = agent is None or agent.lower() in ("help", "?")
         return Ask(None if wants_help else agent, "" if wants_help else text, asker, delivery, reply,
-                   help=wants_help, source="mention", thread=channel)
-    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel, follow_up=True)
+                   help=wants_help, source="mention", thread=thread, chain=chain)
+    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel if in_thread else None,
+               follow_up=True, chain=chain)
 
 
 def _reply(data: Mapping[str, Any], asker: Asker, interaction: Any) -> ReplyTarget:
     return ReplyTarget(application_id=str(data.get("application_id", "")), token=str(data["token"]),
                        channel_id=str(asker.channel), user_id=str(asker.user), guild_id=asker.workspace,
                        created=snowflake_time(data["id"]), interaction=interaction)
+
+
+def _referenced(message: discord.Message) -> dict[str, str | None] | None:
+    """The message this one replies to, as far as a reply chain needs it: its author, and the message
+    it replied to in turn (Discord sends the replied-to message with its own `message_reference`)."""
+    ref = message.reference
+    answered = ref.resolved if ref is not None else None
+    if not isinstance(answered, discord.Message):
+        return None
+    before = answered.reference.message_id if answered.reference is not None else None
+    return {"id": str(answered.id), "author": str(answered.author.id), "reply_to": _str(before)}
 
 
 def share_job(custom_id: str) -> str | None:
@@ -365,7 +385,7 @@ class DiscordChannel:
         data = {"id": str(message.id), "channel_id": str(message.channel.id), "guild_id": _str(message.guild and
                 message.guild.id), "channel_type": getattr(message.channel.type, "value", None),
                 "content": message.content, "author": {"id": str(message.author.id), "bot": message.author.bot},
-                "mentions": [{"id": str(m.id)} for m in message.mentions],
+                "mentions": [{"id": str(m.id)} for m in message.mentions], "referenced": _referenced(message),
                 "member": {"roles": [str(r.id) for r in getattr(message.author, "roles", ()) if not r.is_default()]}}
         try:
             if message.guild is None:

@@ -31,18 +31,28 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.cards import CANCEL_ACTION, agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
-from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.conversing import STOP_ACTION, Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.stopping import JobStopping
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
+from oz0.adapters.chat.wire import (
+    AnswerClick,
+    Ask,
+    ButtonClick,
+    ChatRuntime,
+    ChatWire,
+    ShareClick,
+    StreamingWire,
+    WireRefused,
+)
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job, tracing
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
@@ -77,7 +87,11 @@ class AskFlow:
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
         self.stopping = JobStopping(self)
-        self.names = Names(wire.platform, wire.display_name)
+        self.names = Names(wire.platform, wire.display_name, remember=self._remember_name)
+
+    def _remember_name(self, who: str, name: str) -> None:
+        """A name learned here, kept in the journal for every replica, the console and the CLI."""
+        self.tasks.spawn(self.jobs.call(self.runtime.people.remember, who, name), name=f"{self.wire.platform}-name")
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -222,6 +236,8 @@ class AskFlow:
     async def _ask(self, ask: Ask, recorded: _Once, shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
+        if ask.chain is not None:
+            ask = await self.conversing.in_chain(ask)
         names = [s.name for s in specs]
         if ask.follow_up:
             followed = await self.conversing.follow_up(ask, specs)
@@ -405,6 +421,21 @@ class AskFlow:
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- an answer's own buttons --
+
+    async def button(self, click: ButtonClick) -> None:
+        """A click on a working message's Stop, an answer's Stop or 👍 / 👎, for a channel that hands every
+        card button to one handler."""
+        if click.action == CANCEL_ACTION:
+            await self.stopping.click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply,
+                                      workspace=click.asker.workspace)
+        elif click.action == STOP_ACTION:
+            await self.conversing.stop_click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply)
+        elif click.action == FEEDBACK_ACTION:
+            await self.feedback(click.value, click.asker, click.reply)
+        else:
+            await self.wire.notice(click.reply, "This button is not oz0's.")
 
     # -- feedback --
 

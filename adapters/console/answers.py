@@ -68,10 +68,13 @@ def register(runtime: ConsoleRuntime) -> None:
 
 
 def operator(request: Request, *, prefix: str) -> str:
-    """Who answers from this console or API: `console-token` / `api-local` and so on."""
+    """Who answers from this console or API: `console-token` / `api-local` and so on; a console login
+    that gave its name is `console:NAME` (shown as the name, here and in chat)."""
     guard = request.scope.get("state", {}).get("guard")
     by_token = bool(request.headers.get("authorization")) or bool(getattr(guard, "needs_login", False))
-    return f"{prefix}-{'token' if by_token else 'local'}"
+    name = guard.session_name(request.cookies) if guard is not None and prefix == "console" and not \
+        request.headers.get("authorization") else None
+    return f"console:{name}" if name else f"{prefix}-{'token' if by_token else 'local'}"
 
 
 def as_asker(job: Any, by: str) -> str:

@@ -168,8 +168,11 @@ _BUDGET = {"type": "object", "required": ["budget", "per", "on_exhausted"], "pro
     "per": {"enum": list(PERIODS)}, "on_exhausted": {"enum": list(ON_EXHAUSTED), "description": "What an "
                                                      "exhausted budget does: fail the job, or ask for more."},
     "tokens": _FIGURES, "calls": _FIGURES, "cost": {**_FIGURES, "description": "As for tokens, each a decimal string."},
-    "grants": {"type": "array", "items": {"type": "object", "properties": {"by": {"type": "string"},
-                                                                           "at": {"type": "number"}}}}}}
+    "grants": {"type": "array", "items": {"type": "object", "properties": {
+        "by": {"type": "string", "description": "Who granted it, as the journal records them (slack:U123)."},
+        "by_name": {"type": "string", "description": "Who granted it, as people read them: their display "
+                                                     "name where a chat channel learned it, else the id."},
+        "at": {"type": "number"}}}}}}
 _META = {"type": "object", "required": ["schema_version", "command"],
          "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
                         "duration_ms": {"type": "number"}}}

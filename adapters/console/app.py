@@ -61,6 +61,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
 MAX_FORM_BYTES = 1_048_576
 JOBS_SHOWN = 100
+MAX_LOGIN_NAME = 80         # characters of the name a login may give (one line)
 SAFE_DOWNLOAD_TYPES = ("application/json", "text/plain", "text/markdown", "text/csv")
 
 
@@ -276,13 +277,14 @@ class _Pages:
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
-        asker = "console-token" if self.guard.needs_login else "console-local"
+        asker = "console-token" if self.guard.needs_login else "console-local"   # what access rules check
         refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
         if isinstance(refusal, console_api.Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.starter.run(spec.name, text, requester=asker, channel="console", checked=refusal)
+        requester = answers.operator(request, prefix="console")   # the login's name, when it gave one
+        job = await self.starter.run(spec.name, text, requester=requester, channel="console", checked=refusal)
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
@@ -332,6 +334,7 @@ class _Pages:
         conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
         streamed = self.texts.shown(job.id) if job.status == "running" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
+                         asked_by=self.runtime.people.shown(job.requester),
                          conversation=conversation, streamed_text=streamed,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          files=files,
@@ -407,7 +410,8 @@ class _Pages:
             return self.page(request, "login.html", next=target, error="That is not the console's token.",
                              status_code=401)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(SESSION_COOKIE, self.guard.new_session(),
+        name = " ".join(str(form.get("name", "")).split())[:MAX_LOGIN_NAME]
+        response.set_cookie(SESSION_COOKIE, self.guard.new_session(name or None),
                             **cookie_options(max_age=int(self.guard.session_ttl_s)))
         return response
 

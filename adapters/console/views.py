@@ -139,10 +139,10 @@ def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str,
 def budget_rows(states: Any) -> list[dict[str, Any]]:
     """The job page's budgets: whose each is, and a row per limited dimension (edge.runtime.budget_view)."""
     from oz0.edge.model.budget import BUDGET_DIMENSIONS, format_dimension
-    from oz0.edge.runtime.budget_view import budget_table
+    from oz0.edge.runtime.budget_view import budget_table, granted_by
 
     return [{"label": s.ref.label, "on_exhausted": s.ref.budget.on_exhausted, "rows": budget_table(s),
-             "grants": [{"by": g["granted_by"], "what": ", ".join(
+             "grants": [{"by": granted_by(g), "what": ", ".join(
                  format_dimension(d, int(g[d])) for d in BUDGET_DIMENSIONS if g[d])} for g in s.grants]}
             for s in states]
 

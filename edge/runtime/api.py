@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
     from oz0.edge.runtime.input_check import Checked
+    from oz0.edge.runtime.people import People
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.questions import Answer, Question
     from oz0.edge.runtime.schedules import Schedules
@@ -70,6 +71,8 @@ class ConsoleRuntime(RuntimeFace, Protocol):
     def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
     @property
     def schedules(self) -> Schedules: ...  # the plugins' schedules (edge.runtime.schedules)
+    @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
@@ -92,6 +95,8 @@ class ChatRuntime(Protocol):
     def home(self) -> Path: ...
     @property
     def conversations(self) -> Conversations: ...
+    @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
     @property
     def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
     @property

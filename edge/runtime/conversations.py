@@ -25,12 +25,13 @@ from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.agent import ConversationLimits
 from oz0.edge.runtime.loop_trace import tool_summaries
-from oz0.edge.runtime.store import metadata
+from oz0.edge.runtime.store import jobs, metadata
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["CHARS_PER_TOKEN", "Conversation", "Conversations", "History", "conversation_id", "conversation_turns"]
+__all__ = ["CHARS_PER_TOKEN", "Conversation", "Conversations", "History", "conversation_id", "conversation_turns",
+           "thread_in"]
 
 CHARS_PER_TOKEN = 4        # the token estimate of a turn's text, without a provider's tokenizer
 MAX_ADD_TRIES = 5          # turns numbered at once by as many replicas before one gives up
@@ -54,6 +55,12 @@ conversation_turns = Table(
 def conversation_id(platform: str, channel: str, thread: str) -> str:
     """The id of the conversation in `thread` of `channel` on `platform`."""
     return f"{platform}:{channel}:{thread}"[:MAX_ID_CHARS]
+
+
+def thread_in(cid: str, platform: str, channel: str) -> str | None:
+    """The thread of conversation `cid` when it is in `channel` of `platform` (`conversation_id` read back)."""
+    prefix = f"{platform}:{channel}:"
+    return cid[len(prefix):] or None if cid.startswith(prefix) else None
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,13 @@ class Conversations:
         with self.store.engine.connect() as conn:
             return conn.execute(select(conversation_turns.c.conversation_id)
                                 .where(conversation_turns.c.job_id == job_id).limit(1)).scalar()
+
+    def of_delivery(self, delivery: str) -> str | None:
+        """The conversation of the job asked by a chat delivery (its dedupe key), if that job is a turn."""
+        with self.store.engine.connect() as conn:
+            return conn.execute(select(conversation_turns.c.conversation_id)
+                                .join(jobs, jobs.c.id == conversation_turns.c.job_id)
+                                .where(jobs.c.dedupe_key == delivery).limit(1)).scalar()
 
     def turns(self, cid: str, *, limit: int = 200) -> list[dict[str, Any]]:
         """The conversation's rows, oldest first (the console's job page, the API)."""

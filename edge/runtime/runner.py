@@ -53,6 +53,7 @@ from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
 from oz0.edge.runtime.job_traces import ask_trace, job_span
 from oz0.edge.runtime.kinds import mcp_redacted
+from oz0.edge.runtime.people import People
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.question_book import Questions
 from oz0.edge.runtime.questions import PersonSteps
@@ -114,6 +115,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
         self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
         self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
+        self.people = People(self.store)  # display names the channels learned (edge.runtime.people)
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
         self.stops = JobStops(self)  # stop requests, obeyed where the job runs (edge.runtime.cancel)
         self.schedules = Schedules(self, self.job)  # the plugins' schedules (edge.runtime.schedules)

@@ -404,4 +404,5 @@ from oz0.edge.runtime import (  # noqa: E402  after `metadata` is made, which th
     budget_tables,  # noqa: F401  its tables join `metadata` (revision 0008)
     conversations,  # noqa: F401  its table joins `metadata` (revision 0015)
     loop_trace,  # noqa: F401  its table joins `metadata` (revision 0012)
+    people,  # noqa: F401  its table joins `metadata` (revision 0023)
 )

@@ -45,7 +45,8 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
-                         "conversation_turns")  # revision 0015
+                         "conversation_turns",  # revision 0015
+                         "people")  # revision 0023
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
@@ -318,6 +319,37 @@ def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_kee
         traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         store.update_job("j1", trace_context={"traceparent": traced})
         assert _job(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
+
+
+def test_revision_0023_adds_people_to_a_database_made_by_0020_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+
+    from oz0.edge.runtime.people import People
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0020")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'slack:U1', 'slack:C1', 'hi', 'succeeded', 1.0, 1)"))
+        assert "people" not in inspect(engine).get_table_names()
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0023")
+        assert [c["name"] for c in inspect(engine).get_columns("people")] == ["who", "name", "at"]
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        people = People(store)
+        people.remember("slack:U1", "Ana  Lima")
+        people.remember("slack:U1", "Ana Lima")
+        assert people.names(["slack:U1", "slack:U2"]) == {"slack:U1": "Ana Lima"}
+        assert people.shown("slack:U2") == "slack:U2" and people.shown("console:Bo") == "Bo"
+        assert store.job("j1")["requester"] == "slack:U1"
     finally:
         store.close()
     assert schema_drift(url) == []
