@@ -30,7 +30,7 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     ├── runtime/
     │   ├── AccessError            access.yaml written wrong (edge.runtime.access)
     │   ├── AnswerRefused          a person step's answer not taken, and why (edge.runtime.questions)
-    │   ├── EngineError            the durable engine cannot start (edge.runtime.leases)
+    │   ├── EngineError            the durable engine cannot start (edge.runtime.engine_settings)
     │   ├── RetentionError         retention settings written wrong (edge.runtime.retention)
     │   └── SearchError            a job search's filter or cursor (edge.runtime.job_search)
     └── flows/

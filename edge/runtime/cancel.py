@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.engine_settings import system_database_url, workflow_id
 from oz0.edge.runtime.events import JobEnded, StopAsked
 from oz0.edge.runtime.store import ACTIVE_STATUSES
 
@@ -187,7 +188,6 @@ class JobStops:
         if engine is not None:
             from dbos import DBOS  # dbos is imported only where the engine runs (about a second)
 
-            from oz0.edge.runtime.durable import workflow_id  # imports dbos too
             await asyncio.to_thread(DBOS.cancel_workflow, workflow_id(job))
             return
         await asyncio.to_thread(_cancel_by_client, self.runtime, job)
@@ -259,7 +259,6 @@ def _is_flow(job: Job, tree: list[Job]) -> bool:
 def _cancel_by_client(runtime: StopsRuntime, job: Job) -> None:
     """DBOS.cancel_workflow from a process without the engine, over the system database `oz0 serve`
     uses (the journal's Postgres, or the SQLite file beside the journal); nothing when there is none."""
-    from oz0.edge.runtime.durable import system_database_url, workflow_id  # imports dbos: only here
 
     url = system_database_url(runtime.store.url, runtime.home)
     if url is None:

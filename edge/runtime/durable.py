@@ -31,12 +31,10 @@ import asyncio
 import logging
 import math
 import os
-import socket
 import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
@@ -44,6 +42,14 @@ from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.engine_settings import (
+    app_version,
+    beside_journal,
+    positive_setting,
+    queue_name,
+    replica_id,
+    workflow_id,
+)
 from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
@@ -62,6 +68,7 @@ __all__ = [
     "Engine",
     "EngineError",
     "app_version",
+    "current_engine",
     "current_runtime",
     "replica_id",
     "workflow_id",
@@ -78,44 +85,6 @@ NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process th
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
 
-def replica_id(env: Mapping[str, str] | None = None) -> str:
-    """This replica's stable executor id: OZ0_REPLICA_ID, else the host name (a StatefulSet pod's name)."""
-    found: Mapping[str, str] = os.environ if env is None else env
-    return (found.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
-
-
-def app_version() -> str:
-    """The application version DBOS records with each workflow: the package version and the workflow's
-    shape. Replicas of one release recover each other's workflows; a release that changes the
-    workflow's steps must change _WORKFLOW_SHAPE."""
-    try:
-        package = version("oz0-edge")
-    except PackageNotFoundError:
-        package = "dev"
-    return f"oz0-{package}-{_WORKFLOW_SHAPE}"
-
-
-_WORKFLOW_SHAPE = "run+deliver-3"  # 2: a durable answer wait is checkpointed slices; 3: a tool loop's end is a step
-
-
-def workflow_id(job: Job | Mapping[str, Any]) -> str:
-    """A job's workflow id: its dedupe key (so a redelivery joins the same run), else its id."""
-    if isinstance(job, Mapping):
-        return job.get("dedupe_key") or f"job:{job['id']}"
-    return job.dedupe_key or f"job:{job.id}"
-
-
-def _positive(env: dict[str, str], name: str, default: float) -> float:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise EngineError(f"{name} must be a number of seconds or jobs, not {raw!r}") from None
-    if value <= 0:
-        raise EngineError(f"{name} must be above 0, not {raw!r}")
-    return value
 
 
 @DBOS.workflow(name="oz0.job")
@@ -142,6 +111,11 @@ def current_runtime() -> Runtime:
     return _current().runtime
 
 
+def current_engine() -> Engine:
+    """The engine that runs this process's workflows (for a workflow of the flows above: edge.flows.durable)."""
+    return _current()
+
+
 def _current() -> Engine:
     if _ENGINE is None:
         raise EngineError("a job workflow ran with no engine launched in this process")
@@ -155,11 +129,11 @@ class Engine(Leases):
         env = dict(os.environ if env is None else env)
         self.runtime = runtime
         self.replica = replica_id(env)
-        self.lease_s = _positive(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
-        self.worker_concurrency = int(_positive(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
+        self.lease_s = positive_setting(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
+        self.worker_concurrency = int(positive_setting(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
         url = runtime.store.url
         self.postgres = url.startswith("postgresql")
-        self.system_url = url if self.postgres else _beside_journal(url, runtime.home)
+        self.system_url = url if self.postgres else beside_journal(url, runtime.home)
         self._queues: dict[str, int | None] = {}
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
@@ -302,7 +276,7 @@ class Engine(Leases):
                 return ended.status
             log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
                      job.agent, restarts, limit)
-        ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
+        ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
 
     async def run_loop(self, job_id: str) -> str:
@@ -343,6 +317,27 @@ class Engine(Leases):
             return False
         await deliver(job)
         return True
+
+    def progress_of(self, job_id: str) -> ProgressSink | None:
+        """Where the caller that waits for the job here (`execute`) shows its progress, if one does."""
+        return self._progress.get(job_id)
+
+    def follow(self, job_id: str, sink: ProgressSink) -> ProgressSink:
+        """Show the progress of `job_id` (a flow's child) with `sink`, unless a caller of its own
+        already does; the sink that shows it is returned, to `unfollow` with."""
+        return self._progress.setdefault(job_id, sink)
+
+    def unfollow(self, job_id: str, sink: ProgressSink) -> None:
+        """Stop showing the progress of `job_id` with `sink` (left alone if another sink took over)."""
+        if self._progress.get(job_id) is sink:
+            self._progress.pop(job_id, None)
+
+    async def enqueue_job(self, agent: str, workflow: str, job_id: str) -> Any:
+        """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`, on its
+        agent's queue (registered first when new); the DBOS handle of its result."""
+        queue = await self._queue_for(agent)
+        with SetWorkflowID(workflow):
+            return await DBOS.enqueue_workflow_async(queue, _job_workflow, job_id)
 
     def resumes(self, row: Mapping[str, Any]) -> bool:
         """Whether the engine will carry this journaled job on (its workflow is queued or pending), so a
@@ -387,40 +382,16 @@ class Engine(Leases):
             concurrency = self.runtime.agent(agent).limits.concurrency
         except Exception:  # an unknown agent still runs (and fails) as a workflow, on the shared queue
             agent, concurrency = "", None
-        name = _queue_name(agent)
+        name = queue_name(agent)
         if self._queues.get(name, -1) != concurrency:
             await asyncio.to_thread(self._register_queue, agent, concurrency)
         return name
 
     def _register_queue(self, agent: str, concurrency: int | None) -> None:
         worker = self.worker_concurrency if concurrency is None else min(self.worker_concurrency, concurrency)
-        DBOS.register_queue(_queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
+        DBOS.register_queue(queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
                             polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
-        self._queues[_queue_name(agent)] = concurrency
-
-
-def system_database_url(url: str, home: Any) -> str | None:
-    """The engine's system database for a journal at `url`, for a process that runs no engine (the
-    CLI): the journal's Postgres, or the SQLite file beside the journal if `oz0 serve` made one."""
-    if url.startswith("postgresql"):
-        return url
-    beside = _beside_journal(url, home)
-    return beside if os.path.exists(beside.removeprefix("sqlite:///")) else None
-
-
-def _beside_journal(url: str, home: Any) -> str:
-    """The SQLite system database: a file beside the SQLite journal (under OZ0_HOME by default)."""
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
-
-    journal = make_url(url).database
-    folder = Path(journal).parent if journal and journal != ":memory:" else Path(home)
-    return f"sqlite:///{folder / 'oz0-engine.db'}"
-
-
-def _queue_name(agent: str) -> str:
-    return f"oz0-agent-{agent}" if agent else "oz0-jobs"
+        self._queues[queue_name(agent)] = concurrency
 
 
 def _settle(done: asyncio.Future[None]) -> None:

@@ -26,14 +26,12 @@ from oz0.edge.runtime.step_retries import step_options
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
-    from oz0.edge.runtime.question_book import Questions
 
 __all__ = [
     "ACTIONS",
     "POLL_S",
     "Answer",
     "AnswerRefused",
-    "PersonSteps",
     "Question",
     "RefusedWhy",
     "job_platform",
@@ -95,43 +93,6 @@ class AnswerRefused(Oz0Error):
 def job_platform(job: Job) -> str:
     """Where a job was asked: its reply reference's platform (slack, discord), else its channel."""
     return job.platform
-
-
-class PersonSteps:
-    """Runtime's person-step methods (mixed into edge.runtime.runner.Runtime, which sets `questions`)."""
-
-    questions: Questions
-
-    def ask(self, question: Question) -> None:
-        """Pause the question's job to ask someone; the first ask of a (job, step) wins."""
-        self.questions.ask(question)
-
-    def question(self, job_id: str) -> Question | None:
-        """The job's open question, if it waits for one."""
-        return self.questions.question(job_id)
-
-    def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
-        """Answer a job's question once (see Questions.answer); raises AnswerRefused."""
-        return self.questions.answer(job_id, step, action=action, content=content, by=by, groups=groups,
-                                     roles=roles, via=via)
-
-    def wait_answer(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """Block this thread for the answer (not durable; in a workflow use wait_in_workflow)."""
-        return self.questions.wait(job_id, step, timeout_s=timeout_s)
-
-    async def wait_answer_async(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """Await the answer without blocking the loop (not durable)."""
-        return await self.questions.wait_async(job_id, step, timeout_s=timeout_s)
-
-    def shows_questions(self, platform: str) -> None:
-        """A channel of `platform` draws its jobs' questions (from their event streams) in this
-        process: `can_ask` is then true for it (MCP elicitation and budgets check that)."""
-        self.questions.shows(platform)
-
-    def can_ask(self, platform: str) -> bool:
-        """Whether a channel of `platform` draws questions in this process."""
-        return self.questions.can_ask(platform)
 
 
 async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> Answer:

@@ -27,6 +27,7 @@ from oz0.edge.model.job import Job
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.schedules import ScheduleSpec, load_schedules
+from oz0.edge.runtime.engine_settings import system_database_url
 from oz0.edge.runtime.store import jobs
 
 if TYPE_CHECKING:
@@ -173,7 +174,6 @@ class Schedules:
 
             yield DBOS
             return
-        from oz0.edge.runtime.durable import system_database_url  # imports dbos: only here
 
         url = system_database_url(self.runtime.store.url, self.runtime.home)
         if url is None:
