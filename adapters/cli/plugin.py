@@ -305,7 +305,9 @@ def _loop(spec: Any) -> str:
 
 def _loop_json(spec: Any) -> dict[str, Any]:
     tools = getattr(spec, "tools", ())
-    return {"tools": [t.as_json() for t in tools], "max_steps": spec.limits.max_steps} if tools else {}
+    from oz0.edge.documents.openapi import tools_json
+
+    return {"tools": tools_json(spec), "max_steps": spec.limits.max_steps} if tools else {}
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -5,7 +5,8 @@ The workflow `oz0.flow` claims the flow's job, then runs `edge.flows.runner.driv
 over `DurableEffects`, steps that DBOS checkpoints: a child job journaled once (its dedupe key is the parent and the step), run as the
 child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
 recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (checkpointed waits woken
-by the job's event stream). The
+by the job's event stream). Every step is retried through a fault of the database or the disk
+(edge.runtime.step_retries), as a job's own steps are, so a Postgres outage mid-flow loses nothing. The
 expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
 Imported through the runtime's flow engine (edge.flows.engine) before DBOS launches, so the workflow is registered.
 """
@@ -25,6 +26,7 @@ from oz0.edge.runtime.durable import Engine, current_engine
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
 from oz0.edge.runtime.runner import Runtime
+from oz0.edge.runtime.step_retries import step_options
 
 __all__ = ["DurableEffects", "flow_workflow"]
 
@@ -45,7 +47,7 @@ class DurableEffects:
         engine, runtime, job = self.engine, self.runtime, self.job
         where = step_progress(self.spec, step)
         self.report(where)
-        made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
+        made = await DBOS.run_step_async(step_options("oz0.flow.child"), _child, runtime, job, step, text, run)
         if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
             raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
         child_id = made["id"]
@@ -60,27 +62,27 @@ class DurableEffects:
                     raise
         finally:
             engine.unfollow(child_id, follow)
-        ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
+        ended = await DBOS.run_step_async(step_options("oz0.flow.read"), _read, runtime, child_id)
         return _as_job(ended)
 
     async def ask_person(self, step: FlowStep, message: str) -> Answer:
         runtime, job, spec = self.runtime, self.job, self.spec
         self.report(step_progress(spec, step))
-        await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
+        await DBOS.run_step_async(step_options("oz0.flow.ask"), _ask, runtime, job, step, message)
         if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
             return await wait_in_workflow(job.id, step.id, step.timeout_s)
-        left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job.id)
+        left = await DBOS.run_step_async(step_options("oz0.flow.tree_left"), _tree_left, runtime, job.id)
         by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
         answer = await wait_in_workflow(job.id, step.id, left if by_tree else step.timeout_s)
         if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
-            reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job.id,
+            reason = await DBOS.run_step_async(step_options("oz0.flow.tree_time"), _tree_time_up, runtime, job.id,
                                                step.id)
             raise JobFailure("LimitExceeded", reason)
         return answer
 
     async def record(self, result: StepResult) -> None:
         if result.status == "skipped":
-            await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, self.runtime, self.job,
+            await DBOS.run_step_async(step_options("oz0.flow.skip"), journal_skipped, self.runtime, self.job,
                                       self.spec.step(result.step))
 
 
@@ -88,7 +90,7 @@ class DurableEffects:
 async def flow_workflow(job_id: str) -> str:
     engine = current_engine()
     runtime = engine.runtime
-    started = await DBOS.run_step_async({"name": "oz0.flow.start"}, _start, runtime, job_id)
+    started = await DBOS.run_step_async(step_options("oz0.flow.start"), _start, runtime, job_id)
     if started["run"]:
         spec = runtime.agent(started["agent"])
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
@@ -96,11 +98,11 @@ async def flow_workflow(job_id: str) -> str:
         assert job is not None
         try:
             output = await drive(spec, started["value"], DurableEffects(engine, job, spec))
-            await DBOS.run_step_async({"name": "oz0.flow.end"}, _succeed, runtime, job_id, output)
+            await DBOS.run_step_async(step_options("oz0.flow.end"), _succeed, runtime, job_id, output)
         except JobFailure as failure:
-            await DBOS.run_step_async({"name": "oz0.flow.end"}, _fail, runtime, job_id, failure.kind,
+            await DBOS.run_step_async(step_options("oz0.flow.end"), _fail, runtime, job_id, failure.kind,
                                       failure.reason, failure.partial_output)
-    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"

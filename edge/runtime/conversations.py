@@ -6,7 +6,8 @@ the Stop button). The latest row says where the conversation stands: its agent, 
 whether it was stopped. Two replicas adding a turn at once cannot both take the same number (the
 primary key): the loser reads again and takes the next one.
 
-A follow-up's agent is given the earlier turns (`history`): each ask and its final answer, the oldest
+A follow-up's agent is given the earlier turns (`history`): each ask and its final answer (a tool loop's
+answer after a line naming the tools it called, edge.runtime.loop_trace.tool_summaries), the oldest
 dropped past the agent's `conversation:` bounds (edge.model.agent.ConversationLimits), how many said
 on the card (`dropped_note`). Revision 0015 makes the table.
 """
@@ -23,6 +24,7 @@ from sqlalchemy import Column, Float, Index, Integer, String, Table, insert, sel
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.agent import ConversationLimits
+from oz0.edge.runtime.loop_trace import tool_summaries
 from oz0.edge.runtime.store import jobs, metadata
 
 if TYPE_CHECKING:
@@ -193,11 +195,14 @@ class Conversations:
                 break
             earlier.append(str(row["job_id"]))
         done = [j for jid in earlier if (j := self.store.job(jid)) is not None and j["status"] == "succeeded"]
+        tools = tool_summaries(self.store, [str(j["id"]) for j in done[:limits.max_turns]])
         kept: list[tuple[dict[str, str], dict[str, str]]] = []
         budget = limits.max_tokens * CHARS_PER_TOKEN
         for job in done:
+            said = answer_text(job.get("output"))
+            summary = tools.get(str(job["id"]))
             turn = ({"role": "user", "content": str(job["input"])},
-                    {"role": "assistant", "content": answer_text(job.get("output"))})
+                    {"role": "assistant", "content": f"{summary}\n{said}" if summary else said})
             size = len(turn[0]["content"]) + len(turn[1]["content"])
             if len(kept) >= limits.max_turns or size > budget:
                 break

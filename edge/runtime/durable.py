@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
@@ -53,6 +53,7 @@ from oz0.edge.runtime.engine_settings import (
 from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
+from oz0.edge.runtime.step_retries import STEP_RETRIES, step_options
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ __all__ = [
     "DEFAULT_LEASE_S",
     "DEFAULT_WORKER_CONCURRENCY",
     "NOT_RESUMABLE_KINDS",
+    "STEP_RETRIES",
     "Engine",
     "EngineError",
     "app_version",
@@ -83,35 +85,16 @@ NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process th
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
 
-def _transient_step(error: BaseException) -> bool:
-    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
-    journal write that failed succeeds once it is back); anything else is the step's own end."""
-    transient = is_transient(error)
-    if transient:
-        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
-    return transient
-
-
-# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
-# minutes in all; a 15 s outage is retried within 5 s of its end.
-STEP_RETRIES: StepOptions = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
-                             "backoff_rate": 1.3, "max_attempts": 25}
-
-
-def _step(name: str) -> StepOptions:
-    """A job step's options: its name, retried as STEP_RETRIES says."""
-    options: StepOptions = {**STEP_RETRIES, "name": name}
-    return options
 
 
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
     if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
-        status = await engine.run_step(job_id)
+        status = await engine.run_loop(job_id)
     else:
-        status = await DBOS.run_step_async(_step("oz0.run"), engine.run_step, job_id)
-    await DBOS.run_step_async(_step("oz0.deliver"), engine.deliver_step, job_id)
+        status = await DBOS.run_step_async(step_options("oz0.run"), engine.run_step, job_id)
+    await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
@@ -120,7 +103,7 @@ async def _job_workflow(job_id: str) -> str:
 def _prune_workflow(scheduled_at: datetime, context: Any) -> dict[str, int]:
     """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas.
     Its result, the rows removed per table, is the workflow's output (`oz0 db prune` prints the same)."""
-    return DBOS.run_step({"name": "oz0.retention.prune"}, lambda: prune_by_settings(_current().runtime.store.engine))
+    return DBOS.run_step(step_options("oz0.retention.prune"), lambda: prune_by_settings(_current().runtime.store.engine))
 
 
 def current_runtime() -> Runtime:
@@ -295,6 +278,25 @@ class Engine(Leases):
                      job.agent, restarts, limit)
         ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
+
+    async def run_loop(self, job_id: str) -> str:
+        """A tool loop's run, as the workflow's own code (its calls are steps), then its end journaled
+        by the step `oz0.loop.end` under STEP_RETRIES: an end a database fault kept out of the journal
+        (held by the runtime) is written there once the database is back, never lost with the job."""
+        try:
+            await self.run_step(job_id)
+        except Exception as exc:
+            if not is_transient(exc) or not self.runtime.holds_end(job_id):
+                raise
+            log.warning("job %s ended, and a database fault kept its end out of the journal (%s); the engine "
+                        "retries writing it", job_id, type(exc).__name__)
+        status: str = await DBOS.run_step_async(step_options("oz0.loop.end"), self.end_step, job_id)
+        return status
+
+    def end_step(self, job_id: str) -> str:
+        """The `oz0.loop.end` step: the held end written (it raises again while the database is down)."""
+        job = self.runtime.write_held_end(job_id)
+        return job.status if job is not None else "missing"
 
     async def deliver_step(self, job_id: str) -> bool:
         """The `deliver` step: the card posted by the channel registered for the job's platform. Its

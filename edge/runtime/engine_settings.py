@@ -43,7 +43,7 @@ def app_version() -> str:
     return f"oz0-{package}-{_WORKFLOW_SHAPE}"
 
 
-_WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
+_WORKFLOW_SHAPE = "run+deliver-3"  # 2: a durable answer wait is checkpointed slices; 3: a tool loop's end is a step
 
 
 def workflow_id(job: Job | Mapping[str, Any]) -> str:

@@ -16,7 +16,8 @@ from oz0.edge.mcp.spec import McpFailure
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
 from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.plugins.declared import PluginError
+from oz0.edge.plugins.declared import PluginError, read_yaml
+from oz0.edge.plugins.lint_tools import UNBOUNDED_LOOP_FIX, unbounded_loop
 from oz0.edge.plugins.manifest import Plugin, load_plugin
 from oz0.edge.plugins.pack import content_hash, pack_plugin
 from oz0.edge.runtime.access import local_user
@@ -83,7 +84,8 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "limits": limits,
         "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
-        "annotations": dict(spec.listed_annotations) if spec.listed_annotations else None,
+        "annotations": (dict(spec.listed_annotations) if spec.listed_annotations
+                        else {"servers": dict(spec.listed_tools)} if spec.listed_tools else None),
     }
 
 
@@ -121,6 +123,8 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
                               file=spec.file, location="$.name")
+    for spec in plugin.agents:
+        _refuse_unbounded_loop(spec)
     plugin = _listed_contracts(plugin)
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
     archive = pack_plugin(plugin.path)  # refuses links out of the folder, special files, an archive over the limit
@@ -134,7 +138,7 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
     version = runtime.store.record_version(
         plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(runtime.plugin_cache.path(digest)),
         description=plugin.description, installed_by=actor,
-        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" or a.tools else a, version=plugin.version,
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
         audit_detail=detail, action=action)
@@ -147,6 +151,15 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
             "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
     return InstallResult(version, unchanged=False, previous=previous, changes=changes)
+
+
+def _refuse_unbounded_loop(spec: AgentSpec) -> None:
+    """Install refuses what lint refuses: a tool loop whose agent file gives no limits.max_steps."""
+    if not spec.tools or spec.kind != "model" or not spec.file:
+        return
+    why = unbounded_loop(read_yaml(Path(spec.file)))
+    if why is not None:
+        raise PluginError(f"{why}; {UNBOUNDED_LOOP_FIX}", file=spec.file, location="$.limits.max_steps")
 
 
 def _listed_contracts(plugin: Plugin) -> Plugin:

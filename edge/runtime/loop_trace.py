@@ -23,9 +23,11 @@ from oz0.edge.runtime.store import metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "add_trace", "job_trace", "read_trace", "trace_lines"]
+__all__ = ["MAX_DETAIL_CHARS", "MAX_SUMMARY_CALLS", "TRACE_KINDS", "add_trace", "job_trace", "read_trace",
+           "tool_summaries", "trace_lines"]
 
 MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
+MAX_SUMMARY_CALLS = 8     # tool calls a conversation's later turn is told of, per earlier turn
 TRACE_KINDS = ("model", "tool", "person")
 
 job_trace = Table(
@@ -66,6 +68,29 @@ def read_trace(store: Store, job_id: str) -> list[dict[str, Any]]:
         rows = conn.execute(select(job_trace).where(job_trace.c.job_id == job_id)
                             .order_by(job_trace.c.seq)).mappings().all()
     return [{k: r[k] for k in ("seq", "kind", "name", "detail", "ms", "at")} for r in rows]
+
+
+def tool_summaries(store: Store, job_ids: list[str]) -> dict[str, str]:
+    """Each loop job's tool calls in one line, for the later turns of its conversation: which tools it
+    called with what, and whether each answered (`ci_log({"run_id":4411}) ok`), not their results;
+    at most MAX_SUMMARY_CALLS calls, the rest counted. Jobs that called no tool are left out."""
+    if not job_ids:
+        return {}
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(job_trace.c.job_id, job_trace.c.name, job_trace.c.detail).where(
+            job_trace.c.job_id.in_(job_ids), job_trace.c.kind == "tool").order_by(
+            job_trace.c.job_id, job_trace.c.seq)).all()
+    calls: dict[str, list[str]] = {}
+    for job_id, name, detail in rows:
+        d = detail or {}
+        calls.setdefault(job_id, []).append(f"{name}({_short(d.get('arguments'), 80)}) "
+                                            + ("failed" if d.get("error") else "ok"))
+    out = {}
+    for job_id, made in calls.items():
+        shown = "; ".join(made[:MAX_SUMMARY_CALLS])
+        more = len(made) - MAX_SUMMARY_CALLS
+        out[job_id] = f"[tools called: {shown}" + (f"; and {more} more" if more > 0 else "") + "]"
+    return out
 
 
 def trace_lines(trace: list[dict[str, Any]]) -> list[str]:

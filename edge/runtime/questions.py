@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from oz0.edge.errors import Oz0Error
+from oz0.edge.runtime.step_retries import step_options
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
@@ -127,7 +128,7 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
 
     if DBOS.workflow_id is None:
         raise RuntimeError("wait_in_workflow runs inside a DBOS workflow; elsewhere use runtime.wait_answer")
-    seen = await DBOS.run_step_async({"name": "oz0.question.look"}, look)
+    seen = await DBOS.run_step_async(step_options("oz0.question.look"), look)
     expires = seen["expires"]
     if timeout_s is not None:
         until = seen["now"] + timeout_s
@@ -135,8 +136,8 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
     while seen["answer"] is None:
         left = WORKFLOW_SLICE_S if expires is None else expires - seen["now"]
         if left <= 0:
-            return Answer(**await DBOS.run_step_async({"name": "oz0.question.expire"}, expire))
-        seen = await DBOS.run_step_async({"name": "oz0.question.wait"}, wait, min(left, WORKFLOW_SLICE_S))
+            return Answer(**await DBOS.run_step_async(step_options("oz0.question.expire"), expire))
+        seen = await DBOS.run_step_async(step_options("oz0.question.wait"), wait, min(left, WORKFLOW_SLICE_S))
         if seen.get("ended"):  # the job was ended by someone else (a stop): nobody can answer now
-            return Answer(**await DBOS.run_step_async({"name": "oz0.question.cancel"}, cancel))
+            return Answer(**await DBOS.run_step_async(step_options("oz0.question.cancel"), cancel))
     return Answer(**seen["answer"])

@@ -283,6 +283,15 @@ class Runtime:
             reason: str | None = None) -> Job:
         return self.journal.end(job_id, status, attempts=attempts, output=output, kind=kind, reason=reason)
 
+    def holds_end(self, job_id: str) -> bool:
+        """Whether the job ended and its end is still held, not yet journaled (a database fault)."""
+        return self.journal.held_end(job_id) is not None
+
+    def write_held_end(self, job_id: str) -> Job | None:
+        """Journal the job's held end, if any (raises on a database fault, for the engine to retry)."""
+        held = self.journal.held_end(job_id)
+        return self.journal.end(job_id, **held) if held is not None else self.job(job_id)
+
     def end_interrupted(self, job_id: str, *, reason: str) -> Job:
         return self.journal.end_interrupted(job_id, reason=reason)
 

@@ -25,16 +25,19 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from pydantic_ai import Agent, ModelRetry, NativeOutput, StructuredDict
 from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
+    ModelRequest,
     ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
@@ -63,6 +66,7 @@ from oz0.edge.runtime.text_out import TextOut
 
 __all__ = ["run_tool_loop"]
 
+pydantic_ai.BANNER_ENABLED = False  # the terminal is `oz0 run`'s: its card and its prompts, no library banner
 MAX_OUTPUT_TRIES = 3  # the first answer and at most two retries with the reason
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
@@ -119,7 +123,7 @@ class _Loop:
         prompt = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         try:
             with ToolManager.parallel_execution_mode("sequential"):  # one call at a time: a replay takes the same steps
-                result = await agent.run(prompt)
+                result = await agent.run(prompt, message_history=_history(self.ctx) or None)
         except JobFailure:
             raise
         except UnexpectedModelBehavior as exc:
@@ -325,6 +329,14 @@ class _ContractTools(AbstractToolset[None]):
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: ToolRunContext[None],
                         tool: ToolsetTool[None]) -> Any:
         return await self._loop.call(self._tools[name], tool_args)
+
+
+def _history(ctx: RunContext) -> list[ModelMessage]:
+    """The conversation's earlier turns (edge.runtime.conversations, bounded by the agent's
+    `conversation:`) as the model's messages: each ask a user prompt, each final answer (after the
+    line naming the tools that turn called) the model's text."""
+    return [ModelRequest(parts=[UserPromptPart(content=str(m["content"]))]) if m["role"] == "user"
+            else ModelResponse(parts=[TextPart(content=str(m["content"]))]) for m in ctx.history]
 
 
 def _provider(spec: AgentSpec) -> str:
