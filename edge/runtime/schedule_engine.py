@@ -5,7 +5,8 @@ is the schedule and the tick, so a second replica's enqueue of the same tick joi
 A tick is the workflow `oz0.schedule.tick`: a step journals the tick's job (`schedule:NAME` asks, the
 dedupe key names the tick, the ReplyRef its first channel), the job runs as its own workflow (on its
 agent's queue, posted by its own delivery step, as an ask is), and a step per further channel posts
-the same card there. A replica killed during a tick leaves the tick's workflow pending: a peer
+the same card there. Its steps take the one retry rule of a job's steps (edge.runtime.step_retries):
+a database fault delays the tick, never loses it. A replica killed during a tick leaves the tick's workflow pending: a peer
 resumes it (edge.runtime.leases), its checkpointed steps are not run again, so the tick posts once.
 
 `catch_up: true`: the engine's own backfill would run every missed tick; a schedule means "the latest
@@ -28,6 +29,7 @@ from dbos import DBOS, SetWorkflowID
 from oz0.edge.plugins.schedules import ScheduleSpec
 from oz0.edge.runtime.durable import Engine, _current, workflow_id
 from oz0.edge.runtime.schedules import ENGINE_PREFIX, channel_ref, engine_name, tick_key
+from oz0.edge.runtime.step_retries import step_options
 
 __all__ = ["apply_schedules"]
 
@@ -39,7 +41,7 @@ async def _tick_workflow(scheduled_at: datetime, context: Any) -> str:
     engine = _current()
     runtime = engine.runtime
     name = str((context or {}).get("name", ""))
-    made = await DBOS.run_step_async({"name": "oz0.schedule.submit"}, _submit, engine, name, scheduled_at.isoformat())
+    made = await DBOS.run_step_async(step_options("oz0.schedule.submit"), _submit, engine, name, scheduled_at.isoformat())
     if made is None:
         return "gone"
     job = runtime.job(made["id"])
@@ -49,7 +51,7 @@ async def _tick_workflow(scheduled_at: datetime, context: Any) -> str:
         handle = await DBOS.enqueue_workflow_async(queue, engine._workflow_for(job.agent), job.id)
     status: str = await handle.get_result()
     for platform, channel in made["also"]:
-        await DBOS.run_step_async({"name": "oz0.schedule.post"}, _post_copy, engine, job.id, platform, channel)
+        await DBOS.run_step_async(step_options("oz0.schedule.post"), _post_copy, engine, job.id, platform, channel)
     return status
 
 
