@@ -25,12 +25,16 @@ import signal
 import sys
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli.errors import CommandError
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.adapters.readiness import channel_states
 from oz0.edge import ServeRuntime
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.plugin_watch import PluginWatch
+    from oz0.edge.runtime.runner import Runtime
 
 __all__ = ["CHANNELS", "DEFAULT_SHUTDOWN_S", "SHUTDOWN_GRACE_S", "register", "run_serve", "serve_channels",
            "shutdown_s"]
@@ -97,6 +101,7 @@ def run_serve(args: argparse.Namespace) -> int:
     watch = sync_plugins(runtime, env)  # old installs imported, OZ0_PREINSTALL installed, the cache kept filled
     try:
         _launch_engine(runtime, env)
+        _follow_installs(runtime, watch)
         return asyncio.run(serve_channels(runtime, env=env))
     finally:
         watch.stop()
@@ -113,6 +118,14 @@ def _launch_engine(runtime: ServeRuntime, env: Mapping[str, str]) -> None:
         runtime.launch_engine(env=env)
     except EngineError as exc:
         raise CommandError(str(exc), code=2) from None
+
+
+def _follow_installs(runtime: Runtime, watch: PluginWatch) -> None:
+    """The plugins' schedules re-applied when an install, uninstall or rollback is seen (on any replica)."""
+    from oz0.edge.runtime.schedule_engine import follow_installs  # dbos, imported by the launch already
+
+    if runtime.engine is not None:
+        follow_installs(watch, runtime.engine)
 
 
 async def serve_channels(runtime: ServeRuntime, *, env: Mapping[str, str],

@@ -81,6 +81,7 @@ DEFAULT_WORKER_CONCURRENCY = 16
 QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
 CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
+SCHEDULES_POLL_S = 1.0          # how often the scheduler reads the schedules: one applied while serving ticks soon
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
@@ -158,7 +159,7 @@ class Engine(Leases):
         config: DBOSConfig = {
             "name": "oz0", "system_database_url": self.system_url, "executor_id": self.replica,
             "application_version": app_version(), "serializer": DBOSPortableJSONSerializer(),
-            "log_level": "WARNING", "run_migrations": True,
+            "log_level": "WARNING", "run_migrations": True, "scheduler_polling_interval_sec": SCHEDULES_POLL_S,
         }
         _ENGINE = self
         try:

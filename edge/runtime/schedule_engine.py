@@ -1,6 +1,8 @@
 """The schedules run by the engine: one DBOS schedule per installed `schedules/NAME.yaml`, applied by
-every replica at start (the engine's scheduler fires each tick once across replicas: its workflow id
-is the schedule and the tick, so a second replica's enqueue of the same tick joins the first).
+every replica at start and again when the installed plugins change (follow_installs: an install,
+uninstall or rollback on any replica applies without a restart). The engine's scheduler fires each
+tick once across replicas: its workflow id is the schedule and the tick, so a second replica's
+enqueue of the same tick joins the first.
 
 A tick is the workflow `oz0.schedule.tick`: a step journals the tick's job (`schedule:NAME` asks, the
 dedupe key names the tick, the ReplyRef its first channel), the job runs as its own workflow (on its
@@ -28,10 +30,12 @@ from dbos import DBOS, SetWorkflowID
 
 from oz0.edge.plugins.schedules import ScheduleSpec
 from oz0.edge.runtime.durable import Engine, _current, workflow_id
+from oz0.edge.runtime.plugin_store import InstalledState
+from oz0.edge.runtime.plugin_watch import PluginWatch
 from oz0.edge.runtime.schedules import ENGINE_PREFIX, channel_ref, engine_name, tick_key
 from oz0.edge.runtime.step_retries import step_options
 
-__all__ = ["apply_schedules"]
+__all__ = ["apply_schedules", "follow_installs"]
 
 log = logging.getLogger("oz0.schedules")
 
@@ -83,10 +87,11 @@ async def _post_copy(engine: Engine, job_id: str, platform: str, channel: str) -
     return True
 
 
-def apply_schedules(engine: Engine, *, launched_at: datetime) -> list[ScheduleSpec]:
+def apply_schedules(engine: Engine, *, launched_at: datetime | None) -> list[ScheduleSpec]:
     """Make the engine's schedules the installed ones (a schedule whose plugin is gone is deleted), then
     run, once, the latest tick each `catch_up` schedule missed before this replica's engine launched at
-    `launched_at` (its scheduler fires every tick after that)."""
+    `launched_at` (its scheduler fires every tick after that). `launched_at` None: a re-apply while the
+    engine runs (follow_installs), which catches nothing up."""
     specs = engine.runtime.schedules.installed()
     before = {s["schedule_name"]: s for s in DBOS.list_schedules(schedule_name_prefix=ENGINE_PREFIX)}
     DBOS.apply_schedules([{"schedule_name": engine_name(s.name),
@@ -97,11 +102,24 @@ def apply_schedules(engine: Engine, *, launched_at: datetime) -> list[ScheduleSp
         DBOS.delete_schedule(gone)
     for spec in specs:
         row = before.get(engine_name(spec.name))  # it has fired before: a tick since is one it missed
-        if spec.catch_up and row is not None and row.get("status", "ACTIVE") == "ACTIVE" and row.get("last_fired_at"):
+        if launched_at is not None and spec.catch_up and row is not None and row.get("status", "ACTIVE") == "ACTIVE" and row.get("last_fired_at"):
             _catch_up(spec, launched_at)
     if specs:
         log.info("schedules: %s", ", ".join(f"{s.name} ({s.cron} {s.timezone})" for s in specs))
     return specs
+
+
+def follow_installs(watch: PluginWatch, engine: Engine) -> None:
+    """Re-apply the schedules whenever the installed plugins change (an install, uninstall or rollback
+    made on any replica, seen by this replica's watch within its poll): a new plugin's schedules tick,
+    a removed one's stop, without a restart. Each replica applies the same set; the engine's apply is
+    an idempotent upsert by name, so they agree."""
+
+    def reapply(_state: InstalledState) -> None:
+        if engine.launched:
+            apply_schedules(engine, launched_at=None)
+
+    watch.watch(reapply)
 
 
 def _catch_up(spec: ScheduleSpec, launched_at: datetime) -> None:
