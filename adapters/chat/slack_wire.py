@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
@@ -119,7 +120,10 @@ class SlackWire:
         self._progress_uses: dict[str, int] = {}  # a private view's response_url -> progress updates sent
 
     async def with_groups(self, asker: Asker) -> Asker:
-        """Fill in the asker's user groups, asking Slack only about the groups access.yaml names."""
+        """Fill in the asker's user groups, asking Slack only about the groups access.yaml names. When
+        Slack does not answer who is in one, the asker comes back with `groups_error` saying why (never
+        "in no group", which would pass a deny by group), and that failure is not remembered. A group
+        Slack does not know (`no_such_subteam`) has no members."""
         wanted = sorted({g for rule in self.policy.rules for g in rule.groups})
         if not wanted or asker.user is None:
             return asker
@@ -132,8 +136,14 @@ class SlackWire:
                     resp = await self.client.usergroups_users_list(usergroup=group)
                     cached = (now, frozenset(resp.get("users") or ()))
                 except SlackApiError as exc:
-                    log.warning("cannot read members of user group %s: %s", group, exc.response.get("error"))
+                    error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
+                    log.warning("cannot read members of user group %s: %s", group, error)
+                    if error != "no_such_subteam":
+                        return replace(asker, groups=(), groups_error=f"Slack answered {error}")
                     cached = (now, frozenset())
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    log.warning("cannot read members of user group %s: %s", group, type(exc).__name__)
+                    return replace(asker, groups=(), groups_error=f"Slack could not be reached ({type(exc).__name__})")
                 self._groups[group] = cached
             if asker.user in cached[1]:
                 mine.append(group)
