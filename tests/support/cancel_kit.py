@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["SLEEPER_FILES", "alive", "install_sleeper", "started", "wait_gone"]
+__all__ = ["SLEEPER_FILES", "alive", "console_url", "install_sleeper", "started", "wait_gone"]
 
 SLEEPER_FILES = {
     "agents/sleeper.yaml": """\
@@ -88,3 +91,20 @@ def install_sleeper(home: Path, *, database_url: str | None = None) -> None:
         install_plugin(runtime, load_plugin(where), actor="test")
     finally:
         runtime.close()
+
+
+def console_url(serve: subprocess.Popen, *, timeout: float = 60.0) -> str:
+    """Where a started `oz0 serve` (stderr piped, text) says its console listens; its later lines drained."""
+    assert serve.stderr is not None
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = serve.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+        if found and "console" in line.lower():
+            threading.Thread(target=lambda: [None for _ in serve.stderr], daemon=True).start()  # type: ignore[union-attr]
+            return found.group(1)
+    raise AssertionError("oz0 serve never said where its console is:\n" + "".join(lines))

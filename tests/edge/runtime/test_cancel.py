@@ -8,12 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from cancel_kit import alive, install_sleeper, started, wait_gone
+from cancel_kit import alive, console_url, install_sleeper, started, wait_gone
 from console_plugin import ConsoleThread
 
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -99,7 +98,7 @@ def test_oz0_jobs_cancel_stops_a_job_running_in_oz0_serve(tmp_path):
     serve = subprocess.Popen([OZ0, "serve", "--port", "0"], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
     try:
-        url = _console_url(serve)
+        url = console_url(serve)
         with httpx.Client(base_url=url, timeout=30) as http:
             r = http.post("/v1/agents/sleeper/runs?wait=false", content="zzz",
                           headers={"content-type": "text/plain"})
@@ -125,23 +124,3 @@ def test_oz0_jobs_cancel_stops_a_job_running_in_oz0_serve(tmp_path):
     finally:
         serve.terminate()
         serve.wait(timeout=30)
-
-
-def _console_url(serve: subprocess.Popen, *, timeout: float = 60.0) -> str:
-    import re
-
-    assert serve.stderr is not None
-    deadline = time.monotonic() + timeout
-    lines = []
-    while time.monotonic() < deadline:
-        line = serve.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-        if found and "console" in line.lower():
-            import threading
-
-            threading.Thread(target=lambda: [None for _ in serve.stderr], daemon=True).start()  # type: ignore[union-attr]
-            return found.group(1)
-    raise AssertionError("oz0 serve never said where its console is:\n" + "".join(lines))
