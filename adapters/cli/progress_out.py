@@ -80,6 +80,7 @@ class TerminalText:
         self.pause = pause
         self.raw = ""
         self.printed = 0
+        self.shown = ""   # the last answer printed whole, once closed (its text before a start over is not)
         self._lock = threading.Lock()
 
     def __call__(self, delta: TextDelta) -> None:
@@ -107,4 +108,5 @@ class TerminalText:
             if self.raw:
                 self.stream.write(clean(self.raw[self.printed:]) + "\n")
                 self.stream.flush()
+                self.shown = clean(self.raw)
                 self.printed, self.raw = 0, ""

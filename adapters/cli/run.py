@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
 
         submitted, _ = runtime.submit(args.agent, text, requester=local_user(), channel="cli")
-        job = _driven(runtime, submitted.id, lambda progress: runtime.execute(submitted.id, on_progress=progress))
+        job, streamed = _driven(runtime, submitted.id,
+                                lambda progress: runtime.execute(submitted.id, on_progress=progress))
         if not isinstance(job, Job):
             parked = job
             return _parked(parked, args.json, "run", started)
@@ -67,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
             runtime.close()
     if args.json:
         return _emit_job(job, started)
-    print(render_payload(card, args.to).rstrip("\n"))
+    _print_card(card, args.to, streamed)
     write_files(card, args.to)
     took = f" in {job.duration_s:.2f} s" if job.duration_s is not None else ""
     if flow and card.notes:  # the terminal draws no notes; a flow's last one is its steps' status
@@ -78,9 +79,20 @@ def _run(args: argparse.Namespace) -> int:
     return 2 if job.failure_kind == "InvalidInput" else 1
 
 
-def _driven(runtime: Runtime, job_id: str, work: Any) -> Any:
+def _print_card(card: Card, target: str, streamed: str) -> None:
+    """The card on stdout; what a person already read streamed on this terminal is not printed again
+    (adapters.cli.streamed)."""
+    from oz0.adapters.cli.streamed import card_to_print
+
+    drawn = render_payload(card_to_print(card, streamed, target=target, out=sys.stdout, err=sys.stderr),
+                           target).rstrip("\n")
+    if drawn:
+        print(drawn)
+
+
+def _driven(runtime: Runtime, job_id: str, work: Any) -> tuple[Any, str]:
     """The job run here with its person steps met on this terminal (adapters.cli.asking): the ended
-    Job, or a Parked one off a terminal."""
+    Job, or a Parked one off a terminal; and the answer streamed on stderr meanwhile ("" for none)."""
     from oz0.adapters.cli.asking import drive, on_a_terminal
     from oz0.adapters.cli.progress_out import TerminalProgress, TerminalText
     from oz0.edge.runtime.access import local_user
@@ -88,11 +100,12 @@ def _driven(runtime: Runtime, job_id: str, work: Any) -> Any:
     progress = TerminalProgress()
     text = TerminalText(pause=progress.pause)
     try:
-        return drive(runtime, lambda: work(progress), job_id, by=local_user(), interactive=on_a_terminal(),
-                     pause=progress.pause, on_text=text if text.live else None)
+        ended = drive(runtime, lambda: work(progress), job_id, by=local_user(), interactive=on_a_terminal(),
+                      pause=progress.pause, on_text=text if text.live else None)
     finally:
         text.close()
         progress.close()
+    return ended, text.shown
 
 
 def _parked(parked: Any, json_out: bool, command: str, started: float) -> int:
@@ -242,8 +255,8 @@ def _answer(args: argparse.Namespace) -> int:
                 return emit_result("jobs answer", True, said + ".", started=started)
             print(said)
             return 0
-        done = _driven(runtime, job.id, lambda progress: runtime.execute_here(job.id, on_progress=progress,
-                                                                              resume=True))
+        done, streamed = _driven(runtime, job.id, lambda progress: runtime.execute_here(job.id, on_progress=progress,
+                                                                                        resume=True))
         if not isinstance(done, Job):
             parked = done
             return _parked(parked, args.json, "jobs answer", started)
@@ -253,7 +266,7 @@ def _answer(args: argparse.Namespace) -> int:
             runtime.close()
     if args.json:
         return _emit_job(done, started, command="jobs answer")
-    print(render_payload(card, args.to).rstrip("\n"))
+    _print_card(card, args.to, streamed)
     print(f"job {done.id} {done.status}", file=sys.stderr)
     return 0 if done.status == "succeeded" else 1
 
