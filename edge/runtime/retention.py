@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, String, delete, func, literal, select, tuple_
+from sqlalchemy import ColumnElement, String, Table, delete, func, literal, select, tuple_
 from sqlalchemy.engine import Engine
 
 from oz0.edge.errors import Oz0Error
@@ -91,32 +91,30 @@ def _old_jobs(cutoff: float) -> ColumnElement[bool]:
     return (jobs.c.created < cutoff) & jobs.c.status.notin_(ACTIVE_STATUSES)
 
 
-def _per_job(old: ColumnElement[bool]) -> dict[str, ColumnElement[bool]]:
+def _per_job(old: ColumnElement[bool]) -> dict[Table, ColumnElement[bool]]:
     """Each table's rows that go with the jobs `old` matches, in an order they can be deleted in (a hold or
     grant before its budget, the jobs last: the others' subqueries read them)."""
     ids = select(jobs.c.id).where(old)
     per_job = select(budgets.c.id).where(budgets.c.period.in_(select(literal("job:", String) + jobs.c.id).where(old)))
     return {
-        "questions": questions.c.job_id.in_(ids),
-        "job_trace": job_trace.c.job_id.in_(ids),
-        "conversation_turns": conversation_turns.c.job_id.in_(ids),
-        "budget_holds": budget_holds.c.job_id.in_(ids) | budget_holds.c.budget_id.in_(per_job),
-        "budget_grants": budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job),
-        "budgets": budgets.c.id.in_(per_job),
-        "jobs": old,
+        questions: questions.c.job_id.in_(ids),
+        job_trace: job_trace.c.job_id.in_(ids),
+        conversation_turns: conversation_turns.c.job_id.in_(ids),
+        budget_holds: budget_holds.c.job_id.in_(ids) | budget_holds.c.budget_id.in_(per_job),
+        budget_grants: budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job),
+        budgets: budgets.c.id.in_(per_job),
+        jobs: old,
     }
-
-
-_TABLE = {t.name: t for t in (jobs, questions, job_trace, conversation_turns, budget_holds, budget_grants, budgets)}
 
 
 def count(engine: Engine, policy: Retention, *, now: float | None = None) -> dict[str, int]:
     """How many rows of each table a prune would remove now."""
     now = time.time() if now is None else now
-    where = {**_per_job(_old_jobs(now - policy.jobs_days * DAY_S)), "audit": audit.c.at < now - policy.audit_days * DAY_S}
+    where = {**_per_job(_old_jobs(now - policy.jobs_days * DAY_S)), audit: audit.c.at < now - policy.audit_days * DAY_S}
     with engine.connect() as conn:
-        return {name: int(conn.execute(select(func.count()).select_from(_TABLE.get(name, audit)).where(where[name]))
-                          .scalar() or 0) for name in TABLES}
+        counted = {t.name: int(conn.execute(select(func.count()).select_from(t).where(w)).scalar() or 0)
+                   for t, w in where.items()}
+    return {name: counted[name] for name in TABLES}
 
 
 def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch: int = BATCH) -> dict[str, int]:
@@ -138,8 +136,8 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
             upto = conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
                                 .offset(batch - 1).limit(1)).first()
             in_batch = since if upto is None else since & (tuple_(jobs.c.created, jobs.c.id) <= tuple_(*upto))
-            for name, where in _per_job(in_batch).items():
-                removed[name] += conn.execute(delete(_TABLE[name]).where(where)).rowcount
+            for table, where in _per_job(in_batch).items():
+                removed[table.name] += conn.execute(delete(table).where(where)).rowcount
         if upto is None:
             break
         after = (upto.created, upto.id)
