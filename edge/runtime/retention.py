@@ -13,6 +13,7 @@ across replicas).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -61,30 +62,26 @@ class Retention:
         return cls(jobs_days, audit_days, _pause_ms(env, "OZ0_RETENTION_PAUSE_MS"))
 
 
-def _days(env: Mapping[str, str], name: str, default: float) -> float:
+def _number(env: Mapping[str, str], name: str, default: float, unit: str, low: float, high: float, rule: str) -> float:
     text = env.get(name, "").strip()
     if not text:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise RetentionError(f"{name}={text[:50]!r} is not a number of days") from None
-    if not value >= 1:
-        raise RetentionError(f"{name}={text[:50]!r}: keep at least 1 day")
+        raise RetentionError(f"{name}={text[:50]!r} is not a number of {unit}") from None
+    if not low <= value <= high:
+        raise RetentionError(f"{name}={text[:50]!r}: {rule}")
     return value
+
+
+def _days(env: Mapping[str, str], name: str, default: float) -> float:
+    return _number(env, name, default, "days", 1, math.inf, "keep at least 1 day")
 
 
 def _pause_ms(env: Mapping[str, str], name: str) -> float:
-    text = env.get(name, "").strip()
-    if not text:
-        return DEFAULT_PAUSE_MS
-    try:
-        value = float(text)
-    except ValueError:
-        raise RetentionError(f"{name}={text[:50]!r} is not a number of milliseconds") from None
-    if not 0 <= value <= MAX_PAUSE_MS:
-        raise RetentionError(f"{name}={text[:50]!r}: a pause between batches is 0 to {MAX_PAUSE_MS:,.0f} ms")
-    return value
+    return _number(env, name, DEFAULT_PAUSE_MS, "milliseconds", 0, MAX_PAUSE_MS,
+                   f"a pause between batches is 0 to {MAX_PAUSE_MS:,.0f} ms")
 
 
 def _old_jobs(cutoff: float) -> ColumnElement[bool]:
