@@ -20,8 +20,8 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's
 
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
 from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
-from oz0.edge.model.job import Job, JobFailure
-from oz0.edge.runtime.durable import _current, _job_workflow, _queue_name
+from oz0.edge.model.job import Job, JobFailure, UnknownAgent
+from oz0.edge.runtime.durable import RESULT_POLL_S, _current, _job_workflow, _queue_name
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
 from oz0.edge.runtime.runner import Runtime
@@ -49,15 +49,13 @@ class DurableEffects:
         if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
             raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
         child_id = made["id"]
-        await engine._queue_for(step.agent)  # registers the agent's queue (its concurrency) when new
         # the step's own reports follow its line, when the step runs in this process
         follow = engine._progress.setdefault(
             child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
         try:
-            with SetWorkflowID(child_dedupe_key(job.id, step.id, run)):
-                handle = await DBOS.enqueue_workflow_async(_queue_name(step.agent), _job_workflow, child_id)
+            handle = await _start_child(engine, step.agent, child_dedupe_key(job.id, step.id, run), child_id)
             try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
-                await runtime.watch_child(job, child_id, handle.get_result())
+                await runtime.watch_child(job, child_id, handle.get_result(polling_interval_sec=RESULT_POLL_S))
             except DBOSAwaitedWorkflowCancelledError:
                 if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
                     raise
@@ -108,6 +106,26 @@ async def flow_workflow(job_id: str) -> str:
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"
+
+
+async def _start_child(engine: Any, agent: str, wid: str, child_id: str) -> Any:
+    """The child job's workflow started under `wid`. A child of an agent with no `limits.concurrency`
+    starts at once, here, as a child workflow of the flow (the flow already holds its queue's place,
+    and waiting for a queue's next poll was most of a person step's answer-to-next-step time); one
+    with a limit goes through its agent's queue, which counts it across replicas."""
+    if _limited(engine.runtime, agent):
+        await engine._queue_for(agent)  # registers the agent's queue (its concurrency) when new
+        with SetWorkflowID(wid):
+            return await DBOS.enqueue_workflow_async(_queue_name(agent), _job_workflow, child_id)
+    with SetWorkflowID(wid):
+        return await DBOS.start_workflow_async(_job_workflow, child_id)
+
+
+def _limited(runtime: Runtime, agent: str) -> bool:
+    try:
+        return runtime.agent(agent).limits.concurrency is not None
+    except UnknownAgent:  # uninstalled since: its queue's workflow reports it as UnknownAgent
+        return True
 
 
 def _ignore(progress: Any) -> None:
