@@ -1,11 +1,14 @@
 """The trace of a tool loop (edge.runtime.tool_loop): one row per model request, tool call and person
 step, in the order they happened, made by revision 0012 (migrations/versions/0012_job_trace.py).
 
-A row is written by the checkpointed step that made its call, keyed by (job, seq): a loop resumed
-after a crash replays the steps that finished (their rows are already there) and writes only the
-new ones; a step rerun after dying mid-call writes its row once (an INSERT that finds the key is a
-no-op). Arguments and results are stored redacted and clipped (MAX_DETAIL_CHARS), so the trace
-never carries a secret and stays small whatever a tool answers.
+A row is made by the checkpointed step that made its call and carried in the step's value (so the
+engine's record of the step holds it), then written with the rows of the same turn in one
+transaction (`TraceRows`): when the loop asks the model again, asks a person, or ends. Rows are keyed
+by (job, seq): a loop resumed after a crash replays the finished steps, gets their rows back from
+their records and writes those not written yet (an INSERT that finds the key is a no-op), so a row
+is never lost nor doubled, and a call costs no commit of its own for its trace. Arguments and results
+are stored redacted and clipped (MAX_DETAIL_CHARS), so the trace never carries a secret and stays
+small whatever a tool answers.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Column, Float, ForeignKey, Integer, String, Table, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.json_data import dumps_exact
@@ -23,7 +27,8 @@ from oz0.edge.runtime.store import metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "add_trace", "job_trace", "read_trace", "trace_lines"]
+__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace", "trace_row",
+           "trace_lines"]
 
 MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
 TRACE_KINDS = ("model", "tool", "person")
@@ -48,11 +53,37 @@ def clip(value: Any) -> Any:
     return text[: MAX_DETAIL_CHARS - 1] + "…"
 
 
+def trace_row(job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any], ms: float) -> dict[str, Any]:
+    """One call of the loop as its trace row (JSON data, so a step's value can carry it)."""
+    return {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
+            "ms": int(ms), "at": time.time()}
+
+
+class TraceRows:
+    """The rows of a loop's calls not written yet, written together by `flush` (one transaction)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+
+    def flush(self) -> None:
+        """Write the pending rows; a row already there (written before a crash) is kept as it is."""
+        if not self.pending:
+            return
+        rows, self.pending = self.pending, []
+        engine = self.store.engine
+        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        with engine.begin() as conn:
+            conn.execute(dialect.insert(job_trace).on_conflict_do_nothing(), rows)
+
+
 def add_trace(store: Store, job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
               ms: float) -> None:
-    """Record one call of the loop; a row already there (a step rerun) is kept as it is."""
-    row = {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
-           "ms": int(ms), "at": time.time()}
+    """Record one call of the loop now; a row already there (a step rerun) is kept as it is."""
+    row = trace_row(job_id, seq, kind, name, detail, ms)
     try:
         with store.engine.begin() as conn:
             conn.execute(insert(job_trace).values(**row))

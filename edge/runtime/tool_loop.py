@@ -7,7 +7,8 @@ tool call is one step (edge.runtime.loop_steps: a DBOS step under `oz0 serve`), 
 checks the loop's limits (`max_steps` model requests, `max_children` tool calls), validates the
 arguments against the tool's contract (a violation goes back to the model, the tool is not called),
 asks a person to confirm a destructive tool, reserves against the budgets, makes the call, settles
-with the reported usage, checks the result against its contract and writes the trace row. Tool calls
+with the reported usage, checks the result against its contract and makes the trace row, which its
+value carries (edge.runtime.loop_trace writes a turn's rows together, not one commit a call). Tool calls
 of one answer run one after another, so a replay takes the same steps in the same order.
 
 This module imports pydantic-ai (a second or so); edge.runtime.kinds imports it only when a model
@@ -48,7 +49,7 @@ from oz0.edge.runtime.budgets import CallNeed, budget_call, model_need
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.loop_steps import Checkpoints, checkpoints_for, failure_of, raise_failure
 from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, list_tools
-from oz0.edge.runtime.loop_trace import add_trace, clip
+from oz0.edge.runtime.loop_trace import TraceRows, add_trace, clip, trace_row
 from oz0.edge.runtime.person_loop import LoopPerson
 from oz0.edge.runtime.redact import Redactor
 
@@ -90,6 +91,7 @@ class _Loop:
         self.tool_calls = 0
         self.seq = 0
         self.last_reason = ""
+        self.rows = TraceRows(self.runtime.store)
 
     @property
     def max_steps(self) -> int:
@@ -100,7 +102,20 @@ class _Loop:
         return self.seq
 
     def _trace(self, seq: int, kind: str, name: str, detail: dict[str, Any], ms: float) -> None:
+        """A row written now (a person step's: its wait may be long), after the rows before it."""
+        self.rows.flush()
         add_trace(self.runtime.store, self.job.id, seq, kind, name, self.redactor.data(detail), ms)
+
+    def _row(self, seq: int, kind: str, name: str, detail: dict[str, Any], ms: float) -> dict[str, Any]:
+        return trace_row(self.job.id, seq, kind, name, self.redactor.data(detail), ms)
+
+    def _traced(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A step's value without its trace row, which waits in `rows` (a step recorded by an earlier
+        release carries none: it wrote its row itself)."""
+        row = value.pop("trace", None)
+        if row is not None:
+            self.rows.add(row)
+        return value
 
     async def run(self, value: Any, key: str | None) -> Any:
         listed = await self.steps.step("oz0.loop.tools", self._tools_step)
@@ -109,7 +124,10 @@ class _Loop:
         prompt = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         try:
             with ToolManager.parallel_execution_mode("sequential"):  # one call at a time: a replay takes the same steps
-                result = await agent.run(prompt)
+                try:
+                    result = await agent.run(prompt)
+                finally:
+                    self.rows.flush()
         except JobFailure:
             raise
         except UnexpectedModelBehavior as exc:
@@ -169,8 +187,9 @@ class _Loop:
         seq = self._next_seq()
         self.ctx.progress(f"step {self.requests} of ≤{self.max_steps}: asking the model", self.requests,
                           self.max_steps)
-        value = raise_failure(await self.steps.step("oz0.loop.model", self._request_step, model, seq, messages,
-                                                    settings, params))
+        self.rows.flush()  # the turn before: its model request and tool calls, in one transaction
+        value = raise_failure(self._traced(await self.steps.step("oz0.loop.model", self._request_step, model, seq,
+                                                                 messages, settings, params)))
         return ModelMessagesTypeAdapter.validate_python([value["response"]])[0]  # type: ignore[return-value]
 
     async def _request_step(self, model: Model, seq: int, messages: list[ModelMessage],
@@ -196,10 +215,10 @@ class _Loop:
         except JobFailure as failure:
             return failure_of(self.redactor.failure(failure))
         calls = [p.tool_name for p in response.parts if p.part_kind == "tool-call"]
-        self._trace(seq, "model", str(self.spec.config.get("model")),
-                    {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
-                    (time.monotonic() - started) * 1000)
-        return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]}
+        row = self._row(seq, "model", str(self.spec.config.get("model")),
+                        {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
+                        (time.monotonic() - started) * 1000)
+        return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0], "trace": row}
 
     # tool calls --------------------------------------------------------------------------------
 
@@ -207,7 +226,7 @@ class _Loop:
         seq = self._next_seq()
         error = arguments_error(tool, arguments)
         if error is not None:  # never reaches the tool: the model gets the reason, as a step of its own
-            self._trace(seq, "tool", tool.name, {"arguments": clip(arguments), "error": error}, 0)
+            self.rows.add(self._row(seq, "tool", tool.name, {"arguments": clip(arguments), "error": error}, 0))
             raise ModelRetry(error)
         self.tool_calls += 1
         limit = self.spec.limits.max_children
@@ -220,7 +239,8 @@ class _Loop:
             return await self.person.ask(seq, arguments)
         if tool.destructive and not await self.person.confirm(seq, tool, arguments):
             return f"The person declined: {tool.name} was not run. Do not call it again unless they ask."
-        value = raise_failure(await self.steps.step("oz0.loop.tool", self._tool_step, seq, tool, arguments))
+        value = raise_failure(self._traced(await self.steps.step("oz0.loop.tool", self._tool_step, seq, tool,
+                                                                 arguments)))
         if "error" in value:
             raise ModelRetry(value["error"])
         return value["result"]
@@ -241,9 +261,9 @@ class _Loop:
                 violations = load_contract(dict(tool.output), source=f"tool {tool.name}").validate(result)
                 if violations:  # an answer that breaks its contract is an error, never data
                     outcome = {"error": violation_sentence(violations, subject=f"the result of {tool.name}")}
-        self._trace(seq, "tool", tool.name, {"arguments": clip(arguments), **{k: clip(v) for k, v in outcome.items()}},
-                    (time.monotonic() - started) * 1000)
-        return outcome
+        return {**outcome, "trace": self._row(seq, "tool", tool.name,
+                                              {"arguments": clip(arguments), **{k: clip(v) for k, v in outcome.items()}},
+                                              (time.monotonic() - started) * 1000)}
 
     async def _agent_call(self, seq: int, tool: LoopTool, arguments: dict[str, Any]) -> Any:
         text = arguments["input"] if tool.text_input else json.dumps(arguments, ensure_ascii=False)
