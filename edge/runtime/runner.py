@@ -46,6 +46,7 @@ from oz0.edge.runtime.event_stream import JobEvents, open_events
 from oz0.edge.runtime.events import JobEnded, JobEvent
 from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
+from oz0.edge.runtime.installed_cache import InstalledCache
 from oz0.edge.runtime.job_cards import JobCards
 from oz0.edge.runtime.job_search import JobQuery, search_jobs
 from oz0.edge.runtime.kinds import mcp_redacted
@@ -98,6 +99,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         self.backoff_s = backoff_s
         self.flow_engine = flow_engine  # runs flows (edge.flows.engine.FLOW_ENGINE); None: flows end Misconfigured
         self._plugins: dict[int, tuple[Any, Plugin]] = {}
+        self._installed = InstalledCache(self.store)  # read again only when the installed state changes
         self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
         self._inputs: OrderedDict[str, Checked] = OrderedDict()  # job id -> its input, checked at submit
         self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
@@ -173,7 +175,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
 
     def installed(self) -> list[InstalledVersion]:
         """The current version of every installed plugin, with its agents and contracts as stored."""
-        return self.store.current_versions()
+        return self._installed.current()
 
     def _load_installed(self, version: InstalledVersion) -> Plugin | None:
         key = (version.id, tuple((a.name, a.input_hash, a.output_hash) for a in version.agents))
