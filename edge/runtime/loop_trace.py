@@ -27,8 +27,8 @@ from oz0.edge.runtime.store import metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace", "trace_row",
-           "trace_lines"]
+__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace", "trace_lines",
+           "trace_row"]
 
 MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
 TRACE_KINDS = ("model", "tool", "person")
