@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import closing
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -209,6 +210,8 @@ class Engine(Leases):
         try:
             if self.runtime.flow_engine is not None:
                 self.runtime.flow_engine.workflow()  # registers the flow workflow before DBOS launches
+            if not self.postgres:
+                _write_ahead_log(self.system_url)
             DBOS(config=config)
             DBOS.launch()
             for spec in self.runtime.agents():
@@ -405,6 +408,22 @@ def _beside_journal(url: str, home: Any) -> str:
     journal = make_url(url).database
     folder = Path(journal).parent if journal and journal != ":memory:" else Path(home)
     return f"sqlite:///{folder / 'oz0-engine.db'}"
+
+
+def _write_ahead_log(url: str) -> None:
+    """The SQLite system database in write-ahead-log mode, as the journal is (edge.runtime.store): a
+    commit is one append and one sync instead of a rollback journal made, synced and deleted, and the
+    queues' polls read beside a step's write instead of waiting for it. Every job step and every poll
+    writes to this file. The mode is kept by the file, so every connection DBOS opens has it."""
+    import sqlite3
+
+    from sqlalchemy.engine import make_url
+
+    path = make_url(url).database
+    if not path or path == ":memory:":
+        return
+    with closing(sqlite3.connect(path, timeout=30)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
 
 
 def _queue_name(agent: str) -> str:
