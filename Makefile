@@ -37,9 +37,9 @@ postgres:
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; } ; } || \
 	  echo "make: the Postgres server is not installed and apt-get is unavailable; the replica tests will be skipped"
 
-# The tests' Node tools (tests/node/package.json, pinned by its package-lock.json): the reference MCP server
+# The tests' Node tools (tests/support/node/package.json, pinned by its package-lock.json): the reference MCP server
 # @modelcontextprotocol/server-everything and Redocly's OpenAPI linter. Skipped, and those tests with it, without npm.
-NODE_TOOLS := tests/node
+NODE_TOOLS := tests/support/node
 node:
 	@if command -v npm >/dev/null 2>&1; then \
 	  [ $(NODE_TOOLS)/node_modules/.package-lock.json -nt $(NODE_TOOLS)/package-lock.json ] || \

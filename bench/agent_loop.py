@@ -1,8 +1,8 @@
 """The tool loop's price: oz0's durable loop against the same loop run by the bare library.
 
 A 6-step loop (3 model requests, 3 tool calls: one, then two in parallel, then the answer) against the
-scripted OpenAI-compatible stand-in (tests/model_standins.py, 20 ms a model request), its tool the CI
-MCP server over stdio (tests/mcp_servers/ci_server.py):
+scripted OpenAI-compatible stand-in (tests/support/model_standins.py, 20 ms a model request), its tool the CI
+MCP server over stdio (tests/support/mcp_servers/ci_server.py):
 
 - oz0: a model agent with tools, each job run by the job engine `oz0 serve` launches (DBOS on SQLite,
   in this process): every model request and tool call a checkpointed step, journaled, contract-checked,
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "support")]
 
 from loop_kit import CI_SERVER, loop_plugin
 from model_standins import ModelStandin, Turn

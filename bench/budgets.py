@@ -3,7 +3,7 @@
 An http agent answering from a loopback server, run to its end one job at a time, in one process
 (journal alone, no engine): without any budget, then covered by two budgets (its own, per day, and an
 access.yaml budget of its channel), each call reserved in one transaction and settled in another. On
-SQLite, and on a real Postgres when its server binaries are installed (tests/postgres_server.py).
+SQLite, and on a real Postgres when its server binaries are installed (tests/support/postgres_server.py).
 Prints the per-job medians and the ratio against the run without budgets, measured in the same run.
 
     PYTHONPATH=... .venv/bin/python bench/budgets.py [--count 200]
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "support")]
 
 import yaml
 from loopback import Loopback

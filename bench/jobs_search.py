@@ -1,4 +1,4 @@
-"""Job search over a large journal on a real Postgres (tests/postgres_server.py).
+"""Job search over a large journal on a real Postgres (tests/support/postgres_server.py).
 
 Fills a fresh database with N jobs in one bulk INSERT ... SELECT generate_series (default 1,000,000:
 30 agents, 7 statuses, 2,000 askers, created over 180 days), ANALYZEs it, then runs each filter of
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "support")]
 
 from postgres_server import PostgresServer
 from sqlalchemy import text

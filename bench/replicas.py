@@ -1,7 +1,7 @@
 """Replicas: 200 concurrent signed `/ask` over two `oz0 serve` replicas sharing one Postgres, and what
 the durable job engine costs per job.
 
-1. Two real replicas (subprocesses) over a real Postgres started here (tests/postgres_server.py), the
+1. Two real replicas (subprocesses) over a real Postgres started here (tests/support/postgres_server.py), the
    loopback Slack stand-in as the Web API; 200 signed slash commands fired at once, alternating between
    the replicas. Prints the ack latency (target: p99 <= 100 ms) and checks every card was posted once;
    and, as the floor, the same burst against two bare aiohttp servers that answer at once.
@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "support")]
 
 import aiohttp
 from postgres_server import PostgresServer

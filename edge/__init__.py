@@ -1,6 +1,6 @@
 """The edge: contracts, validation, card choice and the agent runtime. It knows no platform.
 
-Its sub-packages are floors, each importing only the floors below it (tests/test_floors.py pins this,
+Its sub-packages are floors, each importing only the floors below it (tests/project/test_floors.py pins this,
 function-local imports included):
 
     flows/       a flow's steps run through the runtime (edge.flows.engine is the runtime's FlowEngine)

@@ -38,7 +38,7 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
 
 Errors are data: an edge error carries what went wrong and where, never an HTTP status; each adapter
 chooses its status from the error's own fields (the console's API maps `AnswerRefused.why`).
-tests/test_errors.py pins this tree.
+tests/edge/test_errors.py pins this tree.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ much as the rest of the command. Rich's drawing is simple when nothing has to wr
 printable ASCII (one column a character) and every line fits the width. Then a line is printed as it
 is and a table's columns are as wide as their widest cell. `draw` does exactly that, and answers
 None for anything else (wide or combining characters, tabs, a line or a table too wide), which the
-caller then draws with rich. tests/test_renderers_terminal.py compares both on the hostile corpus.
+caller then draws with rich. tests/renderers/test_renderers_terminal.py compares both on the hostile corpus.
 """
 
 from __future__ import annotations

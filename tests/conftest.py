@@ -1,16 +1,11 @@
-"""Shared test helpers: paths to the public fixtures beside the project, a clean OZ0_HOME, and a real
-Postgres (tests/postgres_server.py) started once per run for the tests that ask for it."""
+"""Shared test fixtures: a clean OZ0_HOME, and a real
+Postgres (tests/support/postgres_server.py) started once per run for the tests that ask for it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-FIXTURES = SHARED / "fixtures"
-SPEC = SHARED / "spec"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """How `oz0 run` shows a job's progress on stderr: a `rich.progress` bar on a terminal, plain lines
 (`… reading files (3/10)`) otherwise, so a log or a pipe gets every report and no control codes.
 
-rich is imported when the first report is drawn as a bar, never at start (tests/test_startup.py).
+rich is imported when the first report is drawn as a bar, never at start (tests/adapters/cli/test_startup.py).
 """
 
 from __future__ import annotations
