@@ -17,7 +17,7 @@ from oz0.edge.documents.summary import example_input, input_summary, schema_summ
 from oz0.edge.model.progress import Progress
 
 __all__ = ["NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card", "no_agents_card",
-           "shareable", "working_card"]
+           "shareable", "streaming_card", "working_card"]
 
 NO_AGENTS_TEXT = "No agent may be run by you in this channel. Ask the bot's administrator (access.yaml)."
 SHARE_ACTION = "oz0_share"
@@ -95,6 +95,13 @@ def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: flo
         return Card(form="text", text_format="plain", text=head)
     line = progress.summary()
     return Card(form="text", text_format="plain", text=f"{head}\n{line}" if line else head)
+
+
+def streaming_card(agent: str, text: str, progress: Progress | None = None) -> Card:
+    """A text answer while it is written: the text so far, and under it the job's latest step (a tool
+    the model calls) as a status line."""
+    line = progress.summary() if progress is not None else ""
+    return Card(form="text", text=text or "\u23f3", notes=(f"\u23f3 {line}" if line else f"\u23f3 {agent} is writing...",))
 
 
 def _elapsed(seconds: float) -> str:

@@ -8,14 +8,14 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import discord
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
-from oz0.adapters.chat.wire import AnswerClick, Ask, ShareClick, Syntax, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
@@ -32,6 +32,7 @@ MODAL = 9                        # interaction callback type: open a modal
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
 ASK_MESSAGE_COMMAND = "Ask an agent about this"
+STREAM_EDIT_S = 1.0              # a streamed answer's message is edited at most once a second
 
 REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
@@ -51,13 +52,14 @@ class ReplyTarget:
     created: float = 0.0          # when Discord created the interaction (its token's clock)
     interaction: Any = field(default=None, compare=False, repr=False)   # to answer it, while it is live
     message_id: str | None = None  # a message asked (a reply in a thread): the answer replies to it
+    streamed_id: str | None = None  # the message a streamed answer was posted in (then edited into the card)
 
     def to_ref(self) -> ReplyRef:
         """This target as the job journals it: version REF_VERSION of the Discord reply reference."""
         return ReplyRef.written("discord", REF_VERSION, {
             "application_id": self.application_id, "token": self.token, "channel": self.channel_id,
             "user": self.user_id, "guild": self.guild_id, "created": self.created,
-            "message": self.message_id})
+            "message": self.message_id, **({"streamed": self.streamed_id} if self.streamed_id else {})})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> ReplyTarget:
@@ -66,7 +68,7 @@ class ReplyTarget:
         return cls(application_id=str(data.get("application_id", "")), token=str(data.get("token", "")),
                    channel_id=str(data.get("channel", "")), user_id=str(data.get("user", "")),
                    guild_id=data.get("guild"), created=float(data.get("created") or 0.0),
-                   message_id=data.get("message"))
+                   message_id=data.get("message"), streamed_id=data.get("streamed"))
 
     def token_usable(self, *, now: float, lifetime_s: float) -> bool:
         return bool(self.token) and now < self.created + lifetime_s - min(TOKEN_MARGIN_S, lifetime_s / 10)
@@ -77,6 +79,7 @@ class DiscordWire:
 
     platform = "discord"
     name = "Discord"
+    stream_every_s = STREAM_EDIT_S
     syntax = Syntax(example=lambda agent, value: f"/ask agent:{agent} input:{value}",
                     help_notes=(f"Run one with /ask, or on a message: Apps > {ASK_MESSAGE_COMMAND}.",),
                     unknown_hint="/agents lists them with their inputs.", help_form="key_values")
@@ -142,8 +145,58 @@ class DiscordWire:
     def files_place(self, reply: ReplyTarget, *, private: bool, job_id: str) -> tuple[ReplyTarget, str | None]:
         return reply, None   # a file shows inside the card, where its File component points
 
+    # -- a streamed answer: a message posted with the first text, edited as more comes --
+
+    async def stream_start(self, reply: ReplyTarget, view: StreamView) -> ReplyTarget | None:
+        """A message asked (no interaction to answer): post the text so far as a reply to it. An
+        interaction's private response is edited instead (the flow redraws it: None here)."""
+        if reply.interaction is not None or self.private(reply):
+            return None
+        route = Route("POST", "/channels/{channel_id}/messages", channel_id=reply.channel_id)
+        payload = dict(view.draw().payload)
+        if reply.message_id:
+            payload["message_reference"] = {"message_id": reply.message_id, "fail_if_not_exists": False}
+        posted = await self._streamed_call(route, payload)
+        return replace(reply, streamed_id=str(posted["id"]))
+
+    async def stream_update(self, stream: ReplyTarget, view: StreamView) -> None:
+        await self._streamed_call(self._streamed_route(stream), dict(view.draw().payload))
+
+    def streaming(self, reply: ReplyTarget) -> bool:
+        return reply.streamed_id is not None
+
+    async def stream_cut(self, stream: ReplyTarget, note: str) -> None:
+        shown = await self._streamed_call(Route("GET", "/channels/{channel_id}/messages/{message_id}",
+                                                channel_id=stream.channel_id, message_id=stream.streamed_id), None)
+        content = str(shown.get("content") or "")
+        await self._streamed_call(self._streamed_route(stream), {"content": f"{content}\n\n*{note}*".strip()})
+
+    @staticmethod
+    def _streamed_route(stream: ReplyTarget) -> Route:
+        return Route("PATCH", "/channels/{channel_id}/messages/{message_id}", channel_id=stream.channel_id,
+                     message_id=stream.streamed_id)
+
+    async def _streamed_call(self, route: Route, payload: Mapping[str, Any] | None) -> Any:
+        """discord.py waits out a 429 itself (its Retry-After) and retries; one it gave up on is RateLimited."""
+        try:
+            return await self.client.http.request(route, json=payload) if payload is not None \
+                else await self.client.http.request(route)
+        except discord.RateLimited as exc:
+            raise RateLimited(exc.retry_after) from None
+        except discord.HTTPException as exc:
+            if exc.status == 429:
+                raise RateLimited(1.0) from None
+            raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
+
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
-        """Edit the asker's private response into the card; after the token's 15 minutes, post in the channel."""
+        """Edit the asker's private response into the card; after the token's 15 minutes, post in the channel.
+        A streamed answer's message is edited into the card."""
+        if self.streaming(reply):
+            try:
+                await self._send(self._streamed_route(reply), rendered.payload, rendered.uploads)
+            except discord.HTTPException as exc:
+                raise WireRefused(f"{exc.status}: {exc.text[:200]}") from None
+            return
         if self.private(reply):
             try:
                 await self._send(_original(reply), rendered.payload, rendered.uploads)

@@ -37,13 +37,14 @@ from oz0.adapters.chat.catalog import Catalog
 from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
-from oz0.edge.runtime.events import Answered, QuestionAsked
+from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
 from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
@@ -70,6 +71,7 @@ class AskFlow:
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
         self._progress: dict[str, WorkingProgress] = {}
+        self._answers: dict[str, AnswerStream] = {}   # text answers being written, by job
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
@@ -80,13 +82,20 @@ class AskFlow:
         (wherever the answer came from): the flow follows each job it runs (`follow`)."""
         self.questions.listen()
 
-    async def follow(self, job_id: str, progress: WorkingProgress) -> None:
-        """Read the job's events on this loop until it ends: its progress in the working message, its
+    async def follow(self, job_id: str, progress: WorkingProgress, answer: AnswerStream | None = None) -> None:
+        """Read the job's events on this loop until it ends: its progress in the working message (or,
+        once a text answer is being written, that text with its latest step: `streaming`), its
         questions drawn, an answer given elsewhere drawn in the question's place."""
         asked: dict[str, Any] = {}  # this job's questions, by step, as its stream showed them
         async for event in self.runtime.events(job_id):
             try:
-                if isinstance(event, Progress):
+                if isinstance(event, TextDelta) and answer is not None:
+                    if not answer.writing:
+                        await progress.close()   # the streamed text takes the working message over
+                    answer.text(event)
+                elif isinstance(event, Progress) and answer is not None and answer.writing:
+                    answer.step(event)
+                elif isinstance(event, Progress):
                     progress.report(event)
                 elif isinstance(event, QuestionAsked):
                     asked[event.question.step] = event.question
@@ -128,7 +137,7 @@ class AskFlow:
             self.log.error("job %s ended with no reply reference to answer it by", job.id)
             return
         await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id,
-                           shareable=job.status != "interrupted")
+                           shareable=job.status != "interrupted", interrupted=job.status == "interrupted")
 
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
@@ -305,11 +314,14 @@ class AskFlow:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
         progress = WorkingProgress(self, reply, agent)
         self._progress[job_id] = progress
-        follower = self.tasks.spawn(self.follow(job_id, progress), name=f"{self.wire.platform}-events-{job_id}")
+        answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
+        follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")
         try:
             await self._finish(job_id, progress, reply)
         finally:
             self._progress.pop(job_id, None)
+            self._answers.pop(job_id, None)
+            await answer.close()
             done, _ = await asyncio.wait({follower}, timeout=FOLLOW_END_S)
             if not done:
                 follower.cancel()
@@ -334,7 +346,8 @@ class AskFlow:
             stopped = await self._ended(job_id)
             if stopped is not None:
                 card = await self.jobs.call(self.runtime.card, stopped)
-                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False), STOP_DELIVER_S)
+                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False, interrupted=True),
+                                       STOP_DELIVER_S)
             raise
         except Exception as exc:
             self.log.exception("job %s could not run", job_id)
@@ -355,9 +368,17 @@ class AskFlow:
                 return job if job is not None and job.finished else None
             await asyncio.sleep(0.02)
 
-    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True) -> None:
+    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True,
+                      interrupted: bool = False) -> None:
         """Replace the working message with `card` (with "Share in channel" where only the asker sees
-        it); a card the platform refuses becomes a failure card in its place."""
+        it); a card the platform refuses becomes a failure card in its place. A streamed answer's
+        message is ended with the card, or, when its job was `interrupted`, with INTERRUPTED_NOTE."""
+        answer = self._answers.pop(job_id, None)
+        streamed = await answer.close(card.text if card.form == "text" else None) if answer is not None else None
+        reply = streamed if streamed is not None else reply
+        if interrupted and isinstance(self.wire, StreamingWire) and self.wire.streaming(reply):
+            await self.wire.stream_cut(reply, INTERRUPTED_NOTE)
+            return
         private = self.wire.private(reply)
         if shareable and private:
             card = _share(card, job_id)
@@ -420,7 +441,8 @@ class AskFlow:
         """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
         async def deliver(job: Job, card: Card) -> None:
             if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False)
+                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False,
+                                   interrupted=True)
 
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)

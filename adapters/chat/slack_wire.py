@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -13,13 +14,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import slack_modal
 from oz0.renderers.rendered import Rendered
+from oz0.renderers.safety import slack_escape
 
 __all__ = ["COMMAND", "ClickReply", "ReplyTarget", "SlackWire"]
 
@@ -30,6 +32,8 @@ GROUPS_TTL_S = 60.0       # how long a user group's members are cached
 PRIVATE_PROGRESS_USES = 2   # of a response_url's 5 uses (Slack's limit), what progress may spend
 MAX_PROGRESS_VIEWS = 10_000  # private views whose progress uses are remembered
 TITLE_MAX = 60              # an assistant thread's title, from its first ask
+STREAM_EVERY_S = 0.25       # one chat.*Stream call per streamed message at most this often
+MAX_STREAM_TEXT = 12_000    # Slack: markdown_text of one chat.*Stream call
 
 REF_VERSION = 1               # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
 
@@ -47,6 +51,7 @@ class ReplyTarget:
     in_thread: bool = False        # the ask was made in an existing thread (not a top-level message)
     ack: Callable[..., Any] | None = field(default=None, compare=False, repr=False)   # a command's ack
     upload_to: str | None = field(default=None, compare=False)   # the DM a private answer's files go to
+    streamed: bool = False         # `ts` is a message chat.startStream began (a streamed answer)
 
     @property
     def ephemeral(self) -> bool:
@@ -56,7 +61,8 @@ class ReplyTarget:
         """This target as the job journals it: version REF_VERSION of the Slack reply reference."""
         return ReplyRef.written("slack", REF_VERSION, {
             "channel": self.channel, "user": self.user, "team": self.team, "thread_ts": self.thread_ts,
-            "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None})
+            "response_url": self.response_url, "ts": self.ts, "in_thread": self.in_thread or None,
+            "streamed": self.streamed or None})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> ReplyTarget:
@@ -64,7 +70,7 @@ class ReplyTarget:
         data = ref.data_for("slack", (REF_VERSION,))
         return cls(channel=str(data["channel"]), user=str(data.get("user", "")), team=data.get("team"),
                    thread_ts=data.get("thread_ts"), response_url=data.get("response_url"), ts=data.get("ts"),
-                   in_thread=bool(data.get("in_thread")))
+                   in_thread=bool(data.get("in_thread")), streamed=bool(data.get("streamed")))
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class SlackWire:
 
     platform = "slack"
     name = "Slack"
+    stream_every_s = STREAM_EVERY_S
 
     def __init__(self, client: AsyncWebClient, policy: AccessPolicy, *, command: str = COMMAND) -> None:
         self.client = client
@@ -220,7 +227,60 @@ class SlackWire:
             return reply, "uploaded in this thread"
         return replace(reply, upload_to=reply.user), "sent to you as a direct message"
 
+    # -- a streamed answer (Slack's native streaming, in the thread of the ask) --
+
+    async def stream_start(self, reply: ReplyTarget, view: StreamView) -> ReplyTarget | None:
+        """chat.startStream in the ask's thread with the first text, for the asker; the working message
+        goes (the streamed message is the answer now). A private view does not stream (None)."""
+        if reply.ephemeral or not reply.thread_ts or not reply.team:
+            return None
+        resp = await self._stream_call(self.client.chat_startStream, channel=reply.channel, thread_ts=reply.thread_ts,
+                                       recipient_user_id=reply.user, recipient_team_id=reply.team,
+                                       markdown_text=view.piece[:MAX_STREAM_TEXT])
+        stream = replace(reply, ts=str(resp["ts"]), streamed=True)
+        if reply.ts:
+            try:
+                await self.client.chat_delete(channel=reply.channel, ts=reply.ts)
+            except SlackApiError as exc:
+                log.warning("could not remove the working message in %s: %s", reply.channel, exc.response.get("error"))
+        return stream
+
+    async def stream_update(self, stream: ReplyTarget, view: StreamView) -> None:
+        piece = view.piece
+        while piece:   # a piece past Slack's limit goes in several calls (the caller paces them)
+            await self._stream_call(self.client.chat_appendStream, channel=stream.channel, ts=stream.ts,
+                                    markdown_text=piece[:MAX_STREAM_TEXT])
+            piece = piece[MAX_STREAM_TEXT:]
+
+    def streaming(self, reply: ReplyTarget) -> bool:
+        return reply.streamed and reply.ts is not None
+
+    async def stream_cut(self, stream: ReplyTarget, note: str) -> None:
+        await self._stop(stream, markdown_text=f"\n\n_{note}_")
+
+    async def _stop(self, stream: ReplyTarget, **fields: Any) -> None:
+        """chat.stopStream; a stream Slack already ended (it expires when appends stop) is no error."""
+        try:
+            await self._stream_call(self.client.chat_stopStream, channel=stream.channel, ts=stream.ts, **fields)
+        except WireRefused as exc:
+            if str(exc) != "message_not_in_streaming_state":
+                raise
+            if fields.get("markdown_text"):
+                await self.client.chat_postMessage(channel=stream.channel, thread_ts=stream.thread_ts,
+                                                   text=slack_escape(fields["markdown_text"].strip().strip("_")))
+
+    async def _stream_call(self, method: Callable[..., Any], **args: Any) -> Any:
+        try:
+            return await method(**args)
+        except SlackApiError as exc:
+            if exc.response.status_code == 429:
+                raise RateLimited(_retry_after(exc.response.headers)) from None
+            raise WireRefused(str(exc.response.get("error"))) from None
+
     async def deliver(self, reply: ReplyTarget, rendered: Rendered) -> None:
+        if self.streaming(reply):   # the streamed message ends, and becomes the card
+            await self._stop(reply)
+            await asyncio.sleep(STREAM_EVERY_S)
         if reply.response_url:
             self._progress_uses.pop(reply.response_url, None)
         if reply.ephemeral:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from oz0.edge import ChatRuntime
 from oz0.edge.model.reply_ref import ReplyRef
@@ -18,8 +18,8 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
-           "WireRefused"]
+__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "StreamView",
+           "StreamingWire", "Syntax", "WireRefused"]
 
 
 class Reply(Protocol):
@@ -213,3 +213,39 @@ class ChatWire(Protocol):
         """The answer was recorded: finish the interaction (close the modal)."""
         ...
 
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """A text answer as far as it may be shown (adapters.chat.streaming): `piece`, the safe text to
+    append since the last view (for a platform that appends), and `draw()`, the whole message so far
+    drawn as a card (for one that redraws)."""
+
+    piece: str
+    draw: Callable[[], Rendered]
+
+
+@runtime_checkable
+class StreamingWire(Protocol):
+    """What a wire may add to `ChatWire` to stream a text answer into a message of its own (Slack's
+    native streaming, a Discord message posted then edited). A wire without it still streams: the
+    flow redraws the working message through `ChatWire.progress`."""
+
+    stream_every_s: float   # the least time between two calls on one streamed message
+
+    async def stream_start(self, reply: Any, view: StreamView) -> Any | None:
+        """Start the streamed message where `reply` answers; its reply target (journaled in place of
+        `reply`, `streaming` True), or None where this reply does not stream (then the flow redraws)."""
+        ...
+
+    async def stream_update(self, stream: Any, view: StreamView) -> None:
+        """Show `view` in the streamed message; RateLimited when the platform says to wait."""
+        ...
+
+    def streaming(self, reply: Any) -> bool:
+        """Whether `reply` is a streamed message (then `deliver` ends it with the card)."""
+        ...
+
+    async def stream_cut(self, stream: Any, note: str) -> None:
+        """End a streamed message whose job was cut short, what it showed kept, `note` after it."""
+        ...

@@ -17,9 +17,22 @@ from oz0.edge.runtime.metrics import count_channel_error
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["PROGRESS_EVERY_S", "WorkingProgress"]
+__all__ = ["PROGRESS_EVERY_S", "WorkingProgress", "due"]
 
 PROGRESS_EVERY_S = 2.0       # the working message is updated with the latest progress at most this often
+
+
+async def due(at: float, stopping: asyncio.Event) -> bool:
+    """Whether the monotonic time `at` has come; if not, wait for it (or for `stopping`) first and say
+    False, so a pump looks at its state again before it sends."""
+    wait = at - time.monotonic()
+    if wait <= 0:
+        return True
+    try:
+        await asyncio.wait_for(stopping.wait(), wait)
+    except TimeoutError:
+        pass
+    return False
 
 
 class WorkingProgress:
@@ -61,12 +74,7 @@ class WorkingProgress:
 
     async def _pump(self) -> None:
         while not self.closed and self.latest is not None:
-            wait = self.next_at - time.monotonic()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(self.stopping.wait(), wait)
-                except TimeoutError:
-                    pass
+            if not await due(self.next_at, self.stopping):
                 continue
             progress, self.latest = self.latest, None
             await self._send(progress)

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from oz0.adapters.console.forms import Field, FormError, fields_for, form_input
 from oz0.edge.contracts.schema import load_contract
 from oz0.edge.model.job import Job
-from oz0.edge.runtime.events import QuestionAsked
+from oz0.edge.runtime.events import QuestionAsked, TextDelta
 from oz0.edge.runtime.questions import AnswerRefused, Question
 from oz0.edge.runtime.runner import Runtime
 
@@ -50,11 +50,12 @@ def on_a_terminal() -> bool:
 
 
 def drive(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, Job]], job_id: str, *, by: str,
-          interactive: bool, pause: Callable[[bool], None] = lambda paused: None) -> Job | Parked:
+          interactive: bool, pause: Callable[[bool], None] = lambda paused: None,
+          on_text: Callable[[TextDelta], None] | None = None) -> Job | Parked:
     """Run `work` (the job's execution) until the job ends, its questions asked on this terminal; off
     a terminal, until the job asks, then park it. The job runs on a loop of its own, in a daemon
     thread, so parking leaves its wait as it stands (an open question, never one cancelled). `pause`
-    holds the progress bar while a question is asked."""
+    holds the progress bar while a question is asked; `on_text` is given a model's text as it is written."""
     settled = threading.Event()
     outcome: dict[str, Any] = {}
 
@@ -77,6 +78,8 @@ def drive(runtime: Runtime, work: Callable[[], Coroutine[Any, Any, Job]], job_id
         async for event in runtime.events(job_id):
             if isinstance(event, QuestionAsked):
                 await listener(event.question)
+            elif isinstance(event, TextDelta) and on_text is not None:
+                on_text(event)
 
     async def run() -> Job:
         follower = asyncio.create_task(follow())

@@ -11,8 +11,9 @@ import threading
 from typing import IO, Any
 
 from oz0.edge.model.progress import Progress
+from oz0.edge.runtime.events import TextDelta
 
-__all__ = ["TerminalProgress"]
+__all__ = ["TerminalProgress", "TerminalText"]
 
 
 class TerminalProgress:
@@ -64,3 +65,46 @@ class TerminalProgress:
             self._closed = True
             if self._rich is not None:
                 self._rich.stop()
+
+
+class TerminalText:
+    """A model's text answer printed on stderr as it is written, when stderr is a terminal (the card
+    follows on stdout, whole). Each piece is cleaned as the terminal renderer cleans text (no control
+    sequence), and printed only up to the last token that has ended (`renderers.stream_text`); a
+    model request that starts its text over starts a new paragraph."""
+
+    def __init__(self, stream: IO[str] | None = None, *, live: bool | None = None,
+                 pause: Any = lambda paused: None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.pause = pause
+        self.raw = ""
+        self.printed = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, delta: TextDelta) -> None:
+        from oz0.renderers.safety import clean
+        from oz0.renderers.stream_text import showable
+
+        with self._lock:
+            if not self.raw and not self.printed:
+                self.pause(True)   # the bar would draw over the text
+            if delta.offset < self.printed:
+                self.stream.write("\n\n")
+                self.printed = 0
+                self.raw = ""
+            self.raw = self.raw[:delta.offset] + delta.text
+            cut = showable(self.raw)
+            if cut > self.printed:
+                self.stream.write(clean(self.raw[self.printed:cut]))
+                self.stream.flush()
+                self.printed = cut
+
+    def close(self) -> None:
+        from oz0.renderers.safety import clean
+
+        with self._lock:
+            if self.raw:
+                self.stream.write(clean(self.raw[self.printed:]) + "\n")
+                self.stream.flush()
+                self.printed, self.raw = 0, ""

@@ -81,14 +81,16 @@ def _driven(runtime: Runtime, job_id: str, work: Any) -> Any:
     """The job run here with its person steps met on this terminal (adapters.cli.asking): the ended
     Job, or a Parked one off a terminal."""
     from oz0.adapters.cli.asking import drive, on_a_terminal
-    from oz0.adapters.cli.progress_out import TerminalProgress
+    from oz0.adapters.cli.progress_out import TerminalProgress, TerminalText
     from oz0.edge.runtime.access import local_user
 
     progress = TerminalProgress()
+    text = TerminalText(pause=progress.pause)
     try:
         return drive(runtime, lambda: work(progress), job_id, by=local_user(), interactive=on_a_terminal(),
-                     pause=progress.pause)
+                     pause=progress.pause, on_text=text if text.live else None)
     finally:
+        text.close()
         progress.close()
 
 

@@ -40,6 +40,7 @@ from oz0.adapters.console.security import (
     SecurityHeaders,
     cookie_options,
 )
+from oz0.adapters.console.streamed import StreamedTexts
 from oz0.adapters.console.views import agent_view, budget_rows, channel_payloads, drawn_card, example_values, job_view
 from oz0.edge import ConsoleRuntime
 from oz0.edge.runtime.feedback import FEEDBACK_VALUES, feedback_counts
@@ -180,6 +181,7 @@ class _Pages:
                                autoescape=select_autoescape(default=True, default_for_string=True))
         self.env.globals["static"] = lambda name: f"/static/{quote(name)}"
         self.starter = answers.JobStarter(runtime)
+        self.texts = StreamedTexts(runtime)   # running jobs' text answers as they are written
 
     # rendering --------------------------------------------------------------------------------
     def page(self, request: Request, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -327,8 +329,9 @@ class _Pages:
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         cid = self.runtime.conversations.of_job(job.id)
         conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
+        streamed = self.texts.shown(job.id) if job.status == "running" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
-                         conversation=conversation,
+                         conversation=conversation, streamed_text=streamed,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          files=files,
                          question=question, answer_fields=answers.answer_fields(question) if question else (),

@@ -19,6 +19,7 @@ from oz0.edge.runtime.questions import Question
 if TYPE_CHECKING:
     from oz0.edge.runtime.budgets import Budgets
     from oz0.edge.runtime.delegation import Delegation
+    from oz0.edge.runtime.events import TextDelta
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.questions import Answer
 
@@ -42,6 +43,8 @@ class RunContext:
     started: float = field(default_factory=time.monotonic, repr=False)  # the attempt's start (its time limit)
     # the conversation's earlier turns ({role, content}, oldest first): edge.runtime.conversations
     history: tuple[Mapping[str, str], ...] = ()
+    # where a model's text goes while it is written (the job's event stream): edge.runtime.text_out
+    on_text: Callable[[TextDelta], None] | None = field(default=None, repr=False)
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Report what the job does now (a command's stderr line, a model's step, `done` of `total`

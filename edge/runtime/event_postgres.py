@@ -92,7 +92,9 @@ class PostgresEvents(LocalEvents):
         if isinstance(event, TextDelta):
             pieces, start, size = [], 0, max(1, len(event.text) // 2)
             while start < len(event.text):
-                pieces.extend(self._payloads(job_id, TextDelta(event.text[start:start + size], event.offset + start)))
+                last = start + size >= len(event.text)
+                pieces.extend(self._payloads(job_id, TextDelta(event.text[start:start + size], event.offset + start,
+                                                               event.final and last)))
                 start += size
             return pieces
         data = encode(event)

@@ -41,10 +41,12 @@ class Answered:
 @dataclass(frozen=True)
 class TextDelta:
     """A piece of a text answer while it is written (a model's stream): `offset` is where `text`
-    starts in the whole answer, so a reader that missed a piece knows it did."""
+    starts in the whole answer, so a reader that missed a piece knows it did; `final` says the model's
+    request ended there (what came is whole: nothing is held back for the next piece)."""
 
     text: str
     offset: int = 0
+    final: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def encode(event: JobEvent) -> dict[str, Any]:
     if isinstance(event, Answered):
         return {"type": "answered", "step": event.step, "via": event.via, **event.answer.to_dict()}
     if isinstance(event, TextDelta):
-        return {"type": "text", "text": event.text, "offset": event.offset}
+        return {"type": "text", "text": event.text, "offset": event.offset, **({"final": True} if event.final else {})}
     if isinstance(event, JobEnded):
         return {"type": "ended", "status": event.status, "failure_kind": event.failure_kind}
     if isinstance(event, Lagged):
@@ -101,7 +103,7 @@ def decode(data: Mapping[str, Any]) -> JobEvent:
                                                       by=str(data.get("by") or ""), at=float(data.get("at") or 0.0)),
                             data.get("via"))
         if kind == "text":
-            return TextDelta(str(data["text"]), int(data.get("offset") or 0))
+            return TextDelta(str(data["text"]), int(data.get("offset") or 0), bool(data.get("final")))
         if kind == "ended":
             return JobEnded(str(data["status"]), data.get("failure_kind"))
         if kind == "lagged":

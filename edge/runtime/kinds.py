@@ -29,8 +29,10 @@ from oz0.edge.model.job import JobFailure
 from oz0.edge.model.secrets import ENV_REF, env_secrets
 from oz0.edge.runtime.budgets import budget_call, call_need, model_need
 from oz0.edge.runtime.context import RunContext
+from oz0.edge.runtime.model_stream import is_event_stream, read_chat_stream, usage_pair
 from oz0.edge.runtime.python_kind import run_python
 from oz0.edge.runtime.redact import Redactor
+from oz0.edge.runtime.text_out import TextOut
 
 __all__ = [
     "AGENT_KINDS",
@@ -304,14 +306,26 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
     if spec.output is not None:
         request["response_format"] = {"type": "json_schema", "json_schema": {
             "name": _schema_name(spec.name), "schema": spec.output.schema, "strict": False}}
+    # a text answer streams (edge.runtime.model_stream); the budget's estimate is of the request alone
+    streaming = {"stream": True, "stream_options": {"include_usage": True}} \
+        if spec.output is None and ctx.on_text is not None else {}
     what = f"the model endpoint {base_url}"
     reason = ""
     async with httpx.AsyncClient(timeout=spec.limits.timeout_s) as client:
         for attempt in range(1, MAX_MODEL_TRIES + 1):  # every try is a call, reserved against the budgets
             payload = orjson.dumps(request)
-            async with budget_call(ctx, model_need(spec, len(payload))) as meter:
+            size = len(payload)
+            if streaming:
+                payload = orjson.dumps({**request, **streaming})
+            async with budget_call(ctx, model_need(spec, size)) as meter:
                 try:
                     async with client.stream("POST", url, content=payload, headers=headers) as response:
+                        if response.status_code < 400 and is_event_stream(response):
+                            streamed = await read_chat_stream(response, spec.limits.max_output_bytes, what,
+                                                              TextOut(ctx.on_text, redactor))
+                            if streamed.usage is not None:
+                                meter.used(prompt_tokens=streamed.usage[0], completion_tokens=streamed.usage[1])
+                            return streamed.text
                         body = await _read_capped(response, spec.limits.max_output_bytes, what)
                 except httpx.HTTPError as exc:
                     raise JobFailure("Unavailable", f"cannot reach {what}: {type(exc).__name__}: {exc}") from None
@@ -345,14 +359,10 @@ async def _ask_model(spec: AgentSpec, value: Any, ctx: RunContext, headers: dict
 def _usage(body: bytes) -> tuple[int, int] | None:
     """The provider's reported `usage` (prompt_tokens, completion_tokens) of a chat completion, if any."""
     try:
-        usage = loads_exact(body).get("usage")
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    except (orjson.JSONDecodeError, AttributeError):
+        data = loads_exact(body)
+    except orjson.JSONDecodeError:
         return None
-    if isinstance(prompt, int) and isinstance(completion, int) and not isinstance(prompt, bool) \
-            and not isinstance(completion, bool) and prompt >= 0 and completion >= 0:
-        return prompt, completion
-    return None
+    return usage_pair(data.get("usage")) if isinstance(data, dict) else None
 
 
 def _answer_text(body: bytes, what: str, redactor: Redactor) -> str:

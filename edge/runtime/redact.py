@@ -62,6 +62,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._needles)
 
+    @property
+    def hold(self) -> int:
+        """How many trailing characters of a redacted text still growing may change when more comes
+        (a run of a secret cut at its end): a stream holds them back (edge.runtime.text_out)."""
+        return MIN_RUN + len(REDACTED) if self._needles else 0
+
     def text(self, text: str) -> str:
         """The text with every run of a secret replaced by one `[redacted]`."""
         if not self._needles or not text:

@@ -14,6 +14,7 @@ end the job with a typed failure kind and a reason a person can act on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -346,7 +347,8 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
                     output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
                                                                          on_progress, self.questions, delegate,
                                                                          budgets=self.budgets,
-                                                                         history=history))
+                                                                         history=history,
+                                                                         on_text=functools.partial(self.stream.publish, job_id)))
                     break
                 except JobFailure as failure:
                     kind = self._failure_kind(spec, failure.kind)

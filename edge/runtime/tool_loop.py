@@ -28,7 +28,15 @@ from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, NativeOutput, StructuredDict
 from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
@@ -52,6 +60,7 @@ from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, l
 from oz0.edge.runtime.loop_trace import TraceRows, add_trace, clip, trace_row
 from oz0.edge.runtime.person_loop import LoopPerson
 from oz0.edge.runtime.redact import Redactor
+from oz0.edge.runtime.text_out import TextOut
 
 __all__ = ["run_tool_loop"]
 
@@ -92,6 +101,7 @@ class _Loop:
         self.seq = 0
         self.last_reason = ""
         self.rows = TraceRows(self.runtime.store)
+        self.text = TextOut(ctx.on_text, redactor)
 
     @property
     def max_steps(self) -> int:
@@ -201,7 +211,7 @@ class _Loop:
             async with budget_call(self.ctx, model_need(self.spec, size)) as meter:
                 try:
                     async with asyncio.timeout(self.spec.limits.timeout_s):
-                        response = await model.request(messages, settings, params)
+                        response = await self._model_answer(model, messages, settings, params)
                 except TimeoutError:
                     raise JobFailure("Timeout", f"the model did not answer within {self.spec.limits.timeout_s:g} s "
                                                 "(limits.timeout_s)") from None
@@ -219,6 +229,23 @@ class _Loop:
                         {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
                         (time.monotonic() - started) * 1000)
         return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0], "trace": row}
+
+    async def _model_answer(self, model: Model, messages: list[ModelMessage], settings: ModelSettings | None,
+                            params: ModelRequestParameters) -> ModelResponse:
+        """The model's response; a text answer streamed as it is written (best effort: the step
+        records the whole response, a replay streams nothing)."""
+        if self.spec.output is not None or self.ctx.on_text is None:
+            return await model.request(messages, settings, params)
+        self.text.begin()
+        async with model.request_stream(messages, settings, params) as stream:
+            async for event in stream:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    self.text.add(event.part.content)
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    self.text.add(event.delta.content_delta)
+            response = stream.get()
+        self.text.end()
+        return response
 
     # tool calls --------------------------------------------------------------------------------
 

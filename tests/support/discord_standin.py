@@ -164,6 +164,11 @@ class DiscordStandIn:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         forced = self.fail_next.pop((request.method, path.split("/")[1]), None)
         if forced is not None:
+            if forced[0] == 429:   # as Discord answers one (discord.py reads a 429 without `Via` as Cloudflare's ban)
+                wait = str(forced[1].get("retry_after", 1))
+                return web.Response(body=json.dumps(forced[1]).encode(), status=429, content_type="application/json",
+                                    headers={"Via": "1.1 google", "Retry-After": wait, "X-RateLimit-Scope": "user",
+                                             "X-RateLimit-Global": str(bool(forced[1].get("global"))).lower()})
             return _json(forced[1], status=forced[0])
         return self._answer(request.method, path, body, rec)
 
@@ -197,6 +202,14 @@ class DiscordStandIn:
             return _json(self.message_from(body, channel_id="0"))
         if method == "POST" and parts[0] == "channels" and parts[-1] == "messages":
             return _json(self.message_from(body, channel_id=parts[1]))
+        if method in ("PATCH", "GET") and parts[0] == "channels" and len(parts) == 4 and parts[2] == "messages":
+            msg = self.messages.get(parts[3])
+            if msg is None or msg["channel_id"] != parts[1]:
+                return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            if method == "PATCH":   # an edit: the fields it names replace the message's
+                msg.update({k: v for k, v in (body or {}).items() if k in ("content", "embeds", "components", "flags")},
+                           edited_timestamp="2024-01-01T00:00:01+00:00")
+            return _json(msg)
         if method == "GET" and parts[0] == "guilds" and len(parts) == 4 and parts[2] == "members":
             person = self.people.get(parts[3])
             if person is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -35,6 +35,15 @@ class Loopback:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 outer.requests.append({"path": self.path, "json": data, "headers": headers})
                 status, reply = answer(data, headers, self.path)
+                if isinstance(reply, Iterator):   # server-sent events, written as they come (HTTP/1.0: to the close)
+                    self.send_response(status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    for event in reply:
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                    return
                 raw = reply.encode() if isinstance(reply, str) else json.dumps(reply).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain" if isinstance(reply, str) else "application/json")

@@ -43,6 +43,7 @@ BOT_TOKEN = "xoxb-test-token"
 APP_TOKEN = "xapp-test-token"
 SIGNING_SECRET = "test-signing-secret"
 MAX_BLOCKS = 50
+MAX_MARKDOWN = 12_000   # markdown_text of one chat.*Stream call
 
 
 @dataclass
@@ -73,6 +74,11 @@ class SlackStandIn:
         self.socket_envelopes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.socket_acks: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.changed = asyncio.Condition()
+        # chat.startStream's messages: ts -> {"channel", "thread_ts", "text", "streaming", "blocks"}
+        self.streams: dict[str, dict[str, Any]] = {}
+        self.stream_min_gap_s: float | None = None   # calls on one stream closer than this: 429 (a test's limit)
+        self._stream_last: dict[str, float] = {}
+        self.deleted: list[tuple[str, str]] = []
         self._ts = itertools.count(1)
         self._files = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -230,6 +236,78 @@ class SlackStandIn:
         if problem:
             return _error(problem)
         return _ok(channel=args["channel"], ts=args["ts"], text=args.get("text", ""))
+
+    async def _m_chat_delete(self, args: dict[str, Any]) -> web.Response:
+        if not args.get("channel"):
+            return _error("channel_not_found")
+        if not args.get("ts") or (args["channel"], args["ts"]) in self.deleted:
+            return _error("message_not_found")
+        self.deleted.append((args["channel"], args["ts"]))
+        return _ok(channel=args["channel"], ts=args["ts"])
+
+    # chat.startStream / appendStream / stopStream, as docs.slack.dev describes them: markdown_text of at
+    # most 12,000 characters a call, a stream in a channel names its recipient, calls on a stopped stream
+    # are refused (message_not_in_streaming_state), and stopStream may end it with blocks.
+
+    def _stream_problem(self, args: dict[str, Any], *, start: bool = False) -> str | None:
+        if not args.get("channel"):
+            return "channel_not_found"
+        if len(str(args.get("markdown_text") or "")) > MAX_MARKDOWN:
+            return "msg_too_long"
+        if "blocks" in args:
+            problem = _blocks_problem(args["blocks"])
+            if problem:
+                return problem
+        if start:
+            if not args.get("thread_ts"):
+                return "invalid_arguments"
+            if args["channel"][:1] in "CG" and not (args.get("recipient_user_id") and args.get("recipient_team_id")):
+                return "invalid_arguments"   # streaming into a channel names who receives it
+            return None
+        stream = self.streams.get(str(args.get("ts")))
+        if stream is None or stream["channel"] != args["channel"]:
+            return "message_not_found"
+        if not stream["streaming"]:
+            return "message_not_in_streaming_state"
+        return None
+
+    def _stream_too_fast(self, ts: str) -> bool:
+        now = time.monotonic()
+        last = self._stream_last.get(ts)
+        self._stream_last[ts] = now
+        return self.stream_min_gap_s is not None and last is not None and now - last < self.stream_min_gap_s
+
+    async def _m_chat_startStream(self, args: dict[str, Any]) -> web.Response:
+        problem = self._stream_problem(args, start=True)
+        if problem:
+            return _error(problem)
+        ts = self._next_ts()
+        self.streams[ts] = {"channel": args["channel"], "thread_ts": args["thread_ts"],
+                            "text": str(args.get("markdown_text") or ""), "streaming": True, "blocks": None}
+        self._stream_last[ts] = time.monotonic()
+        return _ok(channel=args["channel"], ts=ts)
+
+    async def _m_chat_appendStream(self, args: dict[str, Any]) -> web.Response:
+        if not args.get("markdown_text") and not args.get("chunks"):
+            return _error("invalid_arguments")
+        problem = self._stream_problem(args)
+        if problem:
+            return _error(problem)
+        if self._stream_too_fast(args["ts"]):
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        self.streams[args["ts"]]["text"] += str(args.get("markdown_text") or "")
+        return _ok(channel=args["channel"], ts=args["ts"])
+
+    async def _m_chat_stopStream(self, args: dict[str, Any]) -> web.Response:
+        problem = self._stream_problem(args)
+        if problem:
+            return _error(problem)
+        if self._stream_too_fast(args["ts"]):
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        stream = self.streams[args["ts"]]
+        stream["text"] += str(args.get("markdown_text") or "")
+        stream["streaming"], stream["blocks"] = False, args.get("blocks")
+        return _ok(channel=args["channel"], ts=args["ts"], message={"ts": args["ts"], "text": stream["text"]})
 
     async def _m_chat_postEphemeral(self, args: dict[str, Any]) -> web.Response:
         if not args.get("user"):
