@@ -13,7 +13,8 @@ function-local imports included):
     results/     reading results: MCP CallToolResult, the QZX envelope, JSON-RPC, content blocks
     model/       Job, JobFailure, failure kinds, AgentSpec, FlowSpec, budgets, progress (reads contracts/ types)
     contracts/   schemas: load, validate, view, pointer, JSON data, schema diff
-    errors.py, lazy.py   the ground: the exception tree's base (Oz0Error) and this face's lazy loading
+    errors.py, lazy.py, tracing.py   the ground: the exception tree's base (Oz0Error), this face's lazy
+                 loading, and OpenTelemetry spans (the SDK loaded only when an endpoint is set)
 
 A function-local import only defers a costly third-party import (DBOS, an SDK), with a comment saying so.
 

@@ -30,8 +30,11 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     ├── runtime/
     │   ├── AccessError            access.yaml written wrong (edge.runtime.access)
     │   ├── AnswerRefused          a person step's answer not taken, and why (edge.runtime.questions)
-    │   ├── EngineError            the durable engine cannot start (edge.runtime.leases)
+    │   ├── CancelRefused          a stop not made: no such job, not the asker's, or ended (edge.runtime.cancel)
+    │   ├── EngineError            the durable engine cannot start (edge.runtime.engine_settings)
+    │   ├── PluginStateError       an uninstall or rollback the installed state refuses (edge.runtime.plugin_admin)
     │   ├── RetentionError         retention settings written wrong (edge.runtime.retention)
+    │   ├── ScheduleError          a schedule that cannot be run or steered (edge.runtime.schedules)
     │   └── SearchError            a job search's filter or cursor (edge.runtime.job_search)
     └── flows/
         └── ScaffoldError          a flow scaffold refused (edge.flows.scaffold)

@@ -25,7 +25,7 @@ from oz0.edge.cards.model import Card, cell_text
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
-from oz0.renderers.safety import clean, clip, html_escape, one_line
+from oz0.renderers.safety import clean, clip, html_escape, html_hyphens_kept, one_line
 
 __all__ = ["MAX_ROWS", "MAX_TEXT", "render"]
 
@@ -38,7 +38,7 @@ _e = html_escape
 
 
 def _cell(value: Any) -> str:
-    return _e(clip(one_line(cell_text(value)), CELL_MAX))
+    return html_hyphens_kept(_e(clip(one_line(cell_text(value)), CELL_MAX)))
 
 
 # Markdown tree to HTML ----------------------------------------------------------------------------
@@ -79,8 +79,9 @@ def _list(block: md.ListBlock) -> str:
 
 
 def _md_table(block: md.Table) -> str:
-    head = "".join(f'<th scope="col">{_spans(c)}</th>' for c in block.header)
-    rows = "".join("<tr>" + "".join(f"<td>{_spans(c)}</td>" for c in r) + "</tr>" for r in block.rows)
+    head = "".join(f'<th scope="col">{html_hyphens_kept(_spans(c))}</th>' for c in block.header)
+    rows = "".join("<tr>" + "".join(f"<td>{html_hyphens_kept(_spans(c))}</td>" for c in r) + "</tr>"
+                   for r in block.rows)
     return f'<table class="oz0-md-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
@@ -100,7 +101,7 @@ _BLOCK_RULES: dict[type, Callable[[Any], str]] = {
 # Forms --------------------------------------------------------------------------------------------
 
 def _body_table(card: Card, cut: list[str]) -> str:
-    head = "".join(f'<th scope="col">{_e(one_line(c))}</th>' for c in card.columns)
+    head = "".join(f'<th scope="col">{html_hyphens_kept(_e(one_line(c)))}</th>' for c in card.columns)
     rows = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
                    for row in card.rows[:MAX_ROWS])
     if len(card.rows) > MAX_ROWS:

@@ -35,6 +35,7 @@ __all__ = [
     "fence_safe",
     "fence_safe_each",
     "html_escape",
+    "html_hyphens_kept",
     "idn_host",
     "one_line",
     "one_line_each",
@@ -316,3 +317,23 @@ def fence_safe(text: str) -> str:
 def html_escape(text: str) -> str:
     """Cleaned text escaped for HTML element content and quoted attribute values."""
     return _html_escape(clean(text), quote=True)
+
+
+NOBR_MAX = 64  # a hyphenated word longer than this (no date, id or version is) may still wrap
+_HYPHENATED = re.compile(r"\w+(?:-\w+)+")
+_TAGS = re.compile(r"(<[^>]*>)")
+
+
+def html_hyphens_kept(html: str) -> str:
+    """Escaped HTML (text and tags) with each hyphenated word of up to NOBR_MAX characters (a date, an id,
+    a version) in `<span class="oz0-nobr">`, which the console keeps on one line: a browser breaks a line
+    after a hyphen (`2026-11-` / `30`), and a table cell is where that happens. The text is unchanged, so
+    a copy of it is too (a non-breaking hyphen would not be)."""
+
+    def words(text: str) -> str:
+        return _HYPHENATED.sub(lambda m: f'<span class="oz0-nobr">{m[0]}</span>' if len(m[0]) <= NOBR_MAX
+                               else m[0], text)
+
+    if "-" not in html:
+        return html
+    return "".join(part if part.startswith("<") else words(part) for part in _TAGS.split(html))

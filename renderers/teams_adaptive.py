@@ -14,7 +14,8 @@ parsed as markdown or HTML outside the card). The card is valid against the offi
 - diffs as monospace TextRuns, `+` lines Good and `-` lines Attention;
 - markdown through the shared tree (`renderers.markdown_blocks`) as RichTextBlocks;
 - the card's actions as `Action.Execute` (verb = the action's id, data = `{id, value}`), read back
-  by the wire from the invoke's `action.data`.
+  by the wire from the invoke's `action.data`; a card asking for feedback (`Card.feedback`) gains
+  👍 / 👎 the same way (`FEEDBACK_ACTION`, values `good:...` / `bad:...`).
 
 This module owns the Teams limits: the whole activity at most `MAX_BYTES` (Teams refuses a message
 over 28 KB), `MAX_ACTIONS` actions. Rows, fields, lines and blocks are added while they fit in the
@@ -31,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from oz0.edge.cards.model import Action, Card, cell_text, cell_texts
+from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text, cell_texts
 from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, size_text, uploads_for, within_limits
 from oz0.renderers.rendered import Rendered
@@ -261,6 +262,14 @@ def _actions(actions: tuple[Action, ...]) -> list[dict[str, Any]]:
              "isEnabled": not a.disabled} for a in actions]
 
 
+def _feedback(card: Card) -> tuple[Action, ...]:
+    """👍 / 👎 under a card that asks for feedback, as buttons like its others (value "good:..." / "bad:...")."""
+    if not card.feedback:
+        return ()
+    return (Action(FEEDBACK_ACTION, "👍", value=f"good:{card.feedback}"),
+            Action(FEEDBACK_ACTION, "👎", value=f"bad:{card.feedback}"))
+
+
 def _fallback(card: Card) -> str:
     title = one_line(card.title or "") or (card.status.message if card.status else "") or "oz0 result"
     return clip(one_line(clean(title)), 200) or "oz0 result"
@@ -283,7 +292,7 @@ def _activity(body: list[dict[str, Any]], actions: list[dict[str, Any]], summary
 
 
 def _render(card: Card) -> tuple[Rendered, str | None]:
-    actions = _actions(card.actions)
+    actions = _actions(card.actions + _feedback(card))
     cuts: list[str] = []
     head = _head(card, cuts)
     notes = [rich([run(clip(one_line(n), 150), isSubtle=True)], spacing="Small") for n in card.notes[:3]]

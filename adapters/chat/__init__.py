@@ -6,7 +6,7 @@ that channel is served, so its SDK loads only then; the names here load on first
 
     AskFlow, Restarts, report_interrupted    the ask flow (flow.py), one for every channel
     ChatWire, ChatRuntime, Ask, AnswerClick,
-    ShareClick, Reply, RateLimited,
+    ShareClick, ButtonClick, Reply, RateLimited,
     WireRefused, Syntax                      what a wire translates and what it may raise (wire.py)
     ChannelTasks, JobLoop                    a channel's own loop and tasks (tasks.py)
 """
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from oz0.adapters.chat.wire import (
         AnswerClick,
         Ask,
+        ButtonClick,
         ChatRuntime,
         ChatWire,
         RateLimited,
@@ -36,6 +37,7 @@ __all__ = [
     "AnswerClick",
     "Ask",
     "AskFlow",
+    "ButtonClick",
     "ChannelTasks",
     "ChatRuntime",
     "ChatWire",
@@ -52,7 +54,7 @@ __all__ = [
 _HOMES: dict[str, str] = {
     **dict.fromkeys(("AskFlow", "Restarts", "report_interrupted"), "oz0.adapters.chat.flow"),
     **dict.fromkeys(("ChannelTasks", "JobLoop"), "oz0.adapters.chat.tasks"),
-    **dict.fromkeys(("AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
+    **dict.fromkeys(("AnswerClick", "Ask", "ButtonClick", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "Syntax",
                      "WireRefused"), "oz0.adapters.chat.wire"),
 }
 

@@ -16,11 +16,12 @@ from oz0.edge.cards.model import Action, Card, Status
 from oz0.edge.documents.summary import example_input, input_summary, schema_summary
 from oz0.edge.model.progress import Progress
 
-__all__ = ["NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card", "no_agents_card",
-           "shareable", "streaming_card", "working_card"]
+__all__ = ["CANCEL_ACTION", "NO_AGENTS_TEXT", "SHARE_ACTION", "agent_help_card", "failure_card", "help_card",
+           "no_agents_card", "shareable", "streaming_card", "working_card"]
 
 NO_AGENTS_TEXT = "No agent may be run by you in this channel. Ask the bot's administrator (access.yaml)."
 SHARE_ACTION = "oz0_share"
+CANCEL_ACTION = "oz0_cancel"   # the Stop button on a working message: its value is the job id
 
 
 def failure_card(message: str, *, code: str, title: str | None = None) -> Card:
@@ -81,20 +82,22 @@ def agent_help_card(spec: AgentSpec, syntax: Syntax) -> Card:
 
 
 def working_card(agent: str, progress: Progress | None = None, *, elapsed_s: float | None = None,
-                 ahead: int = 0) -> Card:
+                 ahead: int = 0, job_id: str | None = None) -> Card:
     """The working message shown while a job runs; once the job reports progress, its latest report
     and the time so far: "Working on deploy... 14 s" over "step 2 of 3: approve · 3/10 ▓▓▓░░░░░░░".
-    A job queued behind others says its place first: "Queued for deploy: 12 asks ahead of yours"."""
+    A job queued behind others says its place first: "Queued for deploy: 12 asks ahead of yours".
+    With the job's id, a Stop button under it (edge.runtime.cancel; not a conversation's Stop)."""
+    actions = (Action(CANCEL_ACTION, "Stop", value=job_id, style="danger"),) if job_id else ()
     if ahead:
-        return Card(form="text", text_format="plain",
+        return Card(form="text", text_format="plain", actions=actions,
                     text=f"\u23f3 Queued for {agent}: {ahead} ask{'s' if ahead != 1 else ''} ahead of yours")
     head = f"\u23f3 Working on {agent}..."
     if elapsed_s is not None:
         head += f" {_elapsed(elapsed_s)}"
     if progress is None:
-        return Card(form="text", text_format="plain", text=head)
+        return Card(form="text", text_format="plain", text=head, actions=actions)
     line = progress.summary()
-    return Card(form="text", text_format="plain", text=f"{head}\n{line}" if line else head)
+    return Card(form="text", text_format="plain", text=f"{head}\n{line}" if line else head, actions=actions)
 
 
 def streaming_card(agent: str, text: str, progress: Progress | None = None) -> Card:

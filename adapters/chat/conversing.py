@@ -3,6 +3,8 @@ with that agent (edge.runtime.conversations).
 
 - An ask made in a thread (`Ask.thread`: a mention, Slack's thread reply, a Discord thread) is
   journaled as the conversation's next turn once its job is, linked to the previous turn's job.
+- Outside threads, a reply to the bot's answer message (`Ask.chain`: a Discord reply chain) continues
+  the conversation of the ask that answer answered.
 - A follow-up (`Ask.follow_up`: a reply in the thread without a mention) goes to the conversation's
   agent; in a thread that is no open conversation (never one, stopped, idle past the agent's
   `conversation.idle_hours`) it is nobody's ask and is left alone.
@@ -22,7 +24,7 @@ from oz0.adapters.chat.cards import failure_card
 from oz0.adapters.chat.wire import Ask
 from oz0.edge.cards.model import Action, Card
 from oz0.edge.model.agent import AgentSpec
-from oz0.edge.runtime.conversations import conversation_id
+from oz0.edge.runtime.conversations import conversation_id, thread_in
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
@@ -63,6 +65,15 @@ class Conversing:
         if ask.thread is None or ask.asker.channel is None:
             return None
         return conversation_id(self.flow.wire.platform, str(ask.asker.channel), ask.thread)
+
+    async def in_chain(self, ask: Ask) -> Ask:
+        """A reply to the bot's answer outside a thread (`Ask.chain`): in the thread of the conversation
+        the answered ask was a turn of, if it was one in this channel; else as it came."""
+        if ask.chain is None or ask.asker.channel is None:
+            return ask
+        cid = await self.flow.jobs.call(self.flow.runtime.conversations.of_delivery, ask.chain)
+        thread = thread_in(cid, self.flow.wire.platform, str(ask.asker.channel)) if cid else None
+        return replace(ask, thread=thread) if thread is not None else ask
 
     def is_stop(self, ask: Ask, names: list[str]) -> bool:
         """`@oz0 stop` in a thread (an agent of that name wins: it is asked instead)."""

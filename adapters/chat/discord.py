@@ -36,7 +36,7 @@ from discord import app_commands
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
-from oz0.adapters.chat.cards import NO_AGENTS_TEXT, SHARE_ACTION, failure_card
+from oz0.adapters.chat.cards import CANCEL_ACTION, NO_AGENTS_TEXT, SHARE_ACTION, failure_card
 from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
@@ -73,6 +73,7 @@ STOP_GRACE_S = 5.0               # how long running jobs may finish when the cha
 SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
 LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
 STOP_PREFIX = f"{STOP_ACTION}:"     # the Stop button under an answer in a conversation
+CANCEL_PREFIX = f"{CANCEL_ACTION}:"  # the Stop button on a working message: stops its job
 FEEDBACK_PREFIX = f"{FEEDBACK_ACTION}:"   # 👍 / 👎 under an answer
 THREAD_TYPES = (10, 11, 12)         # announcement, public and private threads
 AGENT_FIELD = discord_modal.ASK_AGENT_ID
@@ -148,16 +149,23 @@ def to_direct_message(data: Mapping[str, Any]) -> Ask:
 
 
 def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
-    """A person's message in a thread (MESSAGE_CREATE): a mention of the bot asks like `/ask` (`@oz0
-    AGENT INPUT`, or words that follow up the thread's conversation); without one it is a follow-up,
-    whose content Discord sends only with the message-content intent. ValueError for anything else."""
+    """A person's message in a guild channel (MESSAGE_CREATE). In a thread, a mention of the bot asks
+    like `/ask` (`@oz0 AGENT INPUT`, or words that follow up the thread's conversation); without one it
+    is a follow-up, whose content Discord sends only with the message-content intent. In a plain
+    channel a mention asks too, answered as a reply to it (the root of a reply chain), and a reply to
+    the bot's answer there (`message_reference`) continues that chain's conversation (`Ask.chain`).
+    ValueError for anything else."""
     author = data.get("author") or {}
     if author.get("bot") or not author.get("id") or not data.get("id") or not data.get("channel_id"):
         raise ValueError("a bot's message, or one without author, id or channel")
-    if data.get("channel_type") not in THREAD_TYPES:
-        raise ValueError("a message outside a thread: /ask asks there")
+    in_thread = data.get("channel_type") in THREAD_TYPES
+    answered = data.get("referenced") or {}
+    chain = (f"discord:message:{answered['reply_to']}" if not in_thread and answered.get("author") == bot_id
+             and answered.get("reply_to") else None)
     content = str(data.get("content") or "")
     mentioned = any(str(m.get("id")) == bot_id for m in data.get("mentions") or ())
+    if not in_thread and not mentioned and chain is None:
+        raise ValueError("a message outside a thread that neither mentions the bot nor replies to its answer")
     if not content.strip():
         raise ValueError("a message without content (no message-content intent, or only attachments)")
     channel = str(data["channel_id"])
@@ -166,19 +174,32 @@ def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
     reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
                         guild_id=asker.workspace, message_id=str(data["id"]))
     delivery = f"discord:message:{data['id']}"
+    thread = channel if in_thread else str(data["id"])   # a plain channel: this message roots a reply chain
     if mentioned:
         words = re.sub(rf"<@!?{re.escape(bot_id)}>", " ", content).strip().split(None, 1)
         agent, text = (words[0] if words else None), (words[1].strip() if len(words) > 1 else "")
         wants_help = agent is None or agent.lower() in ("help", "?")
         return Ask(None if wants_help else agent, "" if wants_help else text, asker, delivery, reply,
-                   help=wants_help, source="mention", thread=channel)
-    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel, follow_up=True)
+                   help=wants_help, source="mention", thread=thread, chain=chain)
+    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel if in_thread else None,
+               follow_up=True, chain=chain)
 
 
 def _reply(data: Mapping[str, Any], asker: Asker, interaction: Any) -> ReplyTarget:
     return ReplyTarget(application_id=str(data.get("application_id", "")), token=str(data["token"]),
                        channel_id=str(asker.channel), user_id=str(asker.user), guild_id=asker.workspace,
                        created=snowflake_time(data["id"]), interaction=interaction)
+
+
+def _referenced(message: discord.Message) -> dict[str, str | None] | None:
+    """The message this one replies to, as far as a reply chain needs it: its author, and the message
+    it replied to in turn (Discord sends the replied-to message with its own `message_reference`)."""
+    ref = message.reference
+    answered = ref.resolved if ref is not None else None
+    if not isinstance(answered, discord.Message):
+        return None
+    before = answered.reference.message_id if answered.reference is not None else None
+    return {"id": str(answered.id), "author": str(answered.author.id), "reply_to": _str(before)}
 
 
 def share_job(custom_id: str) -> str | None:
@@ -364,7 +385,7 @@ class DiscordChannel:
         data = {"id": str(message.id), "channel_id": str(message.channel.id), "guild_id": _str(message.guild and
                 message.guild.id), "channel_type": getattr(message.channel.type, "value", None),
                 "content": message.content, "author": {"id": str(message.author.id), "bot": message.author.bot},
-                "mentions": [{"id": str(m.id)} for m in message.mentions],
+                "mentions": [{"id": str(m.id)} for m in message.mentions], "referenced": _referenced(message),
                 "member": {"roles": [str(r.id) for r in getattr(message.author, "roles", ()) if not r.is_default()]}}
         try:
             if message.guild is None:
@@ -398,6 +419,11 @@ class DiscordChannel:
                 asker = asker_of(data)
                 await self.flow.conversing.stop_click(custom_id[len(STOP_PREFIX):], f"discord:{asker.user}",
                                                       _reply(data, asker, interaction))
+            elif interaction.type is discord.InteractionType.component and custom_id.startswith(CANCEL_PREFIX):
+                data = self._wire(interaction)
+                asker = asker_of(data)
+                await self.flow.stopping.click(custom_id[len(CANCEL_PREFIX):], f"discord:{asker.user}",
+                                               _reply(data, asker, interaction), workspace=asker.workspace)
         except Exception as exc:
             await self.on_error(interaction, exc)
 

@@ -31,17 +31,28 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.cards import CANCEL_ACTION, agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
-from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.conversing import STOP_ACTION, Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.stopping import JobStopping
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ChatWire, ShareClick, StreamingWire, WireRefused
+from oz0.adapters.chat.wire import (
+    AnswerClick,
+    Ask,
+    ButtonClick,
+    ChatRuntime,
+    ChatWire,
+    ShareClick,
+    StreamingWire,
+    WireRefused,
+)
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
-from oz0.edge import AgentSpec, Card, Job
+from oz0.edge import AgentSpec, Card, Job, tracing
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
@@ -75,7 +86,12 @@ class AskFlow:
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
-        self.names = Names(wire.platform, wire.display_name)
+        self.stopping = JobStopping(self)
+        self.names = Names(wire.platform, wire.display_name, remember=self._remember_name)
+
+    def _remember_name(self, who: str, name: str) -> None:
+        """A name learned here, kept in the journal for every replica, the console and the CLI."""
+        self.tasks.spawn(self.jobs.call(self.runtime.people.remember, who, name), name=f"{self.wire.platform}-name")
 
     def listen_questions(self) -> None:
         """Show this platform's jobs' questions where they were asked, and update them once answered
@@ -130,8 +146,9 @@ class AskFlow:
         progress = self._progress.pop(job.id, None)
         if progress is not None:
             await progress.close()
-        if job.status == "interrupted" and not await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-            return  # a restart report said so already: one report per job, whoever makes it
+        if job.status in ("interrupted", "cancelled") and not await self.jobs.call(self.runtime.claim,
+                                                                                   f"reported:{job.id}"):
+            return  # a restart report (or the stop) said so already: one report per job, whoever makes it
         card = await self.jobs.call(self.runtime.card, job)
         if job.reply_to is None:
             self.log.error("job %s ended with no reply reference to answer it by", job.id)
@@ -191,7 +208,9 @@ class AskFlow:
             await self._not_started(ask, "the bot is restarting", redelivered=recorded is not None, shown=shown)
             return
         try:
-            await self._ask(ask, done, shown)
+            with tracing.span("oz0.chat.event", platform=self.wire.platform, source=ask.source,
+                              agent=ask.agent, delivery=ask.delivery):
+                await self._ask(ask, done, shown)
         except Exception as exc:
             if not is_transient(exc) or done.called:
                 raise
@@ -217,6 +236,8 @@ class AskFlow:
     async def _ask(self, ask: Ask, recorded: _Once, shown: list[Any]) -> None:
         asker = await self.wire.with_groups(ask.asker)
         specs = await self.catalog.specs(ask.agent)   # from memory: the ack of a known agent waits for no read
+        if ask.chain is not None:
+            ask = await self.conversing.in_chain(ask)
         names = [s.name for s in specs]
         if ask.follow_up:
             followed = await self.conversing.follow_up(ask, specs)
@@ -280,7 +301,7 @@ class AskFlow:
             return
         await self.conversing.turn(ask, job.id, job.agent)
         if not early:
-            reply = await self.wire.working(ask, self._working(ask.agent, ahead))
+            reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
         if reply.to_ref() != ask.reply.to_ref():
             try:
                 await self.jobs.call(self.runtime.set_reply_to, job.id, reply.to_ref())
@@ -291,11 +312,11 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str, ahead: int = 0) -> Rendered:
+    def _working(self, agent: str, ahead: int = 0, *, job_id: str | None = None) -> Rendered:
         """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
-        its place (drawn each time)."""
-        if ahead:
-            return self.draw(working_card(agent, ahead=ahead))
+        its place, or with the job's Stop button (drawn each time)."""
+        if ahead or job_id:
+            return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
         return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
 
     async def _first(self, ask: Ask, recorded: _Once) -> bool:
@@ -312,7 +333,7 @@ class AskFlow:
 
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
-        progress = WorkingProgress(self, reply, agent)
+        progress = WorkingProgress(self, reply, agent, job_id)
         self._progress[job_id] = progress
         answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
         follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")
@@ -389,14 +410,32 @@ class AskFlow:
             card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
         rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
+        job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
         try:
-            await self.wire.deliver(reply, rendered)
+            with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
+                              platform=self.wire.platform, job_id=job_id):
+                await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
             count_channel_error(self.wire.platform, "refused")
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    # -- an answer's own buttons --
+
+    async def button(self, click: ButtonClick) -> None:
+        """A click on a working message's Stop, an answer's Stop or 👍 / 👎, for a channel that hands every
+        card button to one handler."""
+        if click.action == CANCEL_ACTION:
+            await self.stopping.click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply,
+                                      workspace=click.asker.workspace)
+        elif click.action == STOP_ACTION:
+            await self.conversing.stop_click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply)
+        elif click.action == FEEDBACK_ACTION:
+            await self.feedback(click.value, click.asker, click.reply)
+        else:
+            await self.wire.notice(click.reply, "This button is not oz0's.")
 
     # -- feedback --
 

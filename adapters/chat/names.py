@@ -1,7 +1,8 @@
 """People by name in chat: "Ana Lima" where a card names someone, never `slack:U04ABCD` or a live mention.
 
 A channel looks a person up once an hour at most (`NAME_TTL_S`): Slack's `users.info`, Discord's
-guild member (nick, else global name, else username). What a platform will not say (an unknown user,
+guild member (nick, else global name, else username), Teams' conversation member; a name the platform
+sends with each request (Teams' `from.name`) is kept without a lookup (`heard`). What a platform will not say (an unknown user,
 an API error) is shown as "@" and the id, as plain text, and asked again after `RETRY_S`. The
 journal and `--json` keep the ids: names are for people reading a card.
 """
@@ -27,11 +28,27 @@ Lookup = Callable[[str, "str | None"], Awaitable["str | None"]]
 class Names:
     """Display names of one platform's people, cached; `lookup(user, workspace)` asks the platform."""
 
-    def __init__(self, platform: str, lookup: Lookup, *, ttl_s: float = NAME_TTL_S) -> None:
+    def __init__(self, platform: str, lookup: Lookup, *, ttl_s: float = NAME_TTL_S,
+                 remember: Callable[[str, str], None] | None = None) -> None:
         self.platform = platform
         self.lookup = lookup
         self.ttl_s = ttl_s
+        self.remember = remember   # told each name that is new or changed ("slack:U1", "Ana Lima"): the journal's
         self._names: dict[tuple[str, str | None], tuple[float, str]] = {}   # -> (good until, name)
+
+    def heard(self, user: str, name: str | None, *, workspace: str | None = None) -> None:
+        """A name the platform gave with a request of `user` (Teams' `from.name`): kept as if looked up."""
+        shown = _plain(name) if name else ""
+        if shown:
+            self._keep((user, workspace), time.monotonic() + self.ttl_s, shown)
+
+    def _keep(self, key: tuple[str, str | None], until: float, shown: str, *, known: bool = True) -> None:
+        before = self._names.pop(key, None)
+        if known and self.remember is not None and (before is None or before[1] != shown):
+            self.remember(f"{self.platform}:{key[0]}", shown)
+        self._names[key] = (until, shown)
+        while len(self._names) > MAX_NAMES:
+            self._names.pop(next(iter(self._names)))
 
     async def of(self, who: str, *, workspace: str | None = None) -> str:
         """How people here read `who` (a requester or answerer as journaled: "slack:U123"): this
@@ -51,11 +68,8 @@ class Names:
             log.exception("cannot read the display name of %s user %s", self.platform, user)
             name = None
         shown = _plain(name) if name else ""
-        self._names.pop(key, None)
-        self._names[key] = (now + (self.ttl_s if shown else RETRY_S), shown or f"@{user}")
-        while len(self._names) > MAX_NAMES:
-            self._names.pop(next(iter(self._names)))
-        return self._names[key][1]
+        self._keep(key, now + (self.ttl_s if shown else RETRY_S), shown or f"@{user}", known=bool(shown))
+        return shown or f"@{user}"
 
 
 def _plain(name: str) -> str:

@@ -33,7 +33,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
-from oz0.adapters.chat.cards import SHARE_ACTION
+from oz0.adapters.chat.cards import CANCEL_ACTION, SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION, suggested_prompts
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
@@ -230,6 +230,7 @@ class SlackChannel:
             ("event", "message", self._on_message),
             ("event", "assistant_thread_started", self._on_assistant_thread),
             ("action", STOP_ACTION, self._on_stop),
+            ("action", CANCEL_ACTION, self._on_cancel),
             ("action", FEEDBACK_ACTION, self._on_feedback),
             ("action", SHARE_ACTION, self._on_share),
             ("action", re.compile(f"^{ANSWER_ACTION}_"), self._on_answer),
@@ -314,6 +315,16 @@ class SlackChannel:
         reply = ReplyTarget(channel=channel, user=user, team=(body.get("team") or {}).get("id"),
                             response_url=body.get("response_url"))
         await self.flow.conversing.stop_click(str(action.get("value", "")), f"slack:{user}", reply)
+
+    async def _on_cancel(self, ack: Any, body: dict[str, Any]) -> None:
+        """The Stop button on a working message: stop its job (adapters/chat/stopping.py)."""
+        await ack()
+        user = str((body.get("user") or {}).get("id", ""))
+        action = next((a for a in body.get("actions") or () if a.get("action_id") == CANCEL_ACTION), {})
+        channel = str((body.get("channel") or {}).get("id", ""))
+        team = (body.get("team") or {}).get("id")
+        reply = ReplyTarget(channel=channel, user=user, team=team, response_url=body.get("response_url"))
+        await self.flow.stopping.click(str(action.get("value", "")), f"slack:{user}", reply, workspace=team)
 
     async def _on_feedback(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -105,11 +105,13 @@ class InboundAuth:
 
 
 class TokenSource:
-    """The bot's access token for the Bot Framework connector, fetched once and renewed before it expires."""
+    """The bot's access token for `scope` (the Bot Framework connector's by default; Microsoft Graph's for
+    group membership), fetched once and renewed before it expires."""
 
-    def __init__(self, settings: TeamsSettings, session: aiohttp.ClientSession) -> None:
+    def __init__(self, settings: TeamsSettings, session: aiohttp.ClientSession, *, scope: str = BOT_SCOPE) -> None:
         self.settings = settings
         self.session = session
+        self.scope = scope
         self._token: str | None = None
         self._until = 0.0
         self._lock = asyncio.Lock()
@@ -117,7 +119,7 @@ class TokenSource:
     async def token(self) -> str:
         async with self._lock:
             if self._token is None or time.monotonic() > self._until:
-                form = {"grant_type": "client_credentials", "client_id": self.settings.app_id, "scope": BOT_SCOPE}
+                form = {"grant_type": "client_credentials", "client_id": self.settings.app_id, "scope": self.scope}
                 form.update(self._credential())
                 async with self.session.post(self.settings.token_url, data=form) as response:
                     body = await response.json(content_type=None)

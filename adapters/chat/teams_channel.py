@@ -15,7 +15,8 @@ What is Teams' here:
 - A message is acknowledged 200 once the flow has journaled it and posted the working message (Teams
   waits 15 s); the job runs on in the flow's tasks.
 - A card button is an `Action.Execute`: an `adaptiveCard/action` invoke whose answer (a card for the
-  clicker, or a line) is the HTTP response; the flow answers it through `Reply.respond`.
+  clicker, or a line) is the HTTP response; the flow answers it through `Reply.respond`. Its data
+  `{id, value}` names the button: a question's, "Share", or an answer's Stop and 👍 / 👎.
 - The SDK's activity model (`microsoft_agents.activity.Activity`) reads each activity; the SDK is
   imported only when this channel starts.
 """
@@ -34,16 +35,19 @@ from aiohttp import web
 from microsoft_agents.activity import Activity
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
-from oz0.adapters.chat.cards import SHARE_ACTION
+from oz0.adapters.chat.cards import CANCEL_ACTION, SHARE_ACTION
+from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.flow import AskFlow, Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
-from oz0.adapters.chat.teams_settings import TeamsSettings
+from oz0.adapters.chat.teams_graph import GraphGroups
+from oz0.adapters.chat.teams_settings import GRAPH_SCOPE, TeamsSettings
 from oz0.adapters.chat.teams_wire import MESSAGE, Reply, TeamsWire
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
+from oz0.adapters.chat.wire import AnswerClick, Ask, ButtonClick, ChatRuntime, ShareClick
+from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers.teams_form import FORM_VERB
 
-__all__ = ["MESSAGES_PATH", "TeamsChannel", "asker_of", "to_ask", "to_click"]
+__all__ = ["MESSAGES_PATH", "TeamsChannel", "asker_of", "thread_of", "to_ask", "to_click"]
 
 log = logging.getLogger("oz0.teams")
 
@@ -51,6 +55,7 @@ MESSAGES_PATH = "/api/messages"
 MAX_BODY_BYTES = 1 << 20
 STOP_GRACE_S = 5.0
 INVOKE_WAIT_S = 2.0          # how long an invoke waits for the card that answers it before "Done"
+THREAD_MARKER = ";messageid="   # a channel conversation id names the root post of its reply chain
 _AT = re.compile(r"<at[^>]*>(.*?)</at>", re.IGNORECASE | re.DOTALL)
 
 
@@ -71,40 +76,69 @@ def _reply(activity: Activity) -> Reply:
 
 
 def asker_of(reply: Reply) -> Asker:
-    """Who asks and where: the tenant, the channel (or chat) and the user's Entra object id."""
-    return Asker("teams", workspace=reply.tenant, channel=reply.channel, user=reply.user)
+    """Who asks and where: the tenant, the team and channel (or the chat) and the user's Entra object id."""
+    return Asker("teams", workspace=reply.tenant, channel=reply.channel, user=reply.user, team=reply.team)
 
 
-def _text(activity: Activity) -> str:
-    """The message's text without the bot's own mention (`<at>oz0</at>`), other mentions as their names."""
-    text = str(activity.text or "")
+def _mentioned(activity: Activity) -> list[str]:
+    """The `<at>` texts of the entities that mention the bot itself."""
     bot = activity.recipient.id if activity.recipient else None
+    out = []
     for entity in activity.entities or ():
         data = entity.model_dump(by_alias=True) if hasattr(entity, "model_dump") else dict(entity)
         mentioned = data.get("mentioned") or {}
         if data.get("type") == "mention" and mentioned.get("id") == bot and data.get("text"):
-            text = text.replace(str(data["text"]), " ")
+            out.append(str(data["text"]))
+    return out
+
+
+def _text(activity: Activity, mentions: list[str]) -> str:
+    """The message's text without the bot's own mention (`<at>oz0</at>`), other mentions as their names."""
+    text = str(activity.text or "")
+    for mention in mentions:
+        text = text.replace(mention, " ")
     return _AT.sub(lambda m: m.group(1), text).replace("&nbsp;", " ").strip()
 
 
+def thread_of(reply: Reply) -> str | None:
+    """The thread an answer to this activity goes to, which a conversation then follows: a channel
+    post's reply chain (the conversation id's `;messageid=ROOT`; a new post is the root of its own), or
+    the whole personal chat. A group chat has no threads: each mention there is one ask."""
+    if reply.kind == "personal":
+        return reply.conversation
+    if reply.kind == "channel":
+        _, marker, root = reply.conversation.partition(THREAD_MARKER)
+        return root if marker and root else reply.activity
+    return None
+
+
 def to_ask(body: Mapping[str, Any]) -> Ask:
-    """A message activity as an ask: `help`, `help AGENT` or `AGENT INPUT`; ValueError names what is missing."""
+    """A message activity as an ask: `help`, `help AGENT` or `AGENT INPUT`; in a channel's reply chain,
+    a message without a mention is a follow-up (Teams delivers those with the RSC permission
+    `ChannelMessage.Read.Group`). ValueError names what is missing, or that nobody asked."""
     activity = Activity.model_validate(body)
     if activity.type != "message":
         raise ValueError(f"not a message: activity type {activity.type}")
     reply = _reply(activity)
     if not reply.activity or not reply.conversation or not reply.user or not reply.service_url:
         raise ValueError("activity without id, conversation, sender or serviceUrl")
-    words = _text(activity).split(None, 1)
+    mentions = _mentioned(activity)
+    text = _text(activity, mentions)
     delivery = f"teams:{reply.conversation}:{reply.activity}"
     asker = asker_of(reply)
+    thread = thread_of(reply)
+    if not mentions and reply.kind != "personal":
+        if reply.kind != "channel" or thread == reply.activity or not text:
+            raise ValueError("a message that does not mention the bot, outside a reply chain")
+        return Ask(None, text, asker, delivery, reply, source="reply", thread=thread, follow_up=True)
+    words = text.split(None, 1)
     if not words or words[0].lower() in ("help", "agents", "/help"):
         agent = words[1].split()[0] if len(words) > 1 and words[1].split() else None
-        return Ask(agent, "", asker, delivery, reply, help=True, source="mention")
-    return Ask(words[0], words[1] if len(words) > 1 else "", asker, delivery, reply, source="mention")
+        return Ask(agent, "", asker, delivery, reply, help=True, source="mention", thread=thread)
+    return Ask(words[0], words[1] if len(words) > 1 else "", asker, delivery, reply, source="mention", thread=thread)
 
 
-def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
+def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick | ButtonClick:
     """An `adaptiveCard/action` invoke (an `Action.Execute` click) as a click; ValueError for another."""
     activity = Activity.model_validate(body)
     value = activity.value if isinstance(activity.value, dict) else {}
@@ -117,6 +151,8 @@ def to_click(body: Mapping[str, Any], respond: Any) -> AnswerClick | ShareClick:
     ident, val = str(data.get("id", "")), str(data.get("value", ""))
     if ident == SHARE_ACTION:
         return ShareClick(val, asker, reply)
+    if ident in (STOP_ACTION, CANCEL_ACTION, FEEDBACK_ACTION):
+        return ButtonClick(ident, val, asker, reply)
     pick = pick_of(val) if ident.startswith(ANSWER_ACTION) or ident == FORM_VERB else None
     if pick is None:
         raise ValueError("not one of oz0's buttons")
@@ -134,8 +170,11 @@ class TeamsChannel:
         self.settings = settings
         self.restarts = restarts
         self.auth = InboundAuth(settings, session)
-        self.wire = TeamsWire(TokenSource(settings, session), public_url=settings.public_url)
         policy = policy if policy is not None else AccessPolicy.load(runtime.home)
+        wanted = tuple(sorted({g for r in policy.rules if r.platform in (None, "teams") for g in r.groups}))
+        groups = GraphGroups(TokenSource(settings, session, scope=GRAPH_SCOPE), session, graph_url=settings.graph_url,
+                             wanted=wanted) if wanted else None
+        self.wire = TeamsWire(TokenSource(settings, session), public_url=settings.public_url, groups=groups)
         self.flow = AskFlow(runtime, self.wire, policy=policy, log=log, grace_s=STOP_GRACE_S)
 
     def app(self) -> web.Application:
@@ -160,6 +199,8 @@ class TeamsChannel:
             return web.json_response({"error": "the signing keys are unavailable"}, status=503)
         kind = body.get("type")
         try:
+            if kind in ("message", "invoke"):
+                self._heard(body)
             if kind == "message":
                 await self._message(body)
             elif kind == "invoke":
@@ -170,6 +211,15 @@ class TeamsChannel:
             log.exception("a Teams activity failed")
             return web.json_response({"error": "internal error"}, status=500)
         return web.Response(status=200)
+
+    def _heard(self, body: Mapping[str, Any]) -> None:
+        """Every activity names its sender (`from.name`), kept by the names cache; and its conversation is
+        where the wire asks the connector for other people's names."""
+        reply = _reply(Activity.model_validate(body))
+        sender = body.get("from") if isinstance(body.get("from"), dict) else {}
+        if reply.user and reply.service_url and reply.conversation:
+            self.flow.names.heard(reply.user, sender.get("name"), workspace=reply.tenant)
+            self.wire.seen(reply)
 
     async def _message(self, body: Mapping[str, Any]) -> None:
         await self.flow.ask(to_ask(body))
@@ -191,6 +241,8 @@ class TeamsChannel:
             return web.json_response({"statusCode": 200, "type": MESSAGE, "value": "This button is not oz0's."})
         if isinstance(click, ShareClick):
             await self.flow.share(click)
+        elif isinstance(click, ButtonClick):
+            await self.flow.button(click)
         else:
             await self.flow.answer(click)
         try:

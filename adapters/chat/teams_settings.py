@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["OPENID_METADATA_URL", "TeamsConfigError", "TeamsSettings", "configured", "token_url_for"]
+__all__ = ["GRAPH_SCOPE", "GRAPH_URL", "OPENID_METADATA_URL", "TeamsConfigError", "TeamsSettings", "configured", "token_url_for"]
 
 OPENID_METADATA_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration"
 BOT_SCOPE = "https://api.botframework.com/.default"
+GRAPH_URL = "https://graph.microsoft.com"
+GRAPH_SCOPE = "https://graph.microsoft.com/.default"
 DEFAULT_PORT = 3978
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -37,6 +39,7 @@ class TeamsSettings:
     openid_metadata_url: str = OPENID_METADATA_URL
     token_url: str = ""
     public_url: str | None = None
+    graph_url: str = GRAPH_URL                # Microsoft Graph, asked for Entra group membership
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TeamsSettings:
@@ -64,7 +67,7 @@ class TeamsSettings:
             raise TeamsConfigError(f"OZ0_TEAMS_PORT must be a port number (0-65535), not {port_text!r}")
         urls = {}
         for name, default in (("TEAMS_OPENID_METADATA_URL", OPENID_METADATA_URL),
-                              ("TEAMS_TOKEN_URL", token_url_for(tenant))):
+                              ("TEAMS_TOKEN_URL", token_url_for(tenant)), ("TEAMS_GRAPH_URL", GRAPH_URL)):
             url = env.get(name, "").strip() or default
             if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
                 raise TeamsConfigError(f"{name} must be an https URL (http only on loopback), not {url!r}")
@@ -72,6 +75,7 @@ class TeamsSettings:
         return cls(app_id=app_id, tenant_id=tenant, password=password, certificate=certificate,
                    host=env.get("OZ0_TEAMS_HOST", "").strip() or "0.0.0.0", port=int(port_text),
                    openid_metadata_url=urls["TEAMS_OPENID_METADATA_URL"], token_url=urls["TEAMS_TOKEN_URL"],
+                   graph_url=urls["TEAMS_GRAPH_URL"].rstrip("/"),
                    public_url=env.get("OZ0_PUBLIC_URL", "").strip().rstrip("/") or None)
 
 

@@ -30,6 +30,7 @@ from microsoft_agents.hosting.core.connector.client import ConnectorClient
 
 from oz0.adapters.chat.asking import FORM
 from oz0.adapters.chat.teams_auth import TokenSource
+from oz0.adapters.chat.teams_graph import GraphGroups
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
@@ -43,6 +44,8 @@ __all__ = ["Reply", "TeamsWire"]
 log = logging.getLogger("oz0.teams")
 
 RETRIES = 3
+PLACES_PER_TENANT = 3        # conversations per tenant a name is asked in (the newest the bot heard from)
+MAX_TENANTS = 1_000          # tenants remembered so; past it the oldest go first
 RETRY_AFTER_MAX_S = 30.0
 MESSAGE = "application/vnd.microsoft.activity.message"
 CARD = "application/vnd.microsoft.card.adaptive"
@@ -95,12 +98,14 @@ class TeamsWire:
                                 "help AGENT shows what one agent takes."),
                     unknown_hint="Send `help` to list them with their inputs.", help_form="key_values")
 
-    def __init__(self, tokens: TokenSource, *, public_url: str | None,
+    def __init__(self, tokens: TokenSource, *, public_url: str | None, groups: GraphGroups | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.tokens = tokens
         self.public_url = public_url
+        self.groups = groups
         self.sleep = sleep
         self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._places: dict[str | None, list[tuple[str, str]]] = {}   # tenant -> (serviceUrl, conversation)
 
     async def _client(self, reply: Reply) -> ConnectorClient:
         """The SDK's connector client for the activity's own serviceUrl (one HTTP session per URL)."""
@@ -142,15 +147,38 @@ class TeamsWire:
     # -- ChatWire --
 
     async def with_groups(self, asker: Asker) -> Asker:
-        return asker   # Entra groups come from the activity's token claims when Teams sends them
+        """The asker's Entra groups among those access.yaml names, from Microsoft Graph (`teams_graph`)."""
+        return await self.groups.fill(asker) if self.groups is not None else asker
+
+    def seen(self, reply: Reply) -> None:
+        """An activity came from this conversation: remember it (a few per tenant, newest first) as where
+        to ask the connector for the names of the tenant's people."""
+        places = self._places.pop(reply.tenant, [])
+        place = (reply.service_url, reply.conversation)
+        self._places[reply.tenant] = [place, *(p for p in places if p != place)][:PLACES_PER_TENANT]
+        while len(self._places) > MAX_TENANTS:
+            self._places.pop(next(iter(self._places)))
 
     async def display_name(self, user: str, workspace: str | None) -> str | None:
-        """None: the connector names a member only within a conversation (`conversations/{id}/members`),
-        which a name asked by user and tenant alone does not give; the card shows "@" and the id."""
+        """The member's name as the connector gives it (`GET v3/conversations/{id}/members/{user}`, the
+        user's Entra object id), asked in the conversations of their tenant the bot heard from last; None
+        when none of them has that member. Names sent with an activity (`from.name`) need no call
+        (`names.Names.heard`)."""
+        for service_url, conversation in list(self._places.get(workspace, ())):
+            client = await self._client(Reply(service_url=service_url, conversation=conversation, activity="",
+                                              user="", channel=""))
+            try:
+                member = await client.conversations.get_conversation_member(conversation, user)
+            except aiohttp.ClientResponseError as exc:
+                log.info("the Teams connector did not name member %s in a conversation (%s)", user, exc.status)
+                continue
+            if member.name:
+                return str(member.name)
         return None
 
     def audit_detail(self, ask: Ask, asker: Asker) -> dict[str, Any]:
-        return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "channel": asker.channel,
+        return {"platform": "teams", "agent": ask.agent, "tenant": asker.workspace, "team": asker.team,
+                "channel": asker.channel,
                 "user": asker.user, "groups": list(asker.groups)}
 
     async def refuse(self, ask: Ask, message: str, rendered: Rendered) -> None:

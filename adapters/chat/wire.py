@@ -18,8 +18,8 @@ from oz0.edge.runtime.access import Asker
 from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["AnswerClick", "Ask", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick", "StreamView",
-           "StreamingWire", "Syntax", "WireRefused"]
+__all__ = ["AnswerClick", "Ask", "ButtonClick", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick",
+           "StreamView", "StreamingWire", "Syntax", "WireRefused"]
 
 
 class Reply(Protocol):
@@ -37,6 +37,8 @@ class Ask:
     interaction id): a redelivery carries the same one and is answered by nobody a second time.
     `thread` names the thread the answer goes to (a conversation there: `conversing`); a
     `follow_up` is a reply in it without a mention (`agent` None: the conversation's agent).
+    `chain` is for a reply chain outside threads (a reply to the bot's answer message): the delivery
+    id of the ask that answer answered, whose conversation this message continues.
     """
 
     agent: str | None
@@ -48,6 +50,7 @@ class Ask:
     source: Literal["command", "mention", "modal", "reply"] = "command"
     thread: str | None = None
     follow_up: bool = False
+    chain: str | None = None
 
     @property
     def requester(self) -> str:
@@ -63,6 +66,17 @@ class ShareClick:
     """A click on "Share in channel": which job, who clicked, and where to answer the clicker."""
 
     job_id: str
+    asker: Asker
+    reply: Any
+
+
+@dataclass(frozen=True)
+class ButtonClick:
+    """A click on one of an answer's own buttons (its card's `Action`: Stop, 👍 / 👎), by its action id
+    and value as the card carried them; `reply` is where to answer the clicker privately."""
+
+    action: str
+    value: str
     asker: Asker
     reply: Any
 

@@ -42,8 +42,8 @@ class WorkingProgress:
     unless a newer one came), none for as long as the platform says after a rate limit, and none
     after the card (`close` waits for an update under way and drops the rest)."""
 
-    def __init__(self, flow: AskFlow, reply: Any, agent: str) -> None:
-        self.flow, self.reply, self.agent = flow, reply, agent
+    def __init__(self, flow: AskFlow, reply: Any, agent: str, job_id: str | None = None) -> None:
+        self.flow, self.reply, self.agent, self.job_id = flow, reply, agent, job_id
         self.loop = asyncio.get_running_loop()
         self.started = time.monotonic()
         self.next_at = 0.0
@@ -81,7 +81,7 @@ class WorkingProgress:
             self.next_at = max(self.next_at, time.monotonic() + PROGRESS_EVERY_S)
 
     async def _send(self, progress: Progress) -> None:
-        card = working_card(self.agent, progress, elapsed_s=time.monotonic() - self.started)
+        card = working_card(self.agent, progress, elapsed_s=time.monotonic() - self.started, job_id=self.job_id)
         try:
             await self.flow.wire.progress(self.reply, self.flow.draw(card))
         except RateLimited as exc:

@@ -37,6 +37,8 @@ COMMANDS: dict[str, Command] = {
     "plugin": Command("write, check, install and list plugins", "oz0.adapters.cli.plugin:register"),
     "run": Command("ask an installed agent and draw its answer as a card", "oz0.adapters.cli.run:register_run"),
     "jobs": Command("recent jobs from the journal; `oz0 jobs show ID` for one", "oz0.adapters.cli.run:register_jobs"),
+    "schedules": Command("the plugins' schedules: next runs, last result; pause and resume them",
+                         "oz0.adapters.cli.schedules:register"),
     "audit": Command("the audit log: installs and other changes, newest first", "oz0.adapters.cli.run:register_audit"),
     "db": Command("the database: `oz0 db upgrade` applies the schema migrations", "oz0.adapters.cli.db:register"),
     "teams": Command("the Microsoft Teams app: `oz0 teams package` writes the zip to upload",

@@ -114,7 +114,7 @@ def waiting_lines(parked: Parked) -> list[str]:
     q, job = parked.question, parked.job
     example = json.dumps(_example(q.answer_schema), ensure_ascii=False)
     return [f"job {job.id} is waiting for an answer to step {q.step!r}: {q.message}",
-            f"answer it with: oz0 jobs answer {job.id} --step {q.step} '{example}'"
+            f"answer it with: oz0 jobs answer {job.id} '{example}' --step {q.step}"  # ANSWER before --step: argparse
             "  (or --decline, --cancel)",
             f"or over the API: POST /v1/jobs/{job.id}/answer?step={q.step} with the answer as JSON"]
 

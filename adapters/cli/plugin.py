@@ -1,4 +1,4 @@
-"""`oz0 plugin new|lint|install|list`: write, check, install and list plugins."""
+"""`oz0 plugin new|lint|install|uninstall|rollback|list`: write, check, install, remove, roll back and list plugins."""
 
 from __future__ import annotations
 
@@ -50,9 +50,10 @@ def register(p: argparse.ArgumentParser) -> None:
     lint.add_argument("--json", action="store_true", help="print one QZX result instead of lines")
     lint.set_defaults(func=_lint)
 
-    install = psub.add_parser("install", help="lint, then install a plugin into OZ0_HOME",
-                              description=("Lint the plugin (errors refuse the install), copy it under "
-                                           "OZ0_HOME and record its version, agents and contracts."))
+    install = psub.add_parser("install", help="lint, then install a plugin for every replica",
+                              description=("Lint the plugin (errors refuse the install), store its archive in "
+                                           "the journal's database and record its version, agents and "
+                                           "contracts; every replica sharing the database serves it."))
     install.add_argument("dir", metavar="DIR", nargs="?", help="the plugin folder")
     install.add_argument("--example", action="store_true", help="install the bundled example plugin")
     install.add_argument("--allow-breaking", action="store_true",
@@ -63,6 +64,30 @@ def register(p: argparse.ArgumentParser) -> None:
     install.add_argument("--quiet-if-current", action="store_true",
                          help="print nothing when this exact version is already installed")
     install.set_defaults(func=_install)
+
+    pre = psub.add_parser("preinstall", help="install each plugin folder under DIR whose content was never stored",
+                          description=("Lint and install every plugin folder under DIR (or DIR itself), skipping "
+                                       "those whose content the database has stored before: a deploy step may run "
+                                       "it at every start (oz0 serve does, with OZ0_PREINSTALL=DIR)."),
+                          epilog="Exit codes: 0 every folder installed or already stored, 1 any refused.")
+    pre.add_argument("dir", metavar="DIR", help="a folder of plugin folders, or one plugin folder")
+    pre.set_defaults(func=_preinstall)
+
+    uninstall = psub.add_parser("uninstall", help="uninstall a plugin on every replica (its versions are kept)",
+                                description=("Stop serving the plugin's agents, on every replica. Its stored "
+                                             "versions stay, for `oz0 plugin rollback` or a new install; audited."))
+    uninstall.add_argument("name", metavar="NAME", help="the plugin's name")
+    uninstall.set_defaults(func=_uninstall)
+
+    rollback = psub.add_parser("rollback", help="install again the version stored before the current one",
+                               description=("Make the plugin's previous stored version the installed one, on "
+                                            "every replica; the upgrade check applies as for an install; audited."))
+    rollback.add_argument("name", metavar="NAME", help="the plugin's name")
+    rollback.add_argument("--allow-breaking", action="store_true",
+                          help="roll back even when the earlier version breaks the installed one's contracts")
+    rollback.add_argument("--force", action="store_true",
+                          help="roll back to a version whose number was installed again with other content")
+    rollback.set_defaults(func=_rollback)
 
     listing = psub.add_parser("list", help="installed plugins, versions, agents and contracts")
     listing.add_argument("--json", action="store_true", help="print one QZX result")
@@ -187,6 +212,60 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preinstall(args: argparse.Namespace) -> int:
+    from oz0.edge.runtime.plugin_sync import preinstall
+
+    runtime = open_runtime()
+    try:
+        done = preinstall(runtime, Path(args.dir))
+    finally:
+        runtime.close()
+    for folder, why in done.refused:
+        print(f"not pre-installed: {folder}: {why}", file=sys.stderr)
+    if done.installed:
+        print(f"Pre-installed {', '.join(done.installed)}.")
+    elif not done.refused:
+        print(f"Nothing to pre-install from {args.dir}: every plugin there was stored before.")
+    return 1 if done.refused else 0
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    from oz0.edge.runtime.plugin_admin import PluginStateError, uninstall_plugin
+
+    runtime = open_runtime()
+    try:
+        removed = uninstall_plugin(runtime, args.name)
+    except PluginStateError as exc:
+        raise CommandError(f"not uninstalled: {exc}", code=1) from None
+    finally:
+        runtime.close()
+    names = ", ".join(a.name for a in removed.agents) or "no agents"
+    print(f"Uninstalled {removed.plugin} {removed.version} ({names}); its versions stay stored "
+          f"(oz0 plugin install, or oz0 plugin rollback after a new install).")
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from oz0.edge import PluginError
+    from oz0.edge.documents.compat import UpgradeRefused
+    from oz0.edge.runtime.plugin_admin import PluginStateError, rollback_plugin
+
+    runtime = open_runtime()
+    try:
+        result = rollback_plugin(runtime, args.name, allow_breaking=args.allow_breaking, force=args.force)
+    except UpgradeRefused as exc:
+        print(cli_upgrade.refusal_line(exc), file=sys.stderr)
+        return 1
+    except (PluginError, PluginStateError) as exc:
+        raise CommandError(f"not rolled back: {exc}", code=1) from None
+    finally:
+        runtime.close()
+    v, was = result.version, result.previous
+    print(f"Rolled back {v.plugin} to {v.version}" + (f" (was {was.version})" if was is not None else ""))
+    cli_upgrade.print_changes(result.changes)
+    return 0
+
+
 def _contract(file: str | None, digest: str | None) -> str:
     if file is None:
         return "text"
@@ -226,7 +305,9 @@ def _loop(spec: Any) -> str:
 
 def _loop_json(spec: Any) -> dict[str, Any]:
     tools = getattr(spec, "tools", ())
-    return {"tools": [t.as_json() for t in tools], "max_steps": spec.limits.max_steps} if tools else {}
+    from oz0.edge.documents.openapi import tools_json
+
+    return {"tools": tools_json(spec), "max_steps": spec.limits.max_steps} if tools else {}
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -252,7 +333,8 @@ def _list(args: argparse.Namespace) -> int:
         return known_annotations(spec) if spec is not None else {}
 
     if args.json:
-        plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash, "path": v.path,
+        plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash,
+                    "path": str(runtime.plugin_cache.path(v.content_hash)),
                     "agents": [{"name": a.name, "kind": a.kind,
                                 "input": _contract(a.input_schema_file, a.input_hash),
                                 "output": _contract(a.output_schema_file, a.output_hash),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli.draw import TARGETS, render_payload, write_files
 from oz0.adapters.cli.errors import CommandError
+from oz0.adapters.cli.jobs_cancel import register_cancel
 from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
 from oz0.edge.cards.model import Card
@@ -136,7 +137,7 @@ def register_jobs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cursor", help="the next page: the cursor the previous page printed")
     p.add_argument("--json", action="store_true", help="print one QZX result")
     p.set_defaults(func=_jobs)
-    jsub = p.add_subparsers(dest="jobs_command", metavar="show ID")
+    jsub = p.add_subparsers(dest="jobs_command", metavar="show|answer|cancel ID")
     show = jsub.add_parser("show", help="one job: its facts and its card")
     show.add_argument("id", metavar="ID", help="the job id (or its first characters)")
     show.add_argument("--json", action="store_true", help="print one QZX result")
@@ -154,6 +155,7 @@ def register_jobs(p: argparse.ArgumentParser) -> None:
     answer.add_argument("--json", action="store_true", help="print one QZX result")
     answer.add_argument("--to", choices=list(TARGETS), default="text", help="how to draw the card (default: text)")
     answer.set_defaults(func=_answer)
+    register_cancel(jsub.add_parser("cancel", help="stop a job wherever it runs; it ends cancelled"))
 
 
 def _when(ts: float | None, *, short: bool = False) -> str:
@@ -286,12 +288,12 @@ def _show(args: argparse.Namespace) -> int:
             data["tree_left_out"] = left_out
         return emit_result("jobs show", True, f"job {job.id}: {_status(job)}.", data=data)
     keys = ("id", "agent", "plugin", "contract", "status", "failure kind", "reason", "attempts", "requester",
-            "channel", "input", "created", "started", "ended")
+            "channel", "input", "created", "started", "ended", "trace id")
     contract = (f"{job.contract_hash}" + (f" (since {job.contract_version})" if job.contract_version else "")
                 if job.contract_hash else None)
     values = (job.id, job.agent, f"{job.plugin or ''} {job.plugin_version or ''}".strip(), contract, _status(job),
               job.failure_kind, job.failure_reason, job.attempts, job.requester, job.channel, job.input,
-              _when(job.created), _when(job.started), _when(job.ended))
+              _when(job.created), _when(job.started), _when(job.ended), job.trace_id)
     facts = Card(form="key_values", title=f"Job {job.id}", keys=keys, values=values)
     print(render_payload(facts, "text").rstrip("\n"))
     if budgets:

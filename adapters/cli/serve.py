@@ -92,10 +92,14 @@ def run_serve(args: argparse.Namespace) -> int:
     schema = runtime.store.schema
     log.info("database schema at revision %s%s", schema.after,
              f" (upgraded from {schema.before or 'an empty database'})" if schema.changed else "")
+    from oz0.edge.runtime.plugin_sync import sync_plugins
+
+    watch = sync_plugins(runtime, env)  # old installs imported, OZ0_PREINSTALL installed, the cache kept filled
     try:
         _launch_engine(runtime, env)
         return asyncio.run(serve_channels(runtime, env=env))
     finally:
+        watch.stop()
         runtime.close()
 
 
@@ -246,7 +250,10 @@ def _ended(name: str, task: asyncio.Task[Any]) -> bool:
 def _configure_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
+        from oz0.edge.runtime.json_logs import JsonFormatter, wants_json  # the journal's modules: not at --help
+
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s oz0 %(name)s: %(message)s", "%H:%M:%S"))
+        handler.setFormatter(JsonFormatter() if wants_json() else
+                             logging.Formatter("%(asctime)s oz0 %(name)s: %(message)s", "%H:%M:%S"))
         root.addHandler(handler)
         root.setLevel(logging.INFO if not os.environ.get("OZ0_DEBUG") else logging.DEBUG)

@@ -43,6 +43,7 @@ def build_manifest(app_id: str, public_url: str | None) -> dict[str, object]:
     manifest["id"] = app_id
     for bot in manifest["bots"]:
         bot["botId"] = app_id
+    manifest["webApplicationInfo"]["id"] = app_id   # the app whose RSC permissions a team owner consents to
     if public_url:
         parts = urlsplit(public_url)
         if parts.scheme != "https" or not parts.hostname:

@@ -73,6 +73,8 @@ def _openapi(args: argparse.Namespace) -> int:
     document["info"] = {"title": plugin.name, "version": plugin.version}
     if plugin.description:
         document["info"]["description"] = plugin.description
+    if plugin.license:
+        document["info"]["license"] = {"name": plugin.license, "identifier": plugin.license}
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return 0
 

@@ -42,6 +42,7 @@ __all__ = [
     "answer_fields",
     "answer_from_form",
     "answer_json",
+    "as_asker",
     "operator",
     "question_json",
     "register",
@@ -67,13 +68,16 @@ def register(runtime: ConsoleRuntime) -> None:
 
 
 def operator(request: Request, *, prefix: str) -> str:
-    """Who answers from this console or API: `console-token` / `api-local` and so on."""
+    """Who answers from this console or API: `console-token` / `api-local` and so on; a console login
+    that gave its name is `console:NAME` (shown as the name, here and in chat)."""
     guard = request.scope.get("state", {}).get("guard")
     by_token = bool(request.headers.get("authorization")) or bool(getattr(guard, "needs_login", False))
-    return f"{prefix}-{'token' if by_token else 'local'}"
+    name = guard.session_name(request.cookies) if guard is not None and prefix == "console" and not \
+        request.headers.get("authorization") else None
+    return f"console:{name}" if name else f"{prefix}-{'token' if by_token else 'local'}"
 
 
-def _as_asker(job: Any, by: str) -> str:
+def as_asker(job: Any, by: str) -> str:
     """The console and the API are one operator: answer as the job's asker when it was that operator."""
     mine = {f"{p}-{by.rsplit('-', 1)[-1]}" for p in CONSOLE_PLATFORMS}
     return job.requester if by in mine and job.requester in mine else by
@@ -98,7 +102,7 @@ def answer_from_form(runtime: ConsoleRuntime, job: Any, question: Question, form
     AnswerRefused or FormError."""
     action = form.get("action", "accept")
     content = form_input(answer_fields(question), form) if action == "accept" else None
-    return runtime.answer(job.id, question.step, action=action, content=content, by=_as_asker(job, by))
+    return runtime.answer(job.id, question.step, action=action, content=content, by=as_asker(job, by))
 
 
 async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes | None, job_json: Any) -> Response:
@@ -127,7 +131,7 @@ async def answer_json(runtime: ConsoleRuntime, request: Request, *, body: bytes 
         except ValueError as exc:
             return _failure(f"the answer is not JSON: {exc}", "invalid_answer", 422, command,
                             details={"path": "$"})
-    by = _as_asker(job, operator(request, prefix="api"))
+    by = as_asker(job, operator(request, prefix="api"))
     try:
         answer = await asyncio.to_thread(runtime.answer, job.id, step, action=action, content=content, by=by)
     except AnswerRefused as refused:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from oz0.adapters.console import answers
+from oz0.adapters.console import answers, cancel_api
 from oz0.edge import ChatRuntime, ConsoleRuntime, Violation
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
@@ -120,6 +120,7 @@ def routes(runtime: ConsoleRuntime) -> list[Route]:
         Route(f"{API_PREFIX}/jobs/{{job_id}}", api.job, methods=["GET"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/answer", api.answer, methods=["POST"]),
         Route(f"{API_PREFIX}/jobs/{{job_id}}/follow-ups", api.follow_up, methods=["POST"]),
+        Route(f"{API_PREFIX}/jobs/{{job_id}}/cancel", api.cancel, methods=["POST"]),
     ]
 
 
@@ -238,6 +239,9 @@ class _Api:
         if job is None:
             return failure(f"no job has the id {job_id!r}", "unknown_job", status_code=404, command="jobs.get")
         return self._job_response(job, "jobs.get", read_only=True)
+
+    async def cancel(self, request: Request) -> Response:
+        return await cancel_api.cancel_json(self.runtime, request, job_json=self._job_data)
 
     async def answer(self, request: Request) -> Response:
         job = self.runtime.job(request.path_params["job_id"])

@@ -130,11 +130,18 @@ def api_document(agents: Any, *, versions: Mapping[str, str] | None = None) -> d
                 "schema": {"$ref": "#/components/schemas/JobResult"}}}},
             "404": {"description": "No job has this id", "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/Failure"}}}}}}}
+    from oz0.adapters.console.plugin_admin_api import operations as admin_operations
     from oz0.adapters.console.plugins_api import operations
 
     doc["paths"].update(operations())
+    for path, item in admin_operations().items():
+        doc["paths"].setdefault(path, {}).update(item)
     doc["paths"]["/jobs/{job_id}/answer"] = _ANSWER_PATH
     doc["paths"]["/jobs/{job_id}/follow-ups"] = _FOLLOW_UP_PATH
+    doc["paths"]["/jobs/{job_id}/cancel"] = _CANCEL_PATH
+    doc["paths"]["/schedules"] = _SCHEDULES_PATH
+    doc["paths"]["/schedules/{name}/pause"] = _schedule_switch("pause")
+    doc["paths"]["/schedules/{name}/resume"] = _schedule_switch("resume")
     for path, item in doc["paths"].items():
         for op in item.values():
             op["responses"].setdefault("401", _failure_response(
@@ -153,7 +160,8 @@ _ADMIN_SCHEME = {"type": "http", "scheme": "bearer",
                  "description": "`Authorization: Bearer <OZ0_ADMIN_TOKEN>`: what installing a plugin takes."}
 _TAGS = [{"name": "agents", "description": "The installed agents and flows."},
          {"name": "jobs", "description": "Jobs in the journal, and the questions of those that wait."},
-         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs."}]
+         {"name": "plugins", "description": "The management API: installed plugins, upgrade checks, installs, uninstalls, rollbacks."},
+         {"name": "schedules", "description": "The plugins' schedules: their next runs, pause and resume."}]
 _FIGURES = {"type": "object", "description": "One limited dimension: limit, granted, reserved, spent, left.",
             "properties": {k: {"type": ["integer", "string"]} for k in ("limit", "granted", "reserved", "spent",
                                                                         "left")}}
@@ -163,8 +171,11 @@ _BUDGET = {"type": "object", "required": ["budget", "per", "on_exhausted"], "pro
     "per": {"enum": list(PERIODS)}, "on_exhausted": {"enum": list(ON_EXHAUSTED), "description": "What an "
                                                      "exhausted budget does: fail the job, or ask for more."},
     "tokens": _FIGURES, "calls": _FIGURES, "cost": {**_FIGURES, "description": "As for tokens, each a decimal string."},
-    "grants": {"type": "array", "items": {"type": "object", "properties": {"by": {"type": "string"},
-                                                                           "at": {"type": "number"}}}}}}
+    "grants": {"type": "array", "items": {"type": "object", "properties": {
+        "by": {"type": "string", "description": "Who granted it, as the journal records them (slack:U123)."},
+        "by_name": {"type": "string", "description": "Who granted it, as people read them: their display "
+                                                     "name where a chat channel learned it, else the id."},
+        "at": {"type": "number"}}}}}}
 _META = {"type": "object", "required": ["schema_version", "command"],
          "properties": {"schema_version": {"const": 1}, "command": {"type": "string"},
                         "duration_ms": {"type": "number"}}}
@@ -173,10 +184,12 @@ _COMMON_SCHEMAS: dict[str, Any] = {
         "id": {"type": "string"}, "agent": {"type": "string"}, "plugin": {"type": ["string", "null"]},
         "plugin_version": {"type": ["string", "null"]}, "requester": {"type": "string"},
         "channel": {"type": "string"}, "input": {"type": "string"},
-        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]},
+        "status": {"enum": ["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped", "cancelled"]},
         "parent_id": {"type": ["string", "null"], "description": "A flow step's job: the flow's job."},
         "contract_hash": {"type": ["string", "null"], "description": "The contract the job ran under."},
         "contract_version": {"type": ["string", "null"]},
+        "trace_id": {"type": ["string", "null"], "description": "The OpenTelemetry trace of the ask that made the "
+                     "job (32 hex digits), where the server exports traces (OTEL_EXPORTER_OTLP_ENDPOINT)."},
         "question": {"$ref": "#/components/schemas/Question"},
         "budgets": {"type": "array", "description": "Each budget covering the job: for each limited dimension "
                     "(tokens, cost, calls) its limit, granted, reserved, spent and left (cost as a decimal "
@@ -258,6 +271,50 @@ _ANSWER_PATH = {"post": {
         "422": _failure_response("The answer does not match the answer schema, or is not JSON data (nested "
                                  "deeper than the limit): details.path and the rule."),
     }}}
+
+
+_CANCEL_PATH = {"post": {
+    "operationId": "jobs.cancel", "summary": "Stop a job wherever it runs (its asker, or an admin)",
+    "tags": ["jobs"],
+    "description": "The running step is stopped where it runs, on any replica, its children too; the job "
+                   "ends `cancelled` (failure_reason: \"stopped by NAME\"). Answers once it has ended.",
+    "parameters": [{"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+    "responses": {
+        "200": {"description": "The job, ended.", "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/JobResult"}}}},
+        "403": _failure_response("Neither the job's asker nor an admin (Bearer OZ0_ADMIN_TOKEN)."),
+        "404": _failure_response("No job has this id."),
+        "409": _failure_response("The job has already ended: there is nothing to stop."),
+        "415": _failure_response("A Content-Type that is not application/json."),
+    }}}
+
+_SCHEDULES_PATH = {"get": {
+    "operationId": "schedules.list", "summary": "The plugins' schedules: next runs, status, last result",
+    "tags": ["schedules"],
+    "description": "Each installed plugin's schedules/NAME.yaml, with its state in the engine (shared by every "
+                   "replica) and its last run's job.",
+    "responses": {
+        "200": {"description": "`schedules`: each with name, cron, timezone, agent, status (active, paused, not "
+                               "started), next_runs, last_result and post_to.",
+                "content": {"application/json": {"schema": {"type": "object"}}}},
+        "401": _failure_response("The console's token is missing or wrong."),
+    }}}
+
+
+def _schedule_switch(verb: str) -> dict[str, Any]:
+    return {"post": {
+        "operationId": f"schedules.{verb}", "summary": f"{verb.capitalize()} a schedule on every replica (audited)",
+        "tags": ["schedules"],
+        "description": f"{verb.capitalize()} the schedule on every replica at once (audited as schedule.{verb}); "
+                       "it lasts across restarts.",
+        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "responses": {
+            "200": {"description": "The schedule, as GET /schedules shows it.",
+                    "content": {"application/json": {"schema": {"type": "object"}}}},
+            "403": _failure_response("Without the admin token (Bearer OZ0_ADMIN_TOKEN)."),
+            "404": _failure_response("No installed schedule has this name."),
+            "409": _failure_response("No `oz0 serve` has started the schedule yet."),
+        }}}
 
 
 _FOLLOW_UP_PATH = {"post": {

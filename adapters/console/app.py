@@ -28,7 +28,16 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oz0.adapters.console import answers, api_doc, plugin_pages, plugins_api, probes
+from oz0.adapters.console import (
+    answers,
+    api_doc,
+    plugin_actions,
+    plugin_admin_api,
+    plugin_pages,
+    plugins_api,
+    probes,
+    schedules_api,
+)
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
 from oz0.adapters.console.security import (
@@ -61,6 +70,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
 MAX_FORM_BYTES = 1_048_576
 JOBS_SHOWN = 100
+MAX_LOGIN_NAME = 80         # characters of the name a login may give (one line)
 SAFE_DOWNLOAD_TYPES = ("application/json", "text/plain", "text/markdown", "text/csv")
 
 
@@ -104,6 +114,8 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         Route("/jobs/{job_id}/result", pages.attachment, methods=["GET"]),
         Route("/jobs/{job_id}/files/{name}", pages.job_file, methods=["GET"]),
         *plugin_pages.routes(runtime, pages.page, pages.error),
+        *plugin_actions.routes(runtime, guard, pages.checked_form, pages.error),
+        *schedules_api.routes(runtime, pages.page),
         Route("/login", pages.login_form, methods=["GET"]),
         Route("/login", pages.login, methods=["POST"]),
         Route("/logout", pages.logout, methods=["POST"]),
@@ -112,6 +124,7 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
         *api_doc.routes(runtime),
         *probes.routes(runtime),
         *plugins_api.routes(runtime),
+        *plugin_admin_api.routes(runtime),
         Mount("/static", StaticFiles(packages=[("oz0.adapters.console", "static")]), name="static"),
     ]
     middleware = [
@@ -275,13 +288,14 @@ class _Pages:
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
-        asker = "console-token" if self.guard.needs_login else "console-local"
+        asker = "console-token" if self.guard.needs_login else "console-local"   # what access rules check
         refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
         if isinstance(refusal, console_api.Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
-        job = await self.starter.run(spec.name, text, requester=asker, channel="console", checked=refusal)
+        requester = answers.operator(request, prefix="console")   # the login's name, when it gave one
+        job = await self.starter.run(spec.name, text, requester=requester, channel="console", checked=refusal)
         return RedirectResponse(f"/jobs/{quote(job.id)}", status_code=303)
 
     async def jobs(self, request: Request) -> Response:
@@ -331,6 +345,7 @@ class _Pages:
         conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
         streamed = self.texts.shown(job.id) if job.status == "running" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
+                         asked_by=self.runtime.people.shown(job.requester),
                          conversation=conversation, streamed_text=streamed,
                          card_error=card_error, payloads=payloads, previews=previews, raw_output=raw, download=download,
                          files=files,
@@ -406,7 +421,8 @@ class _Pages:
             return self.page(request, "login.html", next=target, error="That is not the console's token.",
                              status_code=401)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(SESSION_COOKIE, self.guard.new_session(),
+        name = " ".join(str(form.get("name", "")).split())[:MAX_LOGIN_NAME]
+        response.set_cookie(SESSION_COOKIE, self.guard.new_session(name or None),
                             **cookie_options(max_age=int(self.guard.session_ttl_s)))
         return response
 

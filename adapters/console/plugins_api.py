@@ -36,14 +36,24 @@ from starlette.routing import Route
 from oz0.adapters.console.api import API_PREFIX, failure, read_body
 from oz0.edge import ConsoleRuntime
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
+from oz0.edge.plugins.pack import MAX_ARCHIVE_BYTES
 from oz0.edge.results.qzx import result_envelope
 
-__all__ = ["MAX_UPLOAD_BYTES", "operations", "plugin_audit", "plugin_detail", "plugin_summary",
-           "routes"]
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "admin_flags",
+    "admin_refusal",
+    "operations",
+    "plugin_audit",
+    "plugin_detail",
+    "plugin_summary",
+    "refused_upgrade",
+    "routes",
+]
 
 log = logging.getLogger("oz0.console.plugins")
 
-MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MAX_UPLOAD_BYTES = MAX_ARCHIVE_BYTES  # an upload is stored as it is packed again: one limit for both
 AUDIT_SHOWN = 100
 ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/zip",
                  "application/x-zip-compressed", "application/octet-stream")
@@ -84,21 +94,26 @@ def plugin_audit(runtime: ConsoleRuntime, name: str, *, limit: int = AUDIT_SHOWN
 
 
 def plugin_detail(runtime: ConsoleRuntime, name: str) -> dict[str, Any] | None:
-    """Plugin `name`: its versions (current marked), the current one's agents, its latest contract
-    changes and its audit records; None when no plugin has this name."""
+    """Plugin `name`: whether it is installed, its versions (current marked), the current one's agents
+    (once uninstalled, the uninstalled one's), its latest contract changes and its audit records; None
+    when no plugin has this name."""
     versions = runtime.store.versions(name)
     if not versions:
         return None
-    current = next((v for v in versions if v.current), versions[-1])
+    audit = plugin_audit(runtime, name)
+    installed = next((v for v in versions if v.current), None)
+    removed = next((r["detail"].get("content_hash") for r in audit if r["action"] == "plugin.uninstall"), None)
+    current = installed or next((v for v in versions if v.content_hash == removed), versions[-1])
     agents = [{"name": a.name, "kind": a.kind, "description": a.description,
                "input": _contract(a.input_schema_file, a.input_hash),
                "output": _contract(a.output_schema_file, a.output_hash),
                "failures": dict(a.failures)} for a in current.agents]
-    return {"name": name, "version": current.version, "description": current.description,
+    return {"name": name, "version": current.version, "installed": installed is not None,
+            "description": current.description,
             "versions": [{"version": v.version, "content_hash": v.content_hash, "installed_at": v.installed_at,
                           "installed_by": v.installed_by, "current": v.current} for v in reversed(versions)],
             "agents": agents, "latest_changes": latest_json(_latest(runtime).get(name)),
-            "audit": plugin_audit(runtime, name)}
+            "audit": audit}
 
 
 class _Upload:
@@ -137,7 +152,8 @@ class _PluginsApi:
             known = ", ".join(v.plugin for v in self.runtime.installed()) or "none installed"
             return failure(f"no plugin is named {name!r} (known: {known})", "unknown_plugin", status_code=404,
                            command="plugins.get")
-        return JSONResponse(result_envelope("plugins.get", True, f"{name} {detail['version']}",
+        shown = f"{name} {detail['version']}" + ("" if detail["installed"] else " (uninstalled)")
+        return JSONResponse(result_envelope("plugins.get", True, shown,
                                             data={"plugin": detail}))
 
     async def diff(self, request: Request) -> Response:
@@ -154,7 +170,7 @@ class _PluginsApi:
             try:
                 changes = check_upgrade(previous, plugin)
             except UpgradeRefused as exc:
-                return _refused(exc, command, plugin, previous)
+                return refused_upgrade(exc, command, plugin.name, plugin.version, previous)
             data: dict[str, Any] = {
                 "plugin": plugin.name, "version": plugin.version,
                 "previous_version": previous.version if previous else None,
@@ -175,21 +191,9 @@ class _PluginsApi:
         from oz0.edge.runtime.install import VersionReused, install_plugin
 
         command = "plugins.install"
-        guard = request.state.guard
-        if guard.admin_token is None:
-            return failure("installing over the management API needs OZ0_ADMIN_TOKEN set on the server "
-                           "(or install with `oz0 plugin install`)", "admin_token_required", status_code=403,
-                           command=command)
-        if not guard.is_admin(request.headers):
-            return failure("installing a plugin needs the admin token: send Authorization: Bearer <OZ0_ADMIN_TOKEN>",
-                           "admin_token_required", status_code=403, command=command)
-        flags = {}
-        for name in ("allow_breaking", "force"):
-            given = request.query_params.get(name, "false").lower()
-            if given not in ("true", "false", "1", "0"):
-                return failure(f"{name}={given!r} is not true or false", "invalid_argument", status_code=400,
-                               command=command, details={"parameter": name})
-            flags[name] = given in ("true", "1")
+        flags = admin_flags(request, command, "installing a plugin", "oz0 plugin install")
+        if isinstance(flags, Response):
+            return flags
         upload = await self._upload(request, command)
         if isinstance(upload, Response):
             return upload
@@ -198,7 +202,7 @@ class _PluginsApi:
         try:
             result = await run_in_threadpool(install_plugin, self.runtime, plugin, actor="api-admin", **flags)
         except UpgradeRefused as exc:
-            return _refused(exc, command, plugin, previous)
+            return refused_upgrade(exc, command, plugin.name, plugin.version, previous)
         except VersionReused as exc:
             return failure(f"not installed: {exc.message}", "version_exists", status_code=409, command=command,
                            details={"plugin": plugin.name, "version": plugin.version,
@@ -257,6 +261,34 @@ class _PluginsApi:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
+def admin_refusal(request: Request, command: str, doing: str, cli: str) -> Response | None:
+    """403 unless the request carries the admin token (and the server has one); None when it may go on."""
+    guard = request.state.guard
+    if guard.admin_token is None:
+        return failure(f"{doing} over the management API needs OZ0_ADMIN_TOKEN set on the server "
+                       f"(or use `{cli}`)", "admin_token_required", status_code=403, command=command)
+    if not guard.is_admin(request.headers):
+        return failure(f"{doing} needs the admin token: send Authorization: Bearer <OZ0_ADMIN_TOKEN>",
+                       "admin_token_required", status_code=403, command=command)
+    return None
+
+
+def admin_flags(request: Request, command: str, doing: str, cli: str) -> dict[str, bool] | Response:
+    """An admin's install or rollback: the query's `allow_breaking` and `force` (true/false/1/0, default
+    false), or the 403 without the admin token, or the 400 naming a bad flag."""
+    refused = admin_refusal(request, command, doing, cli)
+    if refused is not None:
+        return refused
+    flags = {}
+    for name in ("allow_breaking", "force"):
+        given = request.query_params.get(name, "false").lower()
+        if given not in ("true", "false", "1", "0"):
+            return failure(f"{name}={given!r} is not true or false", "invalid_argument", status_code=400,
+                           command=command, details={"parameter": name})
+        flags[name] = given in ("true", "1")
+    return flags
+
+
 async def _archive_bytes(request: Request, command: str) -> bytes | Response:
     """The archive's bytes: the whole body (an archive media type) or the multipart field `plugin`."""
     size = int(request.headers.get("content-length") or 0)
@@ -294,10 +326,10 @@ async def _archive_bytes(request: Request, command: str) -> bytes | Response:
         await field.close()
 
 
-def _refused(exc: Any, command: str, plugin: Any, previous: Any) -> JSONResponse:
-    """409: the upgrade check refuses this version; its message and every change."""
+def refused_upgrade(exc: Any, command: str, name: str, version: str, previous: Any) -> JSONResponse:
+    """409: the upgrade check refuses version `version` of plugin `name`; its message and every change."""
     return failure(str(exc), "breaking_change", status_code=409, command=command, details={
-        "plugin": plugin.name, "version": plugin.version,
+        "plugin": name, "version": version,
         "previous_version": previous.version if previous else None,
         "changes": [c.to_dict() for c in exc.changes]})
 

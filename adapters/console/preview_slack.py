@@ -8,6 +8,7 @@ from html import unescape
 from typing import Any
 
 from oz0.adapters.console.preview import draw, esc
+from oz0.renderers.safety import html_hyphens_kept
 
 __all__ = ["BLOCK_RULES", "ELEMENT_RULES", "INLINE_RULES", "message"]
 
@@ -105,7 +106,7 @@ def _table(block: Mapping[str, Any]) -> str:
 
     def row(cells: list[Any], tag: str) -> str:
         return "<tr>" + "".join(
-            f'<{tag} class="pv-align-{esc(align[i] if i < len(align) else "left")}">{_cell(c)}</{tag}>'
+            f'<{tag} class="pv-align-{esc(align[i] if i < len(align) else "left")}">{html_hyphens_kept(_cell(c))}</{tag}>'
             for i, c in enumerate(cells)) + "</tr>"
 
     head = f"<thead>{row(rows[0], 'th')}</thead>" if rows else ""

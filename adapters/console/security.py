@@ -80,6 +80,7 @@ class Guard:
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     session_ttl_s: float = field(default_factory=lambda: SESSION_TTL_S)
     _sessions: dict[str, float] = field(default_factory=dict, repr=False)
+    _names: dict[str, str] = field(default_factory=dict, repr=False)   # a session's login name, if one was typed
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -112,22 +113,32 @@ class Guard:
             return ["localhost", "127.0.0.1", "::1", "[::1]"]
         return ["*"]
 
-    def new_session(self) -> str:
+    def new_session(self, name: str | None = None) -> str:
         """A login's cookie value: random, known to this process only (as its hash), valid for
-        session_ttl_s seconds or until logout. The oldest sessions go first past MAX_SESSIONS."""
+        session_ttl_s seconds or until logout. The oldest sessions go first past MAX_SESSIONS. `name`:
+        the login's name, how the console and chat show what this session asks and answers."""
         assert self.token is not None
         value = secrets.token_urlsafe(32)
         now = time.monotonic()
         self._sessions = {k: t for k, t in self._sessions.items() if t > now}
         while len(self._sessions) >= MAX_SESSIONS:
             self._sessions.pop(next(iter(self._sessions)))
+        self._names = {k: n for k, n in self._names.items() if k in self._sessions}
         self._sessions[_digest(value)] = now + self.session_ttl_s
+        if name:
+            self._names[_digest(value)] = name
         return value
+
+    def session_name(self, cookies: Mapping[str, str]) -> str | None:
+        """The name typed at this request's login, while its session lasts."""
+        value = cookies.get(SESSION_COOKIE, "")
+        return self._names.get(_digest(value)) if value and self._session_ok(value) else None
 
     def end_session(self, value: str | None) -> None:
         """Logout: the cookie stops working at once, even if a copy of it is replayed."""
         if value:
             self._sessions.pop(_digest(value), None)
+            self._names.pop(_digest(value), None)
 
     def _session_ok(self, value: str) -> bool:
         expires = self._sessions.get(_digest(value))

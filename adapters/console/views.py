@@ -139,10 +139,10 @@ def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str,
 def budget_rows(states: Any) -> list[dict[str, Any]]:
     """The job page's budgets: whose each is, and a row per limited dimension (edge.runtime.budget_view)."""
     from oz0.edge.model.budget import BUDGET_DIMENSIONS, format_dimension
-    from oz0.edge.runtime.budget_view import budget_table
+    from oz0.edge.runtime.budget_view import budget_table, granted_by
 
     return [{"label": s.ref.label, "on_exhausted": s.ref.budget.on_exhausted, "rows": budget_table(s),
-             "grants": [{"by": g["granted_by"], "what": ", ".join(
+             "grants": [{"by": granted_by(g), "what": ", ".join(
                  format_dimension(d, int(g[d])) for d in BUDGET_DIMENSIONS if g[d])} for g in s.grants]}
             for s in states]
 
@@ -156,7 +156,7 @@ def job_view(job: Any) -> dict[str, Any]:
         "failure_kind": job.failure_kind, "failure_reason": reason, "failure_short": _short(reason, 120),
         "when": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.created)),
         "took": f"{took:.2f} s" if took is not None else "", "attempts": job.attempts,
-        "progress": _progress_text(job),
+        "progress": _progress_text(job), "trace_id": job.trace_id,
         # a running job's page reloads itself to show its latest progress (no script needed); a
         # waiting one does not, for its page holds the answer form someone may be filling in
         "refresh_s": PAGE_REFRESH_S if job.status in ("queued", "running") else None,

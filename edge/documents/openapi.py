@@ -44,6 +44,7 @@ __all__ = [
     "flow_path",
     "openapi_document",
     "person_steps",
+    "tools_json",
 ]
 
 OPENAPI_VERSION = "3.1.0"
@@ -83,6 +84,20 @@ def person_steps(spec: AgentSpec) -> list[dict[str, Any]]:
                         else {}, "answerers": dict(s.answerers), "timeout_s": s.timeout_s,
                         "on_timeout": dict(s.on_timeout) if s.on_timeout else None}
                        for s in getattr(spec, "steps", ()) if s.is_ask]
+
+
+def tools_json(spec: AgentSpec) -> list[dict[str, Any]]:
+    """A model agent's `tools:` as OpenAPI `x-oz0-tools` and `oz0 plugin list --json` show them: each
+    entry as declared, a server's with `tool_annotations`, its tools' annotations as the confirmation
+    rule reads them before any job (listed at install, under what the file declares)."""
+    known = spec.tool_annotations()
+    out = []
+    for decl in spec.tools:
+        entry = decl.as_json()
+        if decl.server is not None and known.get(decl.server):
+            entry["tool_annotations"] = known[decl.server]
+        out.append(entry)
+    return out
 
 
 def component_key(agent: str, direction: str) -> str:
@@ -129,7 +144,7 @@ def openapi_document(agents: Iterable[AgentSpec], *, title: str, version: str) -
         if flow or agent.asks:
             operation["x-oz0-person-steps"] = person_steps(agent)
         if getattr(agent, "tools", ()):
-            operation["x-oz0-tools"] = [t.as_json() for t in agent.tools]
+            operation["x-oz0-tools"] = tools_json(agent)
         paths[flow_path(agent.name) if flow else agent_path(agent.name)] = {"post": operation}
     plugins = sorted({agent.plugin for agent in agents if agent.plugin})
     document: dict[str, Any] = {

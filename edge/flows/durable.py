@@ -5,7 +5,8 @@ The workflow `oz0.flow` claims the flow's job, then runs `edge.flows.runner.driv
 over `DurableEffects`, steps that DBOS checkpoints: a child job journaled once (its dedupe key is the parent and the step), run as the
 child workflow `oz0.job` (the same workflow as any job, under its own id) and read back; a question
 recorded with `runtime.ask` and waited for with `questions.wait_in_workflow` (checkpointed waits woken
-by the job's event stream). The
+by the job's event stream). Every step is retried through a fault of the database or the disk
+(edge.runtime.step_retries), as a job's own steps are, so a Postgres outage mid-flow loses nothing. The
 expressions between steps are pure functions of checkpointed values, so a replay takes the same way.
 Imported through the runtime's flow engine (edge.flows.engine) before DBOS launches, so the workflow is registered.
 """
@@ -15,16 +16,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS
 from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's result (DBOS does not export it)
 
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
 from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
-from oz0.edge.model.job import Job, JobFailure, UnknownAgent
-from oz0.edge.runtime.durable import RESULT_POLL_S, _current, _job_workflow, _queue_name
+from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.durable import RESULT_POLL_S, Engine, current_engine
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
 from oz0.edge.runtime.runner import Runtime
+from oz0.edge.runtime.step_retries import step_options
 
 __all__ = ["DurableEffects", "flow_workflow"]
 
@@ -33,11 +35,11 @@ class DurableEffects:
     """The flow's steps as DBOS checkpoints: a child job journaled once and run as the child workflow
     `oz0.job`, a person step asked in a step and waited for durably, a skipped step journaled in a step."""
 
-    def __init__(self, engine: Any, job: Job, spec: FlowSpec) -> None:
+    def __init__(self, engine: Engine, job: Job, spec: FlowSpec) -> None:
         self.engine, self.runtime, self.job, self.spec = engine, engine.runtime, job, spec
         # "step 2 of 3: approve": journaled, published, and shown by whoever waits for the flow here
         self.report = JournalProgress(self.runtime.store, job.id,
-                                      lambda p: (engine._progress.get(job.id) or _ignore)(p),
+                                      lambda p: (engine.progress_of(job.id) or _ignore)(p),
                                       publish=self.runtime.stream.publish)
 
     async def run_agent(self, step: FlowStep, text: str, run: int) -> Job:
@@ -45,52 +47,50 @@ class DurableEffects:
         engine, runtime, job = self.engine, self.runtime, self.job
         where = step_progress(self.spec, step)
         self.report(where)
-        made = await DBOS.run_step_async({"name": "oz0.flow.child"}, _child, runtime, job, step, text, run)
+        made = await DBOS.run_step_async(step_options("oz0.flow.child"), _child, runtime, job, step, text, run)
         if "refused" in made:  # the tree's limits refused the child (edge.runtime.tree)
             raise JobFailure(made["refused"]["kind"], made["refused"]["reason"])
         child_id = made["id"]
         # the step's own reports follow its line, when the step runs in this process
-        follow = engine._progress.setdefault(
-            child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
+        follow = engine.follow(child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
         try:
-            handle = await _start_child(engine, step.agent, child_dedupe_key(job.id, step.id, run), child_id)
+            handle = await engine.start_child(step.agent, child_dedupe_key(job.id, step.id, run), child_id)
             try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
-                await runtime.watch_child(job, child_id, handle.get_result(polling_interval_sec=RESULT_POLL_S))
+                await runtime.tree.watch_child(job, child_id, handle.get_result(polling_interval_sec=RESULT_POLL_S))
             except DBOSAwaitedWorkflowCancelledError:
                 if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
                     raise
         finally:
-            if engine._progress.get(child_id) is follow:
-                engine._progress.pop(child_id, None)
-        ended = await DBOS.run_step_async({"name": "oz0.flow.read"}, _read, runtime, child_id)
+            engine.unfollow(child_id, follow)
+        ended = await DBOS.run_step_async(step_options("oz0.flow.read"), _read, runtime, child_id)
         return _as_job(ended)
 
     async def ask_person(self, step: FlowStep, message: str) -> Answer:
         runtime, job, spec = self.runtime, self.job, self.spec
         self.report(step_progress(spec, step))
-        await DBOS.run_step_async({"name": "oz0.flow.ask"}, _ask, runtime, job, step, message)
+        await DBOS.run_step_async(step_options("oz0.flow.ask"), _ask, runtime, job, step, message)
         if spec.limits.tree_timeout_s is None or not spec.limits.count_waits:
             return await wait_in_workflow(job.id, step.id, step.timeout_s)
-        left = await DBOS.run_step_async({"name": "oz0.flow.tree_left"}, _tree_left, runtime, job.id)
+        left = await DBOS.run_step_async(step_options("oz0.flow.tree_left"), _tree_left, runtime, job.id)
         by_tree = left is not None and (step.timeout_s is None or left < step.timeout_s)
         answer = await wait_in_workflow(job.id, step.id, left if by_tree else step.timeout_s)
         if answer.action == "timeout" and by_tree:  # the tree's time ran out, not the step's
-            reason = await DBOS.run_step_async({"name": "oz0.flow.tree_time"}, _tree_time_up, runtime, job.id,
+            reason = await DBOS.run_step_async(step_options("oz0.flow.tree_time"), _tree_time_up, runtime, job.id,
                                                step.id)
             raise JobFailure("LimitExceeded", reason)
         return answer
 
     async def record(self, result: StepResult) -> None:
         if result.status == "skipped":
-            await DBOS.run_step_async({"name": "oz0.flow.skip"}, journal_skipped, self.runtime, self.job,
+            await DBOS.run_step_async(step_options("oz0.flow.skip"), journal_skipped, self.runtime, self.job,
                                       self.spec.step(result.step))
 
 
 @DBOS.workflow(name="oz0.flow")
 async def flow_workflow(job_id: str) -> str:
-    engine = _current()
+    engine = current_engine()
     runtime = engine.runtime
-    started = await DBOS.run_step_async({"name": "oz0.flow.start"}, _start, runtime, job_id)
+    started = await DBOS.run_step_async(step_options("oz0.flow.start"), _start, runtime, job_id)
     if started["run"]:
         spec = runtime.agent(started["agent"])
         assert isinstance(spec, FlowSpec) and spec.kind == FLOW_KIND
@@ -98,34 +98,14 @@ async def flow_workflow(job_id: str) -> str:
         assert job is not None
         try:
             output = await drive(spec, started["value"], DurableEffects(engine, job, spec))
-            await DBOS.run_step_async({"name": "oz0.flow.end"}, _succeed, runtime, job_id, output)
+            await DBOS.run_step_async(step_options("oz0.flow.end"), _succeed, runtime, job_id, output)
         except JobFailure as failure:
-            await DBOS.run_step_async({"name": "oz0.flow.end"}, _fail, runtime, job_id, failure.kind,
+            await DBOS.run_step_async(step_options("oz0.flow.end"), _fail, runtime, job_id, failure.kind,
                                       failure.reason, failure.partial_output)
-    await DBOS.run_step_async({"name": "oz0.deliver"}, engine.deliver_step, job_id)
+    await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     ended = runtime.job(job_id)
     return ended.status if ended is not None else "missing"
-
-
-async def _start_child(engine: Any, agent: str, wid: str, child_id: str) -> Any:
-    """The child job's workflow started under `wid`. A child of an agent with no `limits.concurrency`
-    starts at once, here, as a child workflow of the flow (the flow already holds its queue's place,
-    and waiting for a queue's next poll was most of a person step's answer-to-next-step time); one
-    with a limit goes through its agent's queue, which counts it across replicas."""
-    if _limited(engine.runtime, agent):
-        await engine._queue_for(agent)  # registers the agent's queue (its concurrency) when new
-        with SetWorkflowID(wid):
-            return await DBOS.enqueue_workflow_async(_queue_name(agent), _job_workflow, child_id)
-    with SetWorkflowID(wid):
-        return await DBOS.start_workflow_async(_job_workflow, child_id)
-
-
-def _limited(runtime: Runtime, agent: str) -> bool:
-    try:
-        return runtime.agent(agent).limits.concurrency is not None
-    except UnknownAgent:  # uninstalled since: its queue's workflow reports it as UnknownAgent
-        return True
 
 
 def _ignore(progress: Any) -> None:
@@ -144,10 +124,10 @@ def _start(runtime: Runtime, job_id: str) -> dict[str, Any]:
         spec = runtime.agent(job.agent)
         value = runtime.input_of(job, spec)
     except JobFailure as failure:
-        runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason)
+        runtime.end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason)
         return {"run": False}
     except ValueError as exc:  # UnknownAgent: uninstalled since it was asked
-        runtime._end(job_id, "failed", attempts=0, kind="UnknownAgent", reason=str(exc))
+        runtime.end(job_id, "failed", attempts=0, kind="UnknownAgent", reason=str(exc))
         return {"run": False}
     return {"run": True, "agent": job.agent, "value": value}
 
@@ -187,19 +167,13 @@ def _journaled(runtime: Runtime, job_id: str) -> Job:
 
 def _tree_left(runtime: Runtime, job_id: str) -> float | None:
     """Seconds left of the flow's tree_timeout_s (count_waits: a wait for a person counts)."""
-    left = runtime._time_left(runtime.tree_chain(_journaled(runtime, job_id)))
-    return max(0.0, left[0]) if left is not None else None
+    return runtime.tree.time_left(_journaled(runtime, job_id))
 
 
 def _tree_time_up(runtime: Runtime, job_id: str, step: str) -> str:
     """The tree's time ran out while its person step `step` waited: the reason, recorded on the root."""
     job = _journaled(runtime, job_id)
-    chain = runtime.tree_chain(job)
-    left = runtime._time_left(chain)
-    reason = runtime._time_reason(job, chain[-1], left[2] if left else 0.0,
-                                  where=f"person step {step} of job {job.id}")
-    refused: str = runtime._refuse(job, reason).reason
-    return refused
+    return runtime.tree.time_up(job, where=f"person step {step} of job {job.id}")
 
 
 def _ask(runtime: Runtime, job: Job, step: FlowStep, message: str) -> None:
@@ -209,16 +183,16 @@ def _ask(runtime: Runtime, job: Job, step: FlowStep, message: str) -> None:
 def _succeed(runtime: Runtime, job_id: str, output: Any) -> None:
     spec = runtime.agent(_journaled(runtime, job_id).agent)
     try:
-        checked = runtime._checked_flow_output(job_id, spec, output)
+        checked = runtime.attempts.checked_output(job_id, spec, output)
     except JobFailure as failure:
-        runtime._end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason,
-                     output=failure.partial_output)
+        runtime.end(job_id, "failed", attempts=1, kind=failure.kind, reason=failure.reason,
+                    output=failure.partial_output)
         return
-    runtime._end(job_id, "succeeded", attempts=1, output=checked)
+    runtime.end(job_id, "succeeded", attempts=1, output=checked)
 
 
 async def _fail(runtime: Runtime, job_id: str, kind: str, reason: str, partial: Any) -> None:
     if kind == "LimitExceeded" and partial is None:
         partial = runtime.tree_partial(job_id)
-    runtime._end(job_id, "failed", attempts=1, kind=kind, reason=reason, output=partial)
-    await runtime.end_tree(job_id)  # a limit ended the tree: its children still running are cancelled
+    runtime.end(job_id, "failed", attempts=1, kind=kind, reason=reason, output=partial)
+    await runtime.tree.end_tree(job_id)  # a limit ended the tree: its children still running are cancelled

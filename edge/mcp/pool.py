@@ -17,6 +17,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from oz0.edge import tracing
 from oz0.edge.mcp.elicit import ElicitingSessions, Elicitor
 from oz0.edge.mcp.http import session_for
 from oz0.edge.mcp.list_changed import ToolsChanged
@@ -138,7 +139,8 @@ class McpServers:
         """Call `tool` and return it as listed with its wire-shaped CallToolResult (camelCase keys).
         With `elicit`, the call may ask its job's person (edge.mcp.elicit); with `on_progress`, the
         server's progress notifications for this call reach it (on the MCP loop's thread)."""
-        return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s, elicit, on_progress))
+        with tracing.span("oz0.mcp.call", tool=tool, server=server.label()):
+            return await self._loop().run(self._on_loop(server, tool, arguments, timeout_s, elicit, on_progress))
 
     async def _on_loop(self, server: ServerSpec, tool: str | None, arguments: Mapping[str, Any] | None,
                        timeout_s: float, elicit: Elicitor | None = None,

@@ -3,7 +3,8 @@
 An `mcp` agent's file usually declares no schema: its tool's `inputSchema` and `outputSchema` are its
 contracts. Installing lists each server's tools once (`tools/list`), so the contracts are stored in the
 agent rows like any other agent's, and the tool's annotations beside them (shown before any job runs): the upgrade check compares them between versions, and the installed
-plugin (the runtime, its OpenAPI document) carries them. A server that cannot be listed, or a tool schema
+plugin (the runtime, its OpenAPI document) carries them. A model agent's `tools: - server: X` are listed
+the same way, and the annotations of their tools stored (`listed_tools`) for the confirmation rule. A server that cannot be listed, or a tool schema
 the edge cannot use, refuses the install with the reason, before anything is stored.
 """
 
@@ -19,7 +20,7 @@ from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.session import pick
 from oz0.edge.mcp.spec import McpFailure, ServerSpec
-from oz0.edge.model.agent import AgentSpec
+from oz0.edge.model.agent import ANNOTATION_KEYS, AgentSpec
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.manifest import Plugin
 
@@ -41,7 +42,7 @@ def with_listed_contracts(plugin: Plugin, *, pool: McpServers | None = None) -> 
     Raises PluginError naming the agent and why (the server cannot be reached, it has no such tool, or
     the tool's schema cannot be used, e.g. a remote $ref).
     """
-    _check_loop_tools(plugin, pool)
+    plugin = _with_loop_listings(plugin, pool)
     if not any(map(_needs_tool, plugin.agents)):
         return plugin
     pool = pool or servers()
@@ -60,25 +61,38 @@ def with_listed_contracts(plugin: Plugin, *, pool: McpServers | None = None) -> 
     return replace(plugin, agents=tuple(agents))
 
 
-def _check_loop_tools(plugin: Plugin, pool: McpServers | None) -> None:
-    """Each server a model agent's `tools:` names is listed once: a tool under `only:` it does not list
-    refuses the install, naming what it lists (a server that cannot be listed now is checked when a job
-    starts, for a tool loop can do without a server that is down at install)."""
-    wanted = [(spec, t, t.server) for spec in plugin.agents for t in spec.tools if t.server is not None and t.only]
-    if not wanted:
-        return
+def _with_loop_listings(plugin: Plugin, pool: McpServers | None) -> Plugin:
+    """Each server a model agent's `tools:` names is listed once: the annotations of the tools the
+    agent may call are kept (`listed_tools`, stored with the agent's row), so the confirmation rule and
+    the documents know a destructive tool before any job reaches the server; a tool under `only:` the
+    server does not list refuses the install, naming what it lists. A server that cannot be listed now
+    is checked when a job starts, for a tool loop can do without a server that is down at install."""
+    if not any(t.server is not None for spec in plugin.agents for t in spec.tools):
+        return plugin
     pool = pool or servers()
-    for spec, decl, server_name in wanted:
-        try:
-            server = ServerSpec.from_config(spec.servers[server_name], cwd=str(Path(spec.file).resolve().parent.parent))
-            listed = pool.tools_sync(server, timeout_s=spec.limits.timeout_s)
-        except McpFailure:
-            continue
-        missing = [n for n in decl.only or () if n not in listed]
-        if missing:
-            raise PluginError(f"agent {spec.name!r}: server {decl.server!r} lists no tool "
-                              f"{', '.join(map(repr, missing))} (it lists: {', '.join(sorted(listed)) or 'none'})",
-                              file=spec.file)
+    agents = []
+    for spec in plugin.agents:
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for decl in spec.tools:
+            if decl.server is None:
+                continue
+            try:
+                server = ServerSpec.from_config(spec.servers[decl.server],
+                                                cwd=str(Path(spec.file).resolve().parent.parent))
+                listed = pool.tools_sync(server, timeout_s=spec.limits.timeout_s)
+            except McpFailure:
+                continue
+            missing = [n for n in decl.only or () if n not in listed]
+            if missing:
+                raise PluginError(f"agent {spec.name!r}: server {decl.server!r} lists no tool "
+                                  f"{', '.join(map(repr, missing))} (it lists: {', '.join(sorted(listed)) or 'none'})",
+                                  file=spec.file)
+            for name in decl.only if decl.only is not None else sorted(listed):
+                hints = {k: v for k, v in dict(listed[name].annotations or {}).items() if k in ANNOTATION_KEYS}
+                if hints:
+                    found.setdefault(decl.server, {})[name] = hints
+        agents.append(replace(spec, listed_tools=found or None) if found else spec)
+    return replace(plugin, agents=tuple(agents))
 
 
 def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
@@ -101,6 +115,8 @@ def with_stored_contracts(plugin: Plugin, rows: Any) -> Plugin:
                 raise PluginError(f"agent {spec.name!r}: its stored tool contract cannot be loaded: {exc}",
                                   file=spec.file) from None
             spec = replace(spec, **changes, listed_annotations=row.annotations)
+        elif spec.tools and row is not None and isinstance(row.annotations, dict) and row.annotations.get("servers"):
+            spec = replace(spec, listed_tools=row.annotations["servers"])
         agents.append(_with_version(spec, by_name.get(spec.name)))
     flows = tuple(_with_version(spec, by_name.get(spec.name)) for spec in plugin.flows)
     return replace(plugin, agents=tuple(agents), flows=flows)

@@ -140,6 +140,8 @@ class AgentSpec:
     budget: Budget | None = None  # `budget:` (edge.model.budget)
     price: Price | None = None    # `price:`; a model's `max_tokens` stays in `config`
     listed_annotations: Mapping[str, Any] | None = None  # an mcp tool's, as its server listed them at install
+    # a tool loop's server tools' annotations as the servers listed them at install: server -> tool -> hints
+    listed_tools: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None
     asks: tuple[PersonAsk, ...] = ()  # `asks:`, a python agent's person steps (edge.plugins.asks)
     conversation: ConversationLimits = ConversationLimits()  # `conversation:` (edge.runtime.conversations)
     history: bool = False         # `history:`: a command or http agent is given the earlier turns too
@@ -151,6 +153,21 @@ class AgentSpec:
         """Whether a job of this agent is a tool loop (edge.runtime.tool_loop): a model agent with
         tools, or one of a provider only the loop speaks."""
         return self.kind == "model" and (bool(self.tools) or self.config.get("provider") == "anthropic")
+
+    def tool_annotations(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """A tool loop's server tools' annotations known before any job reaches a server: as listed at
+        install (`listed_tools`), under what the agent file's `tools:` declares (the file wins)."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for decl in self.tools:
+            if decl.server is None:
+                continue
+            listed = dict((self.listed_tools or {}).get(decl.server) or {})
+            for name in set(listed) | set(decl.annotations):
+                merged = {k: v for k, v in {**dict(listed.get(name) or {}), **dict(decl.annotations.get(name) or {})}
+                          .items() if k in ANNOTATION_KEYS}
+                if merged:
+                    out.setdefault(decl.server, {})[name] = merged
+        return {server: dict(sorted(tools.items())) for server, tools in sorted(out.items())}
 
     def failure(self, name: str) -> FailureKind | None:
         if name == INVALID_INPUT.name:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import BUDGET_EXHAUSTED, INVALID_INPUT, FailureKind
 from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.tracing import trace_id_of
 
 __all__ = [
     "BUILTIN_FAILURES",
@@ -27,8 +28,8 @@ __all__ = [
     "snake_case",
 ]
 
-JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped"]
-FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted")
+JobStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "skipped", "cancelled"]
+FAILED_STATUSES: tuple[str, ...] = ("failed", "interrupted", "cancelled")  # cancelled: stopped by a person
 
 INVALID_RESULT_CONTRACT = "InvalidResultContract"
 BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
@@ -47,8 +48,9 @@ BUILTIN_FAILURES: dict[str, FailureKind] = {f.name: f for f in (
     FailureKind("UnknownAgent", description="No installed agent has this name."),
     FailureKind("Interrupted", description="The process running the job stopped before it ended.",
                 partial=True),
-    FailureKind("Cancelled", description="The run needed its asker's confirmation (a destructive tool) and "
-                                         "did not get it; nothing ran.", person=True),
+    FailureKind("Cancelled", description="A person stopped the job (oz0 jobs cancel, the API, a Stop button), "
+                                         "or its run needed its asker's confirmation (a destructive tool) and "
+                                         "did not get it.", person=True),
     FailureKind("LimitExceeded", description="The job's tree reached one of its limits (max_steps, max_depth, "
                                              "max_children, tree_timeout_s); what finished is kept.", partial=True),
     BUDGET_EXHAUSTED,
@@ -96,6 +98,7 @@ class Job:
     workspace: str | None = None         # the asker's workspace (a Slack team, a Discord guild)
     channel_id: str | None = None        # the asker's channel on its platform
     question_shown: Mapping[str, Any] | None = None  # where its open question is shown (its channel's words)
+    trace_context: Mapping[str, str] | None = None  # its ask's W3C trace context (edge/tracing.py), when traced
 
     @property
     def failed(self) -> bool:
@@ -103,13 +106,18 @@ class Job:
 
     @property
     def finished(self) -> bool:
-        return self.status in ("succeeded", "failed", "interrupted", "skipped")
+        return self.status in ("succeeded", "failed", "interrupted", "skipped", "cancelled")
 
     @property
     def duration_s(self) -> float | None:
         if self.started is None or self.ended is None:
             return None
         return self.ended - self.started
+
+    @property
+    def trace_id(self) -> str | None:
+        """The trace of the ask that made this job (32 hex digits), when tracing was on."""
+        return trace_id_of(self.trace_context)
 
     @property
     def platform(self) -> str:
@@ -124,7 +132,7 @@ class Job:
         out = {name: getattr(self, name) for name in (
             "id", "agent", "plugin", "plugin_version", "requester", "channel", "input", "status", "output",
             "failure_kind", "failure_reason", "created", "started", "ended", "attempts", "dedupe_key",
-            "parent_id", "contract_hash", "contract_version", "progress")}
+            "parent_id", "contract_hash", "contract_version", "progress", "trace_id")}
         shown = {"platform": self.platform, "workspace": self.workspace, "channel": self.channel_id}
         out["reply_to"] = {k: v for k, v in shown.items() if v is not None} if self.reply_to is not None else None
         return out

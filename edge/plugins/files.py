@@ -3,20 +3,19 @@
 A symbolic link that leads out of the folder (an `agents` folder link, an agent file link, any linked
 file) would let an install copy someone else's files into OZ0_HOME, so it is refused, naming the link;
 a link inside the folder is copied as the file it names. FIFOs, sockets and devices are refused (a
-FIFO would block the reader forever), as are links that loop. An install lands whole or not at all:
-the files are copied beside the target and renamed into place.
+FIFO would block the reader forever), as are links that loop. An install packs these files into the
+archive the database keeps (edge.plugins.pack).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
 from oz0.edge.plugins.declared import PluginError
 
-__all__ = ["IGNORED", "copy_plugin", "plugin_files", "plugin_problems"]
+__all__ = ["IGNORED", "plugin_files", "plugin_problems"]
 
 IGNORED = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"})
 
@@ -79,31 +78,3 @@ def plugin_files(root: str | Path) -> list[Path]:
         rel, why = problems[0]
         raise PluginError(f"{why}; a plugin holds only its own regular files", file=str(Path(root) / rel))
     return files
-
-
-def copy_plugin(root: str | Path, target: Path) -> None:
-    """Copy the plugin's files to `target` atomically: into a folder beside it, then renamed. On any
-    failure nothing is left behind (not even an empty parent folder this call created)."""
-    root = Path(root)
-    files = plugin_files(root)
-    created_parent = not target.parent.exists()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        for rel in files:
-            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / rel, staging / rel, follow_symlinks=True)
-            shutil.copymode(root / rel, staging / rel)
-        if target.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created_parent:
-            try:
-                target.parent.rmdir()
-            except OSError:
-                pass
-        raise

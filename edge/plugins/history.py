@@ -11,16 +11,17 @@ from oz0.edge.contracts.changes import Change
 
 __all__ = ["MAX_AUDIT_SCAN", "latest_changes", "latest_json"]
 
+INSTALLS = ("plugin.install", "plugin.rollback")  # the audit actions that made a version current
 MAX_AUDIT_SCAN = 10_000  # audit records read, newest first, to find each plugin's latest changes
 
 
 def latest_changes(audit: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    """Per plugin, the changes its latest install recorded (newest audit records first, as the
+    """Per plugin, the changes its latest install (or rollback) recorded (newest audit records first, as the
     store lists them): {"previous_version", "version", "changes": [Change]}."""
     latest: dict[str, dict[str, Any]] = {}
     for record in audit:
         detail: Mapping[str, Any] = record.detail
-        if record.action != "plugin.install" or detail.get("plugin") in latest:
+        if record.action not in INSTALLS or detail.get("plugin") in latest:
             continue
         latest[str(detail.get("plugin"))] = {
             "previous_version": detail.get("previous_version"), "version": detail.get("version"),

@@ -29,6 +29,8 @@ from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
 from oz0.edge.plugins.lint_tools import lint_tools
 from oz0.edge.plugins.manifest import VERSION_RE
+from oz0.edge.plugins.schedule_lint import lint_schedules
+from oz0.edge.plugins.spdx import LICENSE_FIX, spdx_license
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
@@ -138,6 +140,11 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
                 version = str(manifest["version"]) if "version" in manifest else None
                 match = VERSION_RE.match(version or "")
                 strict = match is not None and int(match.group(1)) >= 1
+                if isinstance(manifest.get("license"), str):
+                    try:
+                        spdx_license(manifest["license"], manifest_file)
+                    except PluginError as exc:
+                        lint.add("error", manifest_file, exc.location, exc.message, LICENSE_FIX)
     agents_dir = root / "agents"
     files = sorted(agents_dir.glob("*.yaml")) if agents_dir.is_dir() and "agents" not in refused else []
     files = [f for f in files if lint.rel(f) not in refused]
@@ -161,14 +168,17 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
     flows_dir = root / "flows"
     flow_files = [f for f in sorted(flows_dir.glob("*.yaml")) if lint.rel(f) not in refused] \
         if flows_dir.is_dir() and "flows" not in refused else []
+    unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
+    known = None if installed is None else {
+        a.name: AgentSides(_installed_side(a.input, a.kind == unknown), _installed_side(a.output, a.kind == unknown),
+                           input_file=f"{a.plugin}'s {a.input_schema_file}" if a.input_schema_file else None,
+                           output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
+        for a in installed.values()}
     if flow_files:
-        unknown = "mcp"  # an MCP tool's schemas are read from its server when it runs
-        known = None if installed is None else {
-            a.name: AgentSides(_installed_side(a.input, a.kind == unknown), _installed_side(a.output, a.kind == unknown),
-                               input_file=f"{a.plugin}'s {a.input_schema_file}" if a.input_schema_file else None,
-                               output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
-            for a in installed.values()}
         lint_flows(root, flow_files, read=lint.yaml, add=lint.add, agents=lint.sides, installed=known)
+    if "schedules" not in refused:
+        lint_schedules(root, read=lint.yaml, add=lint.add, agents=lint.sides, flows={f.stem for f in flow_files},
+                       installed=known)
     return LintReport(root, tuple(lint.findings), name, version)
 
 

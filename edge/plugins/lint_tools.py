@@ -1,7 +1,8 @@
 """Lint of model agents' `tools:` and plugin.yaml `servers:` (edge.plugins.agent_tools): a tool naming an
 agent that is neither in the plugin nor installed, a server plugin.yaml does not declare, a name given
-twice, an mcp agent's `server: NAME` that is not declared; a loop without `limits.max_steps` is a
-warning (it gets DEFAULT_LOOP_STEPS model requests)."""
+twice, an mcp agent's `server: NAME` that is not declared, and a loop without `limits.max_steps` (a
+model agent with tools must bound its loop in its file: lint and install refuse it, naming the key).
+A plugin installed before this rule keeps loading, its loop bounded by DEFAULT_LOOP_STEPS."""
 
 from __future__ import annotations
 
@@ -11,9 +12,22 @@ from typing import Any
 
 from oz0.edge.plugins.agent_tools import DEFAULT_LOOP_STEPS, ToolsError, parse_servers, parse_tools
 
-__all__ = ["lint_tools"]
+__all__ = ["UNBOUNDED_LOOP_FIX", "lint_tools", "unbounded_loop"]
 
 Add = Callable[[str, Path, str, str, str], None]
+UNBOUNDED_LOOP_FIX = f"add `limits: {{max_steps: {DEFAULT_LOOP_STEPS}}}` (the most model requests the loop may make)"
+
+
+def unbounded_loop(data: Any) -> str | None:
+    """Why an agent file's tool loop is refused: a model agent with `tools:` that gives no
+    `limits.max_steps` (the one copy of this rule, read by lint and by install), else None."""
+    if not isinstance(data, dict) or data.get("kind") != "model" or not data.get("tools"):
+        return None
+    limits = data.get("limits")
+    if isinstance(limits, dict) and "max_steps" in limits:
+        return None
+    return "a model agent with tools must give limits.max_steps, the most model requests its loop makes"
+
 
 
 def lint_tools(agent_files: Mapping[Path, Any], manifest: Any, *, plugin_agents: Collection[str],
@@ -50,7 +64,6 @@ def lint_tools(agent_files: Mapping[Path, Any], manifest: Any, *, plugin_agents:
                 + (" nor an installed one" if installed is not None else " (and it is not known whether it is "
                                                                           "installed where the plugin runs)"),
                 "name an agent of this plugin or one that is installed")
-        if data.get("kind") == "model" and "max_steps" not in dict(data.get("limits") or {}):
-            add("warning", file, "$.limits", f"the tool loop gives no limits.max_steps, so it may make "
-                                             f"{DEFAULT_LOOP_STEPS} model requests (the default)",
-                "add `limits: {max_steps: N}` to bound the loop")
+        why = unbounded_loop(data)
+        if why is not None:
+            add("error", file, "$.limits.max_steps", why, UNBOUNDED_LOOP_FIX)

@@ -23,6 +23,7 @@ from oz0.edge.plugins.agent_tools import DEFAULT_LOOP_STEPS, ToolsError, parse_s
 from oz0.edge.plugins.asks import AskDeclarationError, asks_of
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, budget_of, examples_of, manifest_contract, read_yaml
 from oz0.edge.plugins.flow_manifest import load_flow
+from oz0.edge.plugins.spdx import spdx_license
 
 __all__ = [
     "Plugin",
@@ -41,6 +42,7 @@ class Plugin:
     agents: tuple[AgentSpec, ...] = ()
     flows: tuple[AgentSpec, ...] = ()  # edge.plugins.flow_manifest.FlowSpec, from flows/*.yaml
     servers: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    license: str | None = None  # an SPDX license expression, canonical (plugin.yaml `license:`)
 
     def agent(self, name: str) -> AgentSpec | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -80,7 +82,8 @@ def load_plugin(path: str | Path) -> Plugin:
             names.append(flow.name)
             flows.append(flow)
     return Plugin(manifest["name"], str(manifest["version"]), root, manifest.get("description", ""),
-                  tuple(agents), tuple(flows), servers)
+                  tuple(agents), tuple(flows), servers,
+                  None if "license" not in manifest else spdx_license(manifest["license"], manifest_file))
 
 
 def _check(data: Any, contract: Contract, file: Path) -> None:

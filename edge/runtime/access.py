@@ -5,9 +5,10 @@
       - allow: [deploys, "incident-*"]     # agent names or globs
         platform: slack                    # optional: slack, discord, teams, console, cli
         workspace: T0123                   # optional: Slack team id, Discord guild id, Teams tenant id
+        teams: ["19:abc@thread.tacv2"]     # optional: Microsoft Teams team ids (the team a channel is in)
         channels: [C0456]                  # optional
         users: [U0789]                     # optional; with groups: the user OR one of the groups
-        groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids
+        groups: [S0ABC]                    # optional: Slack user group ids, Discord role ids, Entra group ids
       - deny: ["*"]
         channels: [C0DEAD]
     dms: false               # Discord: whether direct messages to the bot are asks (a DM has no channel
@@ -18,7 +19,8 @@
         cost: 5.00           # and tokens, calls, per (day, the default here, or job), on_exhausted
 
 Without the file every agent may be asked everywhere the bot is. A broken file is an error at start,
-never a silent "allow".
+never a silent "allow". Neither is a group the platform could not be asked about: when an asker's
+groups cannot be read (`Asker.groups_error`), a rule that would need them refuses, saying why.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from oz0.edge.model.budget import Budget, BudgetDeclarationError, parse_budget
 
 __all__ = ["AccessBudget", "AccessError", "AccessPolicy", "AccessRule", "Asker", "local_user"]
 
-_CONDITIONS = ("platform", "workspace", "channels", "users", "groups")
+_CONDITIONS = ("platform", "workspace", "teams", "channels", "users", "groups")
 
 
 class AccessError(Oz0Error, ValueError):
@@ -53,6 +55,8 @@ class Asker:
     channel: str | None = None
     user: str | None = None
     groups: tuple[str, ...] = ()
+    team: str | None = None                 # the team the channel is in (Microsoft Teams), else None
+    groups_error: str | None = None         # why the groups could not be read: rules naming groups refuse
 
 
 @dataclass(frozen=True)
@@ -65,20 +69,29 @@ class AccessRule:
     users: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     index: int = 0
+    teams: tuple[str, ...] = ()
 
     def covers(self, agent: str) -> bool:
         return any(fnmatch.fnmatchcase(agent, pattern) for pattern in self.agents)
 
     def matches(self, asker: Asker) -> bool:
-        if self.platform is not None and self.platform != asker.platform:
-            return False
-        if self.workspace is not None and self.workspace != asker.workspace:
-            return False
-        if self.channels and asker.channel not in self.channels:
+        if not self.place_matches(asker):
             return False
         if self.users or self.groups:
             return asker.user in self.users or bool(set(self.groups) & set(asker.groups))
         return True
+
+    def place_matches(self, asker: Asker) -> bool:
+        """Whether the asker is where this rule applies (platform, workspace, team, channel)."""
+        return ((self.platform is None or self.platform == asker.platform)
+                and (self.workspace is None or self.workspace == asker.workspace)
+                and (not self.teams or asker.team in self.teams)
+                and (not self.channels or asker.channel in self.channels))
+
+    def undecidable(self, asker: Asker) -> bool:
+        """The rule would ask the asker's groups, which could not be read: it cannot say yes or no."""
+        return (bool(self.groups) and asker.groups_error is not None and asker.user not in self.users
+                and self.place_matches(asker))
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,8 @@ class AccessPolicy:
     def decide(self, agent: str, asker: Asker) -> tuple[bool, AccessRule | None]:
         """Whether `asker` may run `agent`, and the rule that decided (None: the default)."""
         for rule in self.rules:
+            if rule.covers(agent) and rule.undecidable(asker):
+                return False, rule    # never allowed (nor let past a deny) on groups nobody could read
             if rule.covers(agent) and rule.matches(asker):
                 return rule.effect == "allow", rule
         return self.default == "allow", None
@@ -153,6 +168,9 @@ class AccessPolicy:
     def explain_denial(self, agent: str, asker: Asker) -> str:
         """A sentence for the person who was refused: what was refused and who can change it."""
         _, rule = self.decide(agent, asker)
+        if rule is not None and rule.undecidable(asker):
+            return (f"You may not run '{agent}' here now: rule {rule.index + 1} of the access rules depends on "
+                    f"your groups, and {asker.groups_error}. Nothing was run; ask again in a minute.")
         why = f"rule {rule.index + 1} of the access rules" if rule else "the default of the access rules"
         return (f"You may not run '{agent}' here ({why}). Ask the bot's administrator to allow it in "
                 "access.yaml.")
@@ -173,6 +191,7 @@ def _rule(raw: Any, index: int, source: str) -> AccessRule:
         effect=effects[0], agents=agents, index=index,
         platform=_scalar(raw.get("platform"), f"{where}.platform"),
         workspace=_scalar(raw.get("workspace"), f"{where}.workspace"),
+        teams=_strings(raw.get("teams", []), f"{where}.teams"),
         channels=_strings(raw.get("channels", []), f"{where}.channels"),
         users=_strings(raw.get("users", []), f"{where}.users"),
         groups=_strings(raw.get("groups", []), f"{where}.groups"),

@@ -25,12 +25,15 @@ if TYPE_CHECKING:
     from oz0.edge.model.reply_ref import ReplyRef
     from oz0.edge.runtime.backlog import Backlog
     from oz0.edge.runtime.budgets import Budgets
+    from oz0.edge.runtime.cancel import JobStops
     from oz0.edge.runtime.conversations import Conversations
     from oz0.edge.runtime.event_stream import JobEvents
     from oz0.edge.runtime.events import JobEvent
     from oz0.edge.runtime.input_check import Checked
+    from oz0.edge.runtime.people import People
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.questions import Answer, Question
+    from oz0.edge.runtime.schedules import Schedules
     from oz0.edge.runtime.store import AuditRecord, Store
 
 __all__ = ["ChatRuntime", "ConsoleRuntime", "RuntimeFace", "ServeRuntime"]
@@ -64,6 +67,12 @@ class ConsoleRuntime(RuntimeFace, Protocol):
     def questions(self) -> Questions: ...
     @property
     def stream(self) -> JobEvents: ...
+    @property
+    def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
+    @property
+    def schedules(self) -> Schedules: ...  # the plugins' schedules (edge.runtime.schedules)
+    @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
@@ -87,9 +96,13 @@ class ChatRuntime(Protocol):
     @property
     def conversations(self) -> Conversations: ...
     @property
+    def people(self) -> People: ...  # display names the channels learned (edge.runtime.people)
+    @property
     def backlog(self) -> Backlog: ...  # the queued jobs' bounds (edge.runtime.backlog)
     @property
     def stopping(self) -> bool: ...  # a stop began: asks are turned away (Runtime.drain)
+    @property
+    def stops(self) -> JobStops: ...  # stopping a job (edge.runtime.cancel)
 
     def agents(self) -> list[AgentSpec]: ...
 

@@ -1,8 +1,9 @@
 """One attempt of an agent under its limits, and the check of its answer against its contract.
 
-A mixin of edge.runtime.runner.Runtime (which owns the retry loop around `_attempt` and sets
-`_checked` and `store`): the output is JSON data, within limits.max_output_bytes, a QZX failure is
-one of the agent's declared failure kinds, and the answer matches the output contract.
+The retry loop around `Attempts.attempt` is edge.runtime.runs'. The check: the output is JSON data,
+within limits.max_output_bytes, a QZX failure is one of the agent's declared failure kinds, and the
+answer matches the output contract. Each answer that met its contract is noted in `CheckedAnswers`,
+which the card (edge.runtime.job_cards) reads, so the answer is not validated a second time to be drawn.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -19,52 +20,51 @@ from oz0.edge.cards.qzx_status import CORE_FIELDS
 from oz0.edge.contracts.json_data import MAX_JSON_DEPTH, JsonDataError, check_json_data, dumps_exact
 from oz0.edge.contracts.schema import violation_sentence
 from oz0.edge.model.agent import AgentSpec, FailureKind
-from oz0.edge.model.job import BUILTIN_FAILURES, INVALID_RESULT_CONTRACT, Job, JobFailure
+from oz0.edge.model.job import BUILTIN_FAILURES, INVALID_RESULT_CONTRACT, JobFailure
 from oz0.edge.results.qzx import check_core
 from oz0.edge.results.tool_result import kept_value
 from oz0.edge.runtime.context import RunContext
-from oz0.edge.runtime.flow_engine import NO_FLOW_ENGINE
 from oz0.edge.runtime.kinds import AGENT_KINDS
 from oz0.edge.runtime.transient import is_transient
 
-if TYPE_CHECKING:
-    from oz0.edge.model.progress import ProgressSink
-    from oz0.edge.runtime.flow_engine import FlowEngine
-    from oz0.edge.runtime.store import Store
-
-__all__ = ["CHECKED_JOBS_MAX", "AgentAttempts"]
+__all__ = ["CHECKED_JOBS_MAX", "Attempts", "CheckedAnswers", "failure_kind"]
 
 log = logging.getLogger("oz0.edge.runtime.runner")
 
 CHECKED_JOBS_MAX = 1_024  # recent answers whose contract check the card need not repeat
 
 
-class AgentAttempts:
-    """Runtime's attempt and output-check methods."""
+class CheckedAnswers:
+    """The recent answers that met their output contract: job id -> the contract's digest, bounded
+    (CHECKED_JOBS_MAX; an answer older than that is validated again when drawn, never trusted)."""
 
-    store: Store
-    flow_engine: FlowEngine | None
-    _checked: OrderedDict[str, str]
+    def __init__(self) -> None:
+        self._digests: OrderedDict[str, str] = OrderedDict()
 
-    async def _run_flow(self, job: Job, spec: AgentSpec, value: Any,
-                        on_progress: ProgressSink | None) -> Any:
-        """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
-        if self.flow_engine is None:
-            raise JobFailure("Misconfigured", NO_FLOW_ENGINE)
-        self.store.update_job(job.id, attempts=1)
-        output = await self.flow_engine.run_here(self, job, spec, value,  # type: ignore[arg-type]
-                                                 on_progress=on_progress)
-        return self._checked_flow_output(job.id, spec, output)
+    def record(self, job_id: str, digest: str) -> None:
+        self._digests[job_id] = digest
+        if len(self._digests) > CHECKED_JOBS_MAX:
+            self._digests.popitem(last=False)
 
-    def _checked_flow_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:
-        output = self._check_output(spec, output)
+    def met(self, job_id: str, digest: str) -> bool:
+        """Whether the job's answer was checked here against the contract of this digest."""
+        return self._digests.get(job_id) == digest
+
+
+class Attempts:
+    """One run of an agent of any kind (edge.runtime.kinds) under its limits, and its answer's check."""
+
+    def __init__(self, checked: CheckedAnswers) -> None:
+        self.checked = checked
+
+    def checked_output(self, job_id: str, spec: AgentSpec, output: Any) -> Any:
+        """The job's answer once checked (a flow's output too): JobFailure when it breaks a rule."""
+        output = self.check_output(spec, output)
         if spec.output is not None:
-            self._checked[job_id] = spec.output.digest
-            if len(self._checked) > CHECKED_JOBS_MAX:
-                self._checked.popitem(last=False)
+            self.checked.record(job_id, spec.output.digest)
         return output
 
-    async def _attempt(self, spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
+    async def attempt(self, spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
         """One run of the agent under its limits, its answer checked: the output or a JobFailure."""
         kind = AGENT_KINDS.get(spec.kind)
         if kind is None:
@@ -84,14 +84,10 @@ class AgentAttempts:
                 raise  # the journal's fault (a question, a budget), not the agent's: the engine retries the step
             log.warning("agent %s crashed in job %s", spec.name, ctx.job_id, exc_info=True)
             raise JobFailure("Crashed", f"the agent raised {type(exc).__name__}: {exc}") from None
-        output = self._check_output(spec, output)
-        if spec.output is not None:
-            self._checked[ctx.job_id] = spec.output.digest
-            if len(self._checked) > CHECKED_JOBS_MAX:
-                self._checked.popitem(last=False)
-        return output
+        return self.checked_output(ctx.job_id, spec, output)
 
-    def _check_output(self, spec: AgentSpec, output: Any) -> Any:
+    def check_output(self, spec: AgentSpec, output: Any) -> Any:
+        """The answer, if it keeps every rule of its agent; else JobFailure saying which it breaks."""
         cap = spec.limits.max_output_bytes
         try:
             check_json_data(output)
@@ -136,11 +132,13 @@ class AgentAttempts:
                              partial_output=output)
         return output
 
-    def _failure_kind(self, spec: AgentSpec, name: str) -> FailureKind:
-        declared = spec.failure(name)
-        if declared is not None:
-            return declared
-        return BUILTIN_FAILURES.get(name) or FailureKind(name)
+
+def failure_kind(spec: AgentSpec, name: str) -> FailureKind:
+    """The failure kind of this name as the agent declares it, else the built-in one, else a bare one."""
+    declared = spec.failure(name)
+    if declared is not None:
+        return declared
+    return BUILTIN_FAILURES.get(name) or FailureKind(name)
 
 
 def _declared_kind(spec: AgentSpec, code: str) -> str | None:

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Budget
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budget_spend, budgets
+from oz0.edge.runtime.people import people
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
@@ -269,10 +270,11 @@ class BudgetBook:
             with self.store.engine.connect() as conn:
                 found = {r["id"]: r for r in conn.execute(select(budgets).where(
                     budgets.c.id.in_(list(ids.values())))).mappings()}
-                for g in conn.execute(select(budget_grants).where(
+                for g in conn.execute(select(budget_grants, people.c.name.label("granted_by_name"))
+                                      .outerjoin(people, people.c.who == budget_grants.c.granted_by).where(
                         budget_grants.c.budget_id.in_(list(ids.values())), budget_grants.c.root_id == root_id)
                         .order_by(budget_grants.c.at)).mappings():
-                    grants.setdefault(g["budget_id"], []).append(dict(g))
+                    grants.setdefault(g["budget_id"], []).append(dict(g))   # the grantor's name, if known
         out = []
         for ref in refs:
             budget_id = ids.get((ref.key, ref.period))

@@ -7,12 +7,14 @@ Money in JSON is a decimal string (`"0.105"`), exact as stored, never a float.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, amount_text, format_dimension
 from oz0.edge.runtime.budget_book import BudgetState
+from oz0.edge.runtime.people import shown_as
 
-__all__ = ["FIGURES", "budget_json", "budget_lines", "budget_table"]
+__all__ = ["FIGURES", "budget_json", "budget_lines", "budget_table", "granted_by"]
 
 FIGURES = ("limit", "granted", "reserved", "spent", "left")
 
@@ -29,14 +31,15 @@ def _exact(dimension: str, value: int) -> Any:
 
 
 def budget_json(state: BudgetState) -> dict[str, Any]:
-    """One budget as JSON data: each limited dimension's figures, and who granted more."""
+    """One budget as JSON data: each limited dimension's figures, and who granted more (`by` the
+    journal's id, `by_name` as people read it)."""
     ref = state.ref
     out: dict[str, Any] = {"budget": ref.label, "key": ref.key, "period": ref.period, "per": ref.budget.per,
                            "on_exhausted": ref.budget.on_exhausted}
     for d in BUDGET_DIMENSIONS:
         if state.limit(d) is not None:
             out[d] = {name: _exact(d, n) for name, n in _figures(state, d).items()}
-    out["grants"] = [{"by": g["granted_by"], "at": g["at"],
+    out["grants"] = [{"by": g["granted_by"], "by_name": granted_by(g), "at": g["at"],
                       **{d: _exact(d, int(g[d])) for d in BUDGET_DIMENSIONS if g[d]}} for g in state.grants]
     return out
 
@@ -57,5 +60,10 @@ def budget_lines(state: BudgetState) -> list[str]:
                      f"spent {row['spent']}, left {row['left']}")
     for g in state.grants:
         given = ", ".join(format_dimension(d, int(g[d])) for d in BUDGET_DIMENSIONS if g[d])
-        lines.append(f"  granted {given} for this job by {g['granted_by']}")
+        lines.append(f"  granted {given} for this job by {granted_by(g)}")
     return lines
+
+
+def granted_by(grant: Mapping[str, Any]) -> str:
+    """Who granted it, as people read them: their display name where a channel learned it, else the id."""
+    return shown_as(str(grant["granted_by"]), grant.get("granted_by_name"))

@@ -41,7 +41,8 @@ from oz0.edge.runtime.budget_book import Amounts, BudgetBook, BudgetRef, BudgetS
 from oz0.edge.runtime.context import RunContext
 
 if TYPE_CHECKING:
-    from oz0.edge.runtime.runner import Runtime
+    from oz0.edge.runtime.catalog import Catalog
+    from oz0.edge.runtime.jobs import Jobs
 
 __all__ = [
     "ALLOW_SCHEMA",
@@ -149,9 +150,11 @@ async def budget_call(ctx: RunContext | None, need: CallNeed) -> AsyncIterator[M
 class Budgets:
     """The budgets of one runtime: which cover a job, reserving with the asker's consent, and reading."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.book = BudgetBook(runtime.store)
+    def __init__(self, book: BudgetBook, jobs: Jobs, catalog: Catalog, home: Path) -> None:
+        self.book = book
+        self.jobs = jobs
+        self.catalog = catalog
+        self.home = home  # where access.yaml (its budgets) lives
         self._policy: tuple[int | None, AccessPolicy] | None = None
 
     # which budgets cover a job --------------------------------------------------------------------
@@ -161,7 +164,7 @@ class Budgets:
         out = [job]
         seen = {job.id}
         while out[-1].parent_id and len(out) < MAX_TREE_DEPTH:
-            parent = self.runtime.job(out[-1].parent_id)
+            parent = self.jobs.job(out[-1].parent_id)
             if parent is None or parent.id in seen:
                 break
             seen.add(parent.id)
@@ -193,20 +196,20 @@ class Budgets:
 
     def _spec(self, name: str) -> Any:
         try:
-            return self.runtime.agent(name)
+            return self.catalog.agent(name)
         except Exception:  # uninstalled since the job started: its budget no longer applies
             return None
 
     def policy(self) -> AccessPolicy:
         """access.yaml as it is now (read again when the file changes)."""
-        path = Path(self.runtime.home) / "access.yaml"
+        path = Path(self.home) / "access.yaml"
         try:
             stamp: int | None = path.stat().st_mtime_ns
         except FileNotFoundError:
             stamp = None
         if self._policy is None or self._policy[0] != stamp:
             try:
-                self._policy = (stamp, AccessPolicy.load(self.runtime.home))
+                self._policy = (stamp, AccessPolicy.load(self.home))
             except AccessError as exc:
                 raise JobFailure("Misconfigured", f"the budgets of access.yaml cannot be read: {exc}") from None
         return self._policy[1]
@@ -216,7 +219,7 @@ class Budgets:
     async def reserve(self, ctx: RunContext, need: CallNeed) -> Meter:
         """Reserve `need` against every budget covering the job, asking the asker where a budget says
         so; a Meter for the call, or JobFailure BudgetExhausted (Misconfigured for an unbounded need)."""
-        job = self.runtime.job(ctx.job_id)
+        job = self.jobs.job(ctx.job_id)
         if job is None:
             raise KeyError(f"no job {ctx.job_id!r}")
         root, refs = self.covering(job, ctx.agent)

@@ -25,7 +25,7 @@ from oz0.edge.runtime.questions import Question
 
 if TYPE_CHECKING:
     from oz0.edge.model.agent import AgentSpec
-    from oz0.edge.runtime.runner import Runtime
+    from oz0.edge.runtime.question_book import Questions
 
 __all__ = [
     "CONFIRM",
@@ -86,19 +86,19 @@ def needs_confirmation(spec: AgentSpec, annotations: Mapping[str, Any]) -> bool:
     return is_destructive(annotations) and spec.config.get("confirm") is not False
 
 
-async def confirm_before_run(runtime: Runtime, spec: AgentSpec, value: Any, job_id: str) -> None:
+async def confirm_before_run(questions: Questions, spec: AgentSpec, value: Any, job_id: str) -> None:
     """Ask the asker to confirm a destructive run; returns when confirmed, else raises JobFailure
     ("Cancelled") naming what was not run and why."""
     if spec.config.get("confirm") is False:
         return
-    annotations = await agent_annotations(spec, eliciting=runtime.questions.can_ask_job(job_id))
+    annotations = await agent_annotations(spec, eliciting=questions.can_ask_job(job_id))
     if not needs_confirmation(spec, annotations):
         return
     tool = str(spec.config.get("tool") or spec.name)
     name = annotations.get("title") or tool
-    found = runtime.questions.asked(job_id, CONFIRM_STEP)
+    found = questions.asked(job_id, CONFIRM_STEP)
     if found is None or found[1] is None:
-        if not runtime.questions.can_ask_job(job_id):
+        if not questions.can_ask_job(job_id):
             raise JobFailure("Cancelled", f"{name} is marked destructive, so it asks its asker to confirm, and "
                                           "this channel cannot ask; run it from the console or chat, or set "
                                           f"`confirm: false` in the agent file of {spec.name}")
@@ -107,10 +107,10 @@ async def confirm_before_run(runtime: Runtime, spec: AgentSpec, value: Any, job_
             arguments = arguments[: MAX_ARGUMENTS_SHOWN - 1] + "…"
         import time
 
-        runtime.ask(Question(job_id, CONFIRM_STEP, f"Run {name} (tool {tool} of agent {spec.name}) with "
+        questions.ask(Question(job_id, CONFIRM_STEP, f"Run {name} (tool {tool} of agent {spec.name}) with "
                              f"{arguments}? It is marked destructive.", CONFIRM_SCHEMA, {},
                              time.time() + CONFIRM_TIMEOUT_S, source=spec.name))
-    answer = await runtime.wait_answer_async(job_id, CONFIRM_STEP, timeout_s=CONFIRM_TIMEOUT_S)
+    answer = await questions.wait_async(job_id, CONFIRM_STEP, timeout_s=CONFIRM_TIMEOUT_S)
     if answer.action == "accept" and (answer.content or {}).get("choice") == CONFIRM:
         return
     how = {"accept": "cancelled", "decline": "declined", "cancel": "cancelled",

@@ -6,7 +6,8 @@ the Stop button). The latest row says where the conversation stands: its agent, 
 whether it was stopped. Two replicas adding a turn at once cannot both take the same number (the
 primary key): the loser reads again and takes the next one.
 
-A follow-up's agent is given the earlier turns (`history`): each ask and its final answer, the oldest
+A follow-up's agent is given the earlier turns (`history`): each ask and its final answer (a tool loop's
+answer after a line naming the tools it called, edge.runtime.loop_trace.tool_summaries), the oldest
 dropped past the agent's `conversation:` bounds (edge.model.agent.ConversationLimits), how many said
 on the card (`dropped_note`). Revision 0015 makes the table.
 """
@@ -23,12 +24,14 @@ from sqlalchemy import Column, Float, Index, Integer, String, Table, insert, sel
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.agent import ConversationLimits
-from oz0.edge.runtime.store import metadata
+from oz0.edge.runtime.loop_trace import tool_summaries
+from oz0.edge.runtime.store import jobs, metadata
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["CHARS_PER_TOKEN", "Conversation", "Conversations", "History", "conversation_id", "conversation_turns"]
+__all__ = ["CHARS_PER_TOKEN", "Conversation", "Conversations", "History", "conversation_id", "conversation_turns",
+           "thread_in"]
 
 CHARS_PER_TOKEN = 4        # the token estimate of a turn's text, without a provider's tokenizer
 MAX_ADD_TRIES = 5          # turns numbered at once by as many replicas before one gives up
@@ -52,6 +55,12 @@ conversation_turns = Table(
 def conversation_id(platform: str, channel: str, thread: str) -> str:
     """The id of the conversation in `thread` of `channel` on `platform`."""
     return f"{platform}:{channel}:{thread}"[:MAX_ID_CHARS]
+
+
+def thread_in(cid: str, platform: str, channel: str) -> str | None:
+    """The thread of conversation `cid` when it is in `channel` of `platform` (`conversation_id` read back)."""
+    prefix = f"{platform}:{channel}:"
+    return cid[len(prefix):] or None if cid.startswith(prefix) else None
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,13 @@ class Conversations:
             return conn.execute(select(conversation_turns.c.conversation_id)
                                 .where(conversation_turns.c.job_id == job_id).limit(1)).scalar()
 
+    def of_delivery(self, delivery: str) -> str | None:
+        """The conversation of the job asked by a chat delivery (its dedupe key), if that job is a turn."""
+        with self.store.engine.connect() as conn:
+            return conn.execute(select(conversation_turns.c.conversation_id)
+                                .join(jobs, jobs.c.id == conversation_turns.c.job_id)
+                                .where(jobs.c.dedupe_key == delivery).limit(1)).scalar()
+
     def turns(self, cid: str, *, limit: int = 200) -> list[dict[str, Any]]:
         """The conversation's rows, oldest first (the console's job page, the API)."""
         with self.store.engine.connect() as conn:
@@ -179,11 +195,14 @@ class Conversations:
                 break
             earlier.append(str(row["job_id"]))
         done = [j for jid in earlier if (j := self.store.job(jid)) is not None and j["status"] == "succeeded"]
+        tools = tool_summaries(self.store, [str(j["id"]) for j in done[:limits.max_turns]])
         kept: list[tuple[dict[str, str], dict[str, str]]] = []
         budget = limits.max_tokens * CHARS_PER_TOKEN
         for job in done:
+            said = answer_text(job.get("output"))
+            summary = tools.get(str(job["id"]))
             turn = ({"role": "user", "content": str(job["input"])},
-                    {"role": "assistant", "content": answer_text(job.get("output"))})
+                    {"role": "assistant", "content": f"{summary}\n{said}" if summary else said})
             size = len(turn[0]["content"]) + len(turn[1]["content"])
             if len(kept) >= limits.max_turns or size > budget:
                 break

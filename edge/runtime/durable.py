@@ -31,23 +31,30 @@ import asyncio
 import logging
 import math
 import os
-import socket
 import threading
 import time
 from collections.abc import Mapping
-from contextlib import closing
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID, StepOptions
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.engine_settings import (
+    app_version,
+    beside_journal,
+    positive_setting,
+    queue_name,
+    replica_id,
+    workflow_id,
+    write_ahead_log,
+)
 from oz0.edge.runtime.leases import EngineError, Leases
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
+from oz0.edge.runtime.step_retries import STEP_RETRIES, step_options
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
@@ -58,9 +65,11 @@ __all__ = [
     "DEFAULT_LEASE_S",
     "DEFAULT_WORKER_CONCURRENCY",
     "NOT_RESUMABLE_KINDS",
+    "STEP_RETRIES",
     "Engine",
     "EngineError",
     "app_version",
+    "current_engine",
     "current_runtime",
     "replica_id",
     "workflow_id",
@@ -77,75 +86,16 @@ NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process th
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
 
 
-def replica_id(env: Mapping[str, str] | None = None) -> str:
-    """This replica's stable executor id: OZ0_REPLICA_ID, else the host name (a StatefulSet pod's name)."""
-    found: Mapping[str, str] = os.environ if env is None else env
-    return (found.get("OZ0_REPLICA_ID") or "").strip() or socket.gethostname()
-
-
-def app_version() -> str:
-    """The application version DBOS records with each workflow: the package version and the workflow's
-    shape. Replicas of one release recover each other's workflows; a release that changes the
-    workflow's steps must change _WORKFLOW_SHAPE."""
-    try:
-        package = version("oz0-edge")
-    except PackageNotFoundError:
-        package = "dev"
-    return f"oz0-{package}-{_WORKFLOW_SHAPE}"
-
-
-_WORKFLOW_SHAPE = "run+deliver-2"  # 2: a durable answer wait is checkpointed slices, not DBOS.recv
-
-
-def workflow_id(job: Job | Mapping[str, Any]) -> str:
-    """A job's workflow id: its dedupe key (so a redelivery joins the same run), else its id."""
-    if isinstance(job, Mapping):
-        return job.get("dedupe_key") or f"job:{job['id']}"
-    return job.dedupe_key or f"job:{job.id}"
-
-
-def _positive(env: dict[str, str], name: str, default: float) -> float:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise EngineError(f"{name} must be a number of seconds or jobs, not {raw!r}") from None
-    if value <= 0:
-        raise EngineError(f"{name} must be above 0, not {raw!r}")
-    return value
-
-
-def _transient_step(error: BaseException) -> bool:
-    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
-    journal write that failed succeeds once it is back); anything else is the step's own end."""
-    transient = is_transient(error)
-    if transient:
-        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
-    return transient
-
-
-# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
-# minutes in all; a 15 s outage is retried within 5 s of its end.
-STEP_RETRIES: StepOptions = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
-                             "backoff_rate": 1.3, "max_attempts": 25}
-
-
-def _step(name: str) -> StepOptions:
-    """A job step's options: its name, retried as STEP_RETRIES says."""
-    options: StepOptions = {**STEP_RETRIES, "name": name}
-    return options
 
 
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
     if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
-        status = await engine.run_step(job_id)
+        status = await engine.run_loop(job_id)
     else:
-        status = await DBOS.run_step_async(_step("oz0.run"), engine.run_step, job_id)
-    await DBOS.run_step_async(_step("oz0.deliver"), engine.deliver_step, job_id)
+        status = await DBOS.run_step_async(step_options("oz0.run"), engine.run_step, job_id)
+    await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
@@ -154,12 +104,17 @@ async def _job_workflow(job_id: str) -> str:
 def _prune_workflow(scheduled_at: datetime, context: Any) -> dict[str, int]:
     """The daily prune (edge.runtime.retention); a DBOS schedule starts it once a tick across replicas.
     Its result, the rows removed per table, is the workflow's output (`oz0 db prune` prints the same)."""
-    return DBOS.run_step({"name": "oz0.retention.prune"}, lambda: prune_by_settings(_current().runtime.store.engine))
+    return DBOS.run_step(step_options("oz0.retention.prune"), lambda: prune_by_settings(_current().runtime.store.engine))
 
 
 def current_runtime() -> Runtime:
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
+
+
+def current_engine() -> Engine:
+    """The engine that runs this process's workflows (for a workflow of the flows above: edge.flows.durable)."""
+    return _current()
 
 
 def _current() -> Engine:
@@ -175,11 +130,11 @@ class Engine(Leases):
         env = dict(os.environ if env is None else env)
         self.runtime = runtime
         self.replica = replica_id(env)
-        self.lease_s = _positive(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
-        self.worker_concurrency = int(_positive(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
+        self.lease_s = positive_setting(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
+        self.worker_concurrency = int(positive_setting(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
         url = runtime.store.url
         self.postgres = url.startswith("postgresql")
-        self.system_url = url if self.postgres else _beside_journal(url, runtime.home)
+        self.system_url = url if self.postgres else beside_journal(url, runtime.home)
         self._queues: dict[str, int | None] = {}
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
@@ -211,7 +166,7 @@ class Engine(Leases):
             if self.runtime.flow_engine is not None:
                 self.runtime.flow_engine.workflow()  # registers the flow workflow before DBOS launches
             if not self.postgres:
-                _write_ahead_log(self.system_url)
+                write_ahead_log(self.system_url)
             DBOS(config=config)
             DBOS.launch()
             for spec in self.runtime.agents():
@@ -279,6 +234,9 @@ class Engine(Leases):
                 await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 polled.cancel()
+            if polled.done() and not polled.cancelled() and polled.exception() is not None:
+                log.info("job %s: its workflow ended without a result (%s)", job_id,  # cancelled: edge.runtime.cancel
+                         type(polled.exception()).__name__)
         finally:
             with self._lock:
                 waiters = self._waiters.get(job.id, [])
@@ -321,8 +279,27 @@ class Engine(Leases):
                 return ended.status
             log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
                      job.agent, restarts, limit)
-        ended = await self.runtime.execute_here(job_id, on_progress=self._progress.get(job_id), resume=True)
+        ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
+
+    async def run_loop(self, job_id: str) -> str:
+        """A tool loop's run, as the workflow's own code (its calls are steps), then its end journaled
+        by the step `oz0.loop.end` under STEP_RETRIES: an end a database fault kept out of the journal
+        (held by the runtime) is written there once the database is back, never lost with the job."""
+        try:
+            await self.run_step(job_id)
+        except Exception as exc:
+            if not is_transient(exc) or not self.runtime.holds_end(job_id):
+                raise
+            log.warning("job %s ended, and a database fault kept its end out of the journal (%s); the engine "
+                        "retries writing it", job_id, type(exc).__name__)
+        status: str = await DBOS.run_step_async(step_options("oz0.loop.end"), self.end_step, job_id)
+        return status
+
+    def end_step(self, job_id: str) -> str:
+        """The `oz0.loop.end` step: the held end written (it raises again while the database is down)."""
+        job = self.runtime.write_held_end(job_id)
+        return job.status if job is not None else "missing"
 
     async def deliver_step(self, job_id: str) -> bool:
         """The `deliver` step: the card posted by the channel registered for the job's platform. Its
@@ -343,6 +320,37 @@ class Engine(Leases):
             return False
         await deliver(job)
         return True
+
+    def progress_of(self, job_id: str) -> ProgressSink | None:
+        """Where the caller that waits for the job here (`execute`) shows its progress, if one does."""
+        return self._progress.get(job_id)
+
+    def follow(self, job_id: str, sink: ProgressSink) -> ProgressSink:
+        """Show the progress of `job_id` (a flow's child) with `sink`, unless a caller of its own
+        already does; the sink that shows it is returned, to `unfollow` with."""
+        return self._progress.setdefault(job_id, sink)
+
+    def unfollow(self, job_id: str, sink: ProgressSink) -> None:
+        """Stop showing the progress of `job_id` with `sink` (left alone if another sink took over)."""
+        if self._progress.get(job_id) is sink:
+            self._progress.pop(job_id, None)
+
+    async def start_child(self, agent: str, workflow: str, job_id: str) -> Any:
+        """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`; the DBOS
+        handle of its result. A child of an agent with no `limits.concurrency` starts at once, as a
+        child workflow of the flow (the flow already holds its queue's place, and waiting for a queue's
+        next poll was most of a person step's answer-to-next-step time); one with a limit goes through
+        its agent's queue (registered first when new), which counts it across replicas."""
+        try:
+            unlimited = self.runtime.agent(agent).limits.concurrency is None
+        except UnknownAgent:  # uninstalled since: the shared queue's workflow reports it as UnknownAgent
+            unlimited = False
+        if unlimited:
+            with SetWorkflowID(workflow):
+                return await DBOS.start_workflow_async(_job_workflow, job_id)
+        queue = await self._queue_for(agent)
+        with SetWorkflowID(workflow):
+            return await DBOS.enqueue_workflow_async(queue, _job_workflow, job_id)
 
     def resumes(self, row: Mapping[str, Any]) -> bool:
         """Whether the engine will carry this journaled job on (its workflow is queued or pending), so a
@@ -387,47 +395,16 @@ class Engine(Leases):
             concurrency = self.runtime.agent(agent).limits.concurrency
         except Exception:  # an unknown agent still runs (and fails) as a workflow, on the shared queue
             agent, concurrency = "", None
-        name = _queue_name(agent)
+        name = queue_name(agent)
         if self._queues.get(name, -1) != concurrency:
             await asyncio.to_thread(self._register_queue, agent, concurrency)
         return name
 
     def _register_queue(self, agent: str, concurrency: int | None) -> None:
         worker = self.worker_concurrency if concurrency is None else min(self.worker_concurrency, concurrency)
-        DBOS.register_queue(_queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
+        DBOS.register_queue(queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
                             polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
-        self._queues[_queue_name(agent)] = concurrency
-
-
-def _beside_journal(url: str, home: Any) -> str:
-    """The SQLite system database: a file beside the SQLite journal (under OZ0_HOME by default)."""
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
-
-    journal = make_url(url).database
-    folder = Path(journal).parent if journal and journal != ":memory:" else Path(home)
-    return f"sqlite:///{folder / 'oz0-engine.db'}"
-
-
-def _write_ahead_log(url: str) -> None:
-    """The SQLite system database in write-ahead-log mode, as the journal is (edge.runtime.store): a
-    commit is one append and one sync instead of a rollback journal made, synced and deleted, and the
-    queues' polls read beside a step's write instead of waiting for it. Every job step and every poll
-    writes to this file. The mode is kept by the file, so every connection DBOS opens has it."""
-    import sqlite3
-
-    from sqlalchemy.engine import make_url
-
-    path = make_url(url).database
-    if not path or path == ":memory:":
-        return
-    with closing(sqlite3.connect(path, timeout=30)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-
-
-def _queue_name(agent: str) -> str:
-    return f"oz0-agent-{agent}" if agent else "oz0-jobs"
+        self._queues[queue_name(agent)] = concurrency
 
 
 def _settle(done: asyncio.Future[None]) -> None:

@@ -30,10 +30,10 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from oz0.edge.runtime.events import Answered, JobEnded, JobEvent, Lagged, QuestionAsked
+from oz0.edge.runtime.job_rows import job_from_row
+from oz0.edge.runtime.question_book import asked_question, open_question
 
 if TYPE_CHECKING:
-    from oz0.edge.model.job import Job
-    from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.store import Store
 
 __all__ = ["MAX_BUFFERED", "EventBackend", "EventReader", "JobEvents", "LocalEvents", "Subscription", "open_events"]
@@ -279,23 +279,25 @@ class JobEvents:
 
 
 
-def open_events(store: Store, questions: Questions, read_job: Callable[[str], Job | None]) -> JobEvents:
+def open_events(store: Store) -> JobEvents:
     """The stream of a runtime over `store`: in process on SQLite, with LISTEN/NOTIFY on Postgres.
-    The journal's state of a job (its open question, its end) comes from `read_job` and `questions`."""
+    The journal's state of a job (its open question, its end) is read from the store itself, so the
+    stream needs no service built after it (the journal and the person steps publish on it)."""
     def state(job_id: str) -> list[JobEvent] | None:
-        job = read_job(job_id)
-        if job is None:
+        row = store.job(job_id)
+        if row is None:
             return None
+        job = job_from_row(row)
         if job.finished:
             return [JobEnded(job.status, job.failure_kind)]
-        question = questions.question(job_id) if job.status == "waiting" else None
+        question = open_question(store, job_id) if job.status == "waiting" else None
         return [QuestionAsked(question)] if question is not None else []
 
     if not store.url.startswith("postgresql"):
         return JobEvents(LocalEvents(), state=state)
 
     def resolve(job_id: str, data: Mapping[str, Any]) -> JobEvent | None:
-        found = questions.asked(job_id, str(data.get("step")))
+        found = asked_question(store, job_id, str(data.get("step")))
         if found is None:
             return None
         question, answer = found

@@ -2,6 +2,7 @@
 
 A job's stream carries, in the order they happened: `Progress` (edge.runtime.progress), `QuestionAsked`
 and `Answered` (a person step), `TextDelta` (a piece of a streamed text answer) and, last, `JobEnded`.
+`StopAsked` says someone asked to stop the job (edge.runtime.cancel): the replica running it stops it.
 `Lagged` is not something the job did: it tells a reader that fell behind how many events it missed
 (the stream is bounded per reader); the reader then gets the job's current state again.
 
@@ -18,7 +19,8 @@ from typing import Any
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.questions import Answer, Question
 
-__all__ = ["Answered", "JobEnded", "JobEvent", "Lagged", "QuestionAsked", "TextDelta", "decode", "encode"]
+__all__ = ["Answered", "JobEnded", "JobEvent", "Lagged", "QuestionAsked", "StopAsked", "TextDelta", "decode",
+           "encode"]
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,22 @@ class JobEnded:
 
 
 @dataclass(frozen=True)
+class StopAsked:
+    """Someone asked to stop the job (`by` as journaled, `name` as people read it): wherever it runs,
+    its run is cancelled and it ends `cancelled`."""
+
+    by: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Lagged:
     """The reader fell behind and `dropped` events were dropped for it (oldest first)."""
 
     dropped: int
 
 
-JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | Lagged
+JobEvent = Progress | QuestionAsked | Answered | TextDelta | JobEnded | StopAsked | Lagged
 
 
 def encode(event: JobEvent) -> dict[str, Any]:
@@ -82,6 +93,8 @@ def encode(event: JobEvent) -> dict[str, Any]:
         return {"type": "text", "text": event.text, "offset": event.offset, **({"final": True} if event.final else {})}
     if isinstance(event, JobEnded):
         return {"type": "ended", "status": event.status, "failure_kind": event.failure_kind}
+    if isinstance(event, StopAsked):
+        return {"type": "stop", "by": event.by, "name": event.name}
     if isinstance(event, Lagged):
         return {"type": "lagged", "dropped": event.dropped}
     raise TypeError(f"not a job event: {type(event).__name__}")
@@ -106,6 +119,8 @@ def decode(data: Mapping[str, Any]) -> JobEvent:
             return TextDelta(str(data["text"]), int(data.get("offset") or 0), bool(data.get("final")))
         if kind == "ended":
             return JobEnded(str(data["status"]), data.get("failure_kind"))
+        if kind == "stop":
+            return StopAsked(str(data["by"]), str(data["name"]))
         if kind == "lagged":
             return Lagged(int(data["dropped"]))
     except (KeyError, TypeError, ValueError) as exc:

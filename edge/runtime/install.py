@@ -4,8 +4,6 @@ changes nothing: a version is known by a hash of every file of its folder."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +16,10 @@ from oz0.edge.mcp.spec import McpFailure
 from oz0.edge.mcp.tool_contracts import with_listed_contracts
 from oz0.edge.model.agent import TREE_LIMIT_DEFAULTS, AgentSpec
 from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.plugins.files import copy_plugin, plugin_files
+from oz0.edge.plugins.declared import PluginError, read_yaml
+from oz0.edge.plugins.lint_tools import UNBOUNDED_LOOP_FIX, unbounded_loop
 from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.plugins.pack import content_hash, pack_plugin
 from oz0.edge.runtime.access import local_user
 from oz0.edge.runtime.redact import Redactor
 
@@ -40,16 +39,6 @@ class VersionReused(PluginError):
                          "or replace it with --force (force=true over the API)",
                          file=str(Path(plugin.path) / "plugin.yaml"), location="$.version")
         self.installed_hash, self.new_hash = installed_hash, new_hash
-
-
-def content_hash(root: str | Path) -> str:
-    """SHA-256 over every file of a plugin folder (names and bytes), caches left out."""
-    root = Path(root)
-    digest = hashlib.sha256()
-    for rel in plugin_files(root):
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256((root / rel).read_bytes()).digest())
-    return digest.hexdigest()
 
 
 class InstallResult:
@@ -95,15 +84,18 @@ def agent_row(spec: AgentSpec, *, version: str, previous: InstalledVersion | Non
         "limits": limits,
         "contract_hash": contract_hash(spec),
         "contract_version": contract_version(spec, version, previous),
-        "annotations": dict(spec.listed_annotations) if spec.listed_annotations else None,
+        "annotations": (dict(spec.listed_annotations) if spec.listed_annotations
+                        else {"servers": dict(spec.listed_tools)} if spec.listed_tools else None),
     }
 
 
 def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = False,
-                   actor: str | None = None, force: bool = False) -> InstallResult:
-    """Store a linted, loaded plugin: its files copied under OZ0_HOME (agents run from that copy),
-    its version, agents and contracts (the schemas themselves and their hashes) recorded and made
-    current in one transaction. Installing the same content again changes nothing.
+                   actor: str | None = None, force: bool = False, action: str = "plugin.install") -> InstallResult:
+    """Store a linted, loaded plugin: its folder's archive in the database (edge.runtime.plugin_store,
+    so every replica runs it from its own cache, edge.runtime.plugin_cache), its version, agents and
+    contracts (the schemas themselves and their hashes) recorded and made current in one transaction,
+    audited as `action` (`plugin.install`, or `plugin.rollback` for edge.runtime.plugin_admin).
+    Installing the same content again changes nothing.
 
     An `mcp` agent without declared contracts gets its tool's inputSchema/outputSchema from the server's
     listing now (edge.mcp.tool_contracts), stored and upgrade-checked like any other contract.
@@ -131,30 +123,25 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             raise PluginError(f"agent {spec.name!r} is already installed by plugin {owners[spec.name]!r}; "
                               "agent names are unique across plugins, so rename one",
                               file=spec.file, location="$.name")
+    for spec in plugin.agents:
+        _refuse_unbounded_loop(spec)
     plugin = _listed_contracts(plugin)
     changes = tuple(check_upgrade(previous, plugin, allow_breaking=allow_breaking))  # raises UpgradeRefused
-    target = runtime.plugins_dir / plugin.name / f"{plugin.version}-{digest[:12]}"
-    copied = not (target / "plugin.yaml").is_file()
-    if copied:
-        copy_plugin(plugin.path, target)  # refuses links out of the folder and special files
-    try:
-        stored_plugin = load_plugin(target)
-    except PluginError:
-        if copied:
-            shutil.rmtree(target, ignore_errors=True)
-        raise
+    archive = pack_plugin(plugin.path)  # refuses links out of the folder, special files, an archive over the limit
+    runtime.plugin_store.put_archive(digest, archive, by=actor)
+    stored_plugin = load_plugin(runtime.plugin_cache.fill(digest, archive))
     listed = {a.name: a for a in plugin.agents}
     detail = {"plugin": plugin.name, "version": plugin.version, "content_hash": digest,
               "previous_version": previous.version if previous else None,
               "agents": [a.name for a in stored_plugin.agents], "allow_breaking": allow_breaking,
               "changes": [c.to_dict() for c in changes]}
     version = runtime.store.record_version(
-        plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(target),
+        plugin=plugin.name, version=plugin.version, content_hash=digest, path=str(runtime.plugin_cache.path(digest)),
         description=plugin.description, installed_by=actor,
-        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" else a, version=plugin.version,
+        agent_rows=[agent_row(listed.get(a.name, a) if a.kind == "mcp" or a.tools else a, version=plugin.version,
                                previous=previous)
                     for a in (*stored_plugin.agents, *stored_plugin.flows)],
-        audit_detail=detail)
+        audit_detail=detail, action=action)
     if reused is not None:
         runtime.audit("plugin.version.replaced", actor=actor, detail={
             "plugin": plugin.name, "version": plugin.version, "content_hash": digest,
@@ -164,6 +151,15 @@ def install_plugin(runtime: Runtime, plugin: Plugin, *, allow_breaking: bool = F
             "plugin": plugin.name, "version": plugin.version, "previous_version": detail["previous_version"],
             "allow_breaking": allow_breaking, "changes": [c.to_dict() for c in changes if c.breaking]})
     return InstallResult(version, unchanged=False, previous=previous, changes=changes)
+
+
+def _refuse_unbounded_loop(spec: AgentSpec) -> None:
+    """Install refuses what lint refuses: a tool loop whose agent file gives no limits.max_steps."""
+    if not spec.tools or spec.kind != "model" or not spec.file:
+        return
+    why = unbounded_loop(read_yaml(Path(spec.file)))
+    if why is not None:
+        raise PluginError(f"{why}; {UNBOUNDED_LOOP_FIX}", file=spec.file, location="$.limits.max_steps")
 
 
 def _listed_contracts(plugin: Plugin) -> Plugin:

@@ -1,44 +1,50 @@
 """The card of a job: its answer drawn under its output contract, or its failure, and a flow's steps.
 
-A mixin of edge.runtime.runner.Runtime (which provides `agent`, `_checked` and `_failure_kind`).
+An answer the runtime checked against the same contract (`CheckedAnswers`) is drawn without being
+validated again. A flow's steps are read back by the flows above the runtime (edge.flows), which
+the composition root hands in as `step_note`, so this floor imports none of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
 
 from oz0.edge.cards.choice import choose_card, is_qzx_result
 from oz0.edge.cards.model import Card, Status
 from oz0.edge.mcp.kind import with_known_contracts
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.flow import FLOW_KIND
-from oz0.edge.model.job import FAILED_STATUSES, Job, UnknownAgent, failure_code
-from oz0.edge.runtime.conversations import dropped_note
+from oz0.edge.model.job import FAILED_STATUSES, Job, failure_code
+from oz0.edge.runtime.attempts import CheckedAnswers, failure_kind
+from oz0.edge.runtime.catalog import Catalog
+from oz0.edge.runtime.conversations import Conversations, dropped_note
 
-if TYPE_CHECKING:
-    from oz0.edge.runtime.runner import Runtime
+__all__ = ["Cards", "StepNote"]
 
-__all__ = ["JobCards"]
+StepNote = Callable[[AgentSpec, Job], str]  # a flow job's steps in one collapsed line
 
 
-class JobCards:
-    """Runtime's card method."""
+class Cards:
+    """Draws a job as a card (edge.cards), from its agent as installed now."""
+
+    def __init__(self, catalog: Catalog, checked: CheckedAnswers, conversations: Conversations,
+                 step_note: StepNote | None) -> None:
+        self.catalog = catalog
+        self.checked = checked
+        self.conversations = conversations
+        self.step_note = step_note  # None: a runtime built without a flow engine
 
     def card(self, job: Job) -> Card:
         """The card for a job: its answer drawn under its output contract, or its failure."""
-        runtime = cast("Runtime", self)  # a mixin of Runtime alone, whose state it reads
         title = job.agent
-        try:
-            spec: AgentSpec | None = runtime.agent(job.agent)
-        except UnknownAgent:
-            spec = None
+        spec = self.catalog.agent_or_none(job.agent)
         contract = with_known_contracts(spec).output if spec is not None else None
         if job.status == "succeeded":
-            checked = contract is not None and runtime._checked.get(job.id) == contract.digest
+            checked = contract is not None and self.checked.met(job.id, contract.digest)
             card = choose_card(job.output, contract, title=title, checked=checked)
             if spec is not None:
-                note = dropped_note(runtime.conversations.history(job.id, spec.conversation))
+                note = dropped_note(self.conversations.history(job.id, spec.conversation))
                 card = replace(card, notes=(*card.notes, note)) if note else card
             return self._with_steps(card, spec, job)
         if job.status in FAILED_STATUSES:
@@ -48,7 +54,7 @@ class JobCards:
                 card = choose_card(job.output, None, title=title)
                 merged = replace(card.status, error_code=code) if card.status else status
                 return replace(card, status=merged)
-            notes = tuple(n for n in (_failure_note(runtime, spec, job),) if n)
+            notes = tuple(n for n in (_failure_note(spec, job),) if n)
             card = Card(form="text", title=title, status=status, text="", text_format="plain", notes=notes)
             return self._with_steps(card, spec, job)
         return Card(form="text", title=title, text_format="plain",
@@ -56,16 +62,15 @@ class JobCards:
 
     def _with_steps(self, card: Card, spec: AgentSpec | None, job: Job) -> Card:
         """A flow's card: its steps' status in one collapsed line (a note) under the card."""
-        runtime = cast("Runtime", self)  # a mixin of Runtime alone, whose state it reads
-        if spec is None or spec.kind != FLOW_KIND or runtime.flow_engine is None:
+        if spec is None or spec.kind != FLOW_KIND or self.step_note is None:
             return card
-        return replace(card, notes=(*card.notes, runtime.flow_engine.step_note(runtime, spec, job)))
+        return replace(card, notes=(*card.notes, self.step_note(spec, job)))
 
 
-def _failure_note(runtime: Runtime, spec: AgentSpec | None, job: Job) -> str:
+def _failure_note(spec: AgentSpec | None, job: Job) -> str:
     if spec is None:
         return ""
-    kind = runtime._failure_kind(spec, job.failure_kind or "")
+    kind = failure_kind(spec, job.failure_kind or "")
     parts = []
     if kind.person:
         parts.append("a person needs to act before this can work")

@@ -52,6 +52,7 @@ AgentKind = Callable[[AgentSpec, Any, RunContext], Awaitable[Any]]
 MAX_MODEL_TRIES = 3
 MAX_PROGRESS_CHARS = 1000
 _STDERR_TAIL_LINES = 5
+TERM_GRACE_S = 2.0   # how long a stopped command's process group has between SIGTERM and SIGKILL
 
 
 def _input_bytes(value: Any) -> bytes:
@@ -89,6 +90,23 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
         except ProcessLookupError:
             pass
+
+
+async def _stop_group(proc: asyncio.subprocess.Process) -> None:
+    """A stopped job's command (edge.runtime.cancel): its process group sent SIGTERM, given
+    TERM_GRACE_S to exit, then SIGKILL, so nothing it started is left behind."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        await asyncio.wait_for(proc.wait(), TERM_GRACE_S)
+    except TimeoutError:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
@@ -152,6 +170,9 @@ async def run_command(spec: AgentSpec, value: Any, ctx: RunContext) -> Any:
     try:
         await asyncio.gather(feed(), read_out(), read_err())
         code = await proc.wait()
+    except asyncio.CancelledError:
+        await _stop_group(proc)
+        raise
     finally:
         _kill_group(proc)
     if flooded:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
 
-from oz0.edge.errors import Oz0Error
+from oz0.edge.runtime.engine_settings import EngineError
 
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["EngineError", "Leases"]
 
 log = logging.getLogger("oz0.engine")
-
-
-class EngineError(Oz0Error, RuntimeError):
-    """The engine cannot start as configured: names the setting and what to change."""
 
 
 def _lock_key(replica: str) -> int:

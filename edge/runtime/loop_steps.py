@@ -5,7 +5,8 @@ Under the job engine the loop of a model agent with tools runs as the job workfl
 each tool call given to `Checkpoints.step` is a DBOS step: recorded when it ends, replayed from the
 record when the workflow is resumed after a crash, never made again. A step's value is JSON data (the
 engine's serializer is DBOS's portable JSON), and a step reports a failure as data (`{"failure": ...}`)
-so its record replays it exactly. Outside a workflow (`oz0 run`, a test, a loop run by a step of
+so its record replays it exactly. A step a database fault cut short is retried (edge.runtime.step_retries):
+its call is made again, at least once as after a crash, never recorded twice. Outside a workflow (`oz0 run`, a test, a loop run by a step of
 another job) the same calls run directly: journaled, not resumable.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+from oz0.edge import tracing
 from oz0.edge.model.job import JobFailure
+from oz0.edge.runtime.step_retries import step_options
 
 __all__ = ["Checkpoints", "checkpoints_for", "failure_of", "raise_failure"]
 
@@ -31,7 +34,7 @@ class _Direct:
     durable = False
 
     async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
-        return await call(*args)
+        return await _traced(name, call, *args)
 
 
 class _Dbos:
@@ -40,7 +43,17 @@ class _Dbos:
     async def step(self, name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
         from dbos import DBOS  # loaded already: the engine launched it
 
-        return await DBOS.run_step_async({"name": name}, call, *args)
+        return await DBOS.run_step_async(step_options(name), _traced, name, call, *args)
+
+
+async def _traced(name: str, call: Callable[..., Coroutine[Any, Any, StepValue]], *args: Any) -> StepValue:
+    """The step's call in a span of its name (a model request, a tool call): made only when the call runs,
+    so a step a replay reads back from its checkpoint makes no second span."""
+    with tracing.span(name) as span:
+        value = await call(*args)
+        if "failure" in value:
+            span.failed(str(value["failure"].get("kind")))
+        return value
 
 
 def checkpoints_for(engine_launched: bool) -> Checkpoints:

@@ -154,7 +154,9 @@ async def _server_tools(spec: AgentSpec, decl: Any) -> list[LoopTool]:
             load_contract(dict(info.input_schema or {"type": "object"}), source=f"tool {name!r} inputSchema")
         except ContractError as exc:
             raise JobFailure("Misconfigured", str(exc)) from None
-        annotations = {**_annotations(info.annotations), **_annotations(decl.annotations.get(name))}
+        stored = dict((spec.listed_tools or {}).get(decl.server) or {}).get(name)  # listed at install
+        annotations = {**_annotations(stored), **_annotations(info.annotations),
+                       **_annotations(decl.annotations.get(name))}
         out.append(LoopTool(tool_name_of(name), "mcp", info.description or info.title or name,
                             dict(info.input_schema or {"type": "object", "properties": {}}), target=name,
                             server=decl.server, output=dict(info.output_schema) if info.output_schema else None,

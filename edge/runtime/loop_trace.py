@@ -3,7 +3,8 @@ step, in the order they happened, made by revision 0012 (migrations/versions/001
 
 A row is made by the checkpointed step that made its call and carried in the step's value (so the
 engine's record of the step holds it), then written with the rows of the same turn in one
-transaction (`TraceRows`): when the loop asks the model again, asks a person, or ends. Rows are keyed
+transaction (`TraceRows`) inside the loop's next model request step (so a database fault is retried
+with the step), when it asks a person, or when it ends. Rows are keyed
 by (job, seq): a loop resumed after a crash replays the finished steps, gets their rows back from
 their records and writes those not written yet (an INSERT that finds the key is a no-op), so a row
 is never lost nor doubled, and a call costs no commit of its own for its trace. Arguments and results
@@ -27,10 +28,11 @@ from oz0.edge.runtime.store import metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["MAX_DETAIL_CHARS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace", "trace_lines",
-           "trace_row"]
+__all__ = ["MAX_DETAIL_CHARS", "MAX_SUMMARY_CALLS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace",
+           "tool_summaries", "trace_lines", "trace_row"]
 
 MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
+MAX_SUMMARY_CALLS = 8     # tool calls a conversation's later turn is told of, per earlier turn
 TRACE_KINDS = ("model", "tool", "person")
 
 job_trace = Table(
@@ -69,15 +71,23 @@ class TraceRows:
     def add(self, row: dict[str, Any]) -> None:
         self.pending.append(row)
 
+    def written(self) -> None:
+        """The pending rows are in the table already: the step that wrote them was read back from its
+        record (a replay), not run again."""
+        self.pending.clear()
+
     def flush(self) -> None:
-        """Write the pending rows; a row already there (written before a crash) is kept as it is."""
+        """Write the pending rows; a row already there (written before a crash) is kept as it is. The
+        rows stay pending until their transaction commits, so a step retried through a database fault
+        writes them again."""
         if not self.pending:
             return
-        rows, self.pending = self.pending, []
+        rows = list(self.pending)
         engine = self.store.engine
         dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
         with engine.begin() as conn:
             conn.execute(dialect.insert(job_trace).on_conflict_do_nothing(), rows)
+        del self.pending[:len(rows)]
 
 
 def add_trace(store: Store, job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
@@ -97,6 +107,29 @@ def read_trace(store: Store, job_id: str) -> list[dict[str, Any]]:
         rows = conn.execute(select(job_trace).where(job_trace.c.job_id == job_id)
                             .order_by(job_trace.c.seq)).mappings().all()
     return [{k: r[k] for k in ("seq", "kind", "name", "detail", "ms", "at")} for r in rows]
+
+
+def tool_summaries(store: Store, job_ids: list[str]) -> dict[str, str]:
+    """Each loop job's tool calls in one line, for the later turns of its conversation: which tools it
+    called with what, and whether each answered (`ci_log({"run_id":4411}) ok`), not their results;
+    at most MAX_SUMMARY_CALLS calls, the rest counted. Jobs that called no tool are left out."""
+    if not job_ids:
+        return {}
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(job_trace.c.job_id, job_trace.c.name, job_trace.c.detail).where(
+            job_trace.c.job_id.in_(job_ids), job_trace.c.kind == "tool").order_by(
+            job_trace.c.job_id, job_trace.c.seq)).all()
+    calls: dict[str, list[str]] = {}
+    for job_id, name, detail in rows:
+        d = detail or {}
+        calls.setdefault(job_id, []).append(f"{name}({_short(d.get('arguments'), 80)}) "
+                                            + ("failed" if d.get("error") else "ok"))
+    out = {}
+    for job_id, made in calls.items():
+        shown = "; ".join(made[:MAX_SUMMARY_CALLS])
+        more = len(made) - MAX_SUMMARY_CALLS
+        out[job_id] = f"[tools called: {shown}" + (f"; and {more} more" if more > 0 else "") + "]"
+    return out
 
 
 def trace_lines(trace: list[dict[str, Any]]) -> list[str]:

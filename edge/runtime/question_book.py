@@ -23,9 +23,11 @@ from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
-    from oz0.edge.runtime.runner import Runtime
+    from oz0.edge.runtime.event_stream import JobEvents
+    from oz0.edge.runtime.jobs import Jobs
+    from oz0.edge.runtime.store import Store
 
-__all__ = ["Questions"]
+__all__ = ["Questions", "asked_question", "open_question"]
 
 
 def _question(row: RowMapping) -> Question:
@@ -51,11 +53,33 @@ def _may_answer(answerers: Mapping[str, Any], requester: str, *, by: str, groups
             or bool({str(r) for r in answerers.get("roles") or ()} & set(roles)))
 
 
-class Questions:
-    """The runtime's person steps: the store's questions, published on the job's stream, and waited for."""
+def open_question(store: Store, job_id: str) -> Question | None:
+    """The job's open question (the latest asked that has no answer), if any."""
+    query = (select(table).where(table.c.job_id == job_id, table.c.action.is_(None))
+             .order_by(table.c.asked_at.desc()).limit(1))
+    with store.engine.connect() as conn:
+        row = conn.execute(query).mappings().first()
+    return _question(row) if row else None
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+
+def asked_question(store: Store, job_id: str, step: str) -> tuple[Question, Answer | None] | None:
+    """A question of the job by step, with its answer once there is one."""
+    with store.engine.connect() as conn:
+        row = conn.execute(select(table).where(table.c.job_id == job_id, table.c.step == step)
+                           ).mappings().first()
+    return (_question(row), _answer(row)) if row else None
+
+
+class Questions:
+    """The runtime's person steps: the store's questions, published on the job's stream, and waited for.
+
+    The stream reads questions with `open_question` and `asked_question` (store reads), not through
+    this service, so the stream is built first and handed in."""
+
+    def __init__(self, store: Store, jobs: Jobs, stream: JobEvents) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.stream = stream
         self._shown: set[str] = set()
 
     def shows(self, platform: str) -> None:
@@ -67,7 +91,7 @@ class Questions:
         return platform in self._shown
 
     def can_ask_job(self, job_id: str) -> bool:
-        job = self.runtime.job(job_id)
+        job = self.jobs.job(job_id)
         return job is not None and self.can_ask(job_platform(job))
 
     # asking and reading ----------------------------------------------------------------------
@@ -78,10 +102,10 @@ class Questions:
         if len(question.message) > MAX_MESSAGE_CHARS:
             raise ValueError(f"a question is {len(question.message):,} characters; the limit is "
                              f"{MAX_MESSAGE_CHARS:,}")
-        job = self.runtime.job(question.job_id)
+        job = self.jobs.job(question.job_id)
         if job is None:
             raise KeyError(f"no job {question.job_id!r}")
-        store = self.runtime.store
+        store = self.store
         try:
             with store.engine.begin() as conn:
                 conn.execute(insert(table).values(
@@ -91,31 +115,24 @@ class Questions:
         except IntegrityError:
             return False
         store.update_job(job.id, only_if_status=("queued", "running"), status="waiting")
-        self.runtime.stream.publish(job.id, QuestionAsked(question))
+        self.stream.publish(job.id, QuestionAsked(question))
         return True
 
     def question(self, job_id: str) -> Question | None:
         """The job's open question (the latest asked that has no answer), if any."""
-        query = (select(table).where(table.c.job_id == job_id, table.c.action.is_(None))
-                 .order_by(table.c.asked_at.desc()).limit(1))
-        with self.runtime.store.engine.connect() as conn:
-            row = conn.execute(query).mappings().first()
-        return _question(row) if row else None
+        return open_question(self.store, job_id)
 
     def asked(self, job_id: str, step: str) -> tuple[Question, Answer | None] | None:
         """A question of the job by step, with its answer once there is one."""
-        with self.runtime.store.engine.connect() as conn:
-            row = conn.execute(select(table).where(table.c.job_id == job_id, table.c.step == step)
-                               ).mappings().first()
-        return (_question(row), _answer(row)) if row else None
+        return asked_question(self.store, job_id, step)
 
     def open_steps(self, job_id: str) -> list[str]:
-        with self.runtime.store.engine.connect() as conn:
+        with self.store.engine.connect() as conn:
             return [r[0] for r in conn.execute(select(table.c.step).where(
                 table.c.job_id == job_id, table.c.action.is_(None)).order_by(table.c.asked_at))]
 
     def count(self, job_id: str) -> int:
-        with self.runtime.store.engine.connect() as conn:
+        with self.store.engine.connect() as conn:
             return len(conn.execute(select(table.c.step).where(table.c.job_id == job_id)).all())
 
     # answering -------------------------------------------------------------------------------
@@ -124,7 +141,7 @@ class Questions:
                groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
         """Take an answer, once: checked (answerer, then state, then content), recorded, audited, and
         published (`via`: the channel whose control took it, see events.Answered). Raises AnswerRefused."""
-        job = self.runtime.job(job_id)
+        job = self.jobs.job(job_id)
         found = self.asked(job.id, step) if job is not None else None
         if job is None or found is None:
             raise AnswerRefused("not_waiting", f"job {job_id} has no question {step!r} waiting for an answer")
@@ -132,7 +149,7 @@ class Questions:
         if action not in ACTIONS or action == "timeout":
             raise AnswerRefused("invalid", f"action must be accept, decline or cancel, not {action!r}")
         if not _may_answer(question.answerers, job.requester, by=by, groups=tuple(groups), roles=tuple(roles)):
-            self.runtime.audit("access.denied", actor=by, detail={
+            self.store.add_audit("access.denied", actor=by, detail={
                 "job": job.id, "step": step, "reason": "not among the question's answerers"})
             raise AnswerRefused("not_answerer", f"you are not among those who may answer {step!r} of job {job.id}")
         if given is not None:
@@ -171,7 +188,7 @@ class Questions:
                 via: str | None = None) -> tuple[Answer, bool]:
         """Write the answer if none is there (the database decides who was first): the answer that
         stands, and whether it is this one."""
-        store = self.runtime.store
+        store = self.store
         with store.engine.begin() as conn:
             won = conn.execute(update(table).where(and_(
                 table.c.job_id == job.id, table.c.step == question.step, table.c.action.is_(None))).values(
@@ -186,12 +203,12 @@ class Questions:
             return standing[1], False
         if self.question(job.id) is None:
             store.update_job(job.id, only_if_status=("waiting",), status="running")
-        self.runtime.stream.publish(job.id, Answered(question.step, answer, via))
+        self.stream.publish(job.id, Answered(question.step, answer, via))
         return answer, True
 
     def close(self, job_id: str, step: str, *, action: str, by: str) -> Answer:
         """End an open question without a person (a timeout, a job that ended): the answer that stands."""
-        job = self.runtime.job(job_id)
+        job = self.jobs.job(job_id)
         found = self.asked(job_id, step)
         if job is None or found is None:
             raise KeyError(f"job {job_id} has no question {step!r}")
@@ -208,7 +225,7 @@ class Questions:
         (`oz0` commands beside `oz0 serve` on one SQLite file)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        with self.runtime.stream.reader(job_id) as reader:
+        with self.stream.reader(job_id) as reader:
             while True:
                 answer = self._given(job_id, step)
                 left = deadline - loop.time()
@@ -248,7 +265,7 @@ class Questions:
     def wait(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
         """`wait_async` for a sync agent's own thread (it has no loop): blocks that thread."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self.runtime.stream.reader(job_id) as reader:
+        with self.stream.reader(job_id) as reader:
             while True:
                 answer = self._given(job_id, step)
                 if answer is not None:
@@ -261,5 +278,5 @@ class Questions:
                     return self.close(job_id, step, action="cancel", by="ended")
 
     def job_ended(self, job_id: str) -> bool:
-        job = self.runtime.job(job_id)
+        job = self.jobs.job(job_id)
         return job is None or job.finished

@@ -22,17 +22,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from oz0.edge.errors import Oz0Error
+from oz0.edge.runtime.step_retries import step_options
 
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
-    from oz0.edge.runtime.question_book import Questions
 
 __all__ = [
     "ACTIONS",
     "POLL_S",
     "Answer",
     "AnswerRefused",
-    "PersonSteps",
     "Question",
     "RefusedWhy",
     "job_platform",
@@ -96,43 +95,6 @@ def job_platform(job: Job) -> str:
     return job.platform
 
 
-class PersonSteps:
-    """Runtime's person-step methods (mixed into edge.runtime.runner.Runtime, which sets `questions`)."""
-
-    questions: Questions
-
-    def ask(self, question: Question) -> None:
-        """Pause the question's job to ask someone; the first ask of a (job, step) wins."""
-        self.questions.ask(question)
-
-    def question(self, job_id: str) -> Question | None:
-        """The job's open question, if it waits for one."""
-        return self.questions.question(job_id)
-
-    def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
-               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
-        """Answer a job's question once (see Questions.answer); raises AnswerRefused."""
-        return self.questions.answer(job_id, step, action=action, content=content, by=by, groups=groups,
-                                     roles=roles, via=via)
-
-    def wait_answer(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """Block this thread for the answer (not durable; in a workflow use wait_in_workflow)."""
-        return self.questions.wait(job_id, step, timeout_s=timeout_s)
-
-    async def wait_answer_async(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
-        """Await the answer without blocking the loop (not durable)."""
-        return await self.questions.wait_async(job_id, step, timeout_s=timeout_s)
-
-    def shows_questions(self, platform: str) -> None:
-        """A channel of `platform` draws its jobs' questions (from their event streams) in this
-        process: `can_ask` is then true for it (MCP elicitation and budgets check that)."""
-        self.questions.shows(platform)
-
-    def can_ask(self, platform: str) -> bool:
-        """Whether a channel of `platform` draws questions in this process."""
-        return self.questions.can_ask(platform)
-
-
 async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> Answer:
     """Inside a DBOS workflow: wait durably for the answer to `step` of `job_id` (asked before with
     `runtime.ask`). Each wait is a checkpointed step of at most WORKFLOW_SLICE_S (the one wait,
@@ -166,7 +128,7 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
 
     if DBOS.workflow_id is None:
         raise RuntimeError("wait_in_workflow runs inside a DBOS workflow; elsewhere use runtime.wait_answer")
-    seen = await DBOS.run_step_async({"name": "oz0.question.look"}, look)
+    seen = await DBOS.run_step_async(step_options("oz0.question.look"), look)
     expires = seen["expires"]
     if timeout_s is not None:
         until = seen["now"] + timeout_s
@@ -174,8 +136,8 @@ async def wait_in_workflow(job_id: str, step: str, timeout_s: float | None) -> A
     while seen["answer"] is None:
         left = WORKFLOW_SLICE_S if expires is None else expires - seen["now"]
         if left <= 0:
-            return Answer(**await DBOS.run_step_async({"name": "oz0.question.expire"}, expire))
-        seen = await DBOS.run_step_async({"name": "oz0.question.wait"}, wait, min(left, WORKFLOW_SLICE_S))
+            return Answer(**await DBOS.run_step_async(step_options("oz0.question.expire"), expire))
+        seen = await DBOS.run_step_async(step_options("oz0.question.wait"), wait, min(left, WORKFLOW_SLICE_S))
         if seen.get("ended"):  # the job was ended by someone else (a stop): nobody can answer now
-            return Answer(**await DBOS.run_step_async({"name": "oz0.question.cancel"}, cancel))
+            return Answer(**await DBOS.run_step_async(step_options("oz0.question.cancel"), cancel))
     return Answer(**seen["answer"])

@@ -1,7 +1,8 @@
 """Jobs a stopped process left behind: who runs a job (the runner id journaled with it), and at start
 the jobs whose runner is gone, ended as interrupted with a reason.
 
-A mixin of edge.runtime.runner.Runtime (which provides `store`, `engine`, `questions` and `job`).
+The engine, when launched, carries some of those jobs on itself (their workflows resume): it says
+which with `resumes`, passed in at the call because the engine starts after the runtime is built.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from oz0.edge.model.job import Job
 from oz0.edge.runtime.store import ACTIVE_STATUSES
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.jobs import Jobs
     from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.store import Store
 
@@ -33,21 +35,22 @@ def runner_id() -> str:
 
 
 class Recovery:
-    """Runtime's recovery of jobs a stopped process left queued or running."""
+    """The recovery of jobs a stopped process left queued or running."""
 
-    store: Store
-    engine: Any
-    questions: Questions
-    job: Callable[[str], Job | None]
+    def __init__(self, store: Store, jobs: Jobs, questions: Questions) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.questions = questions
 
-    def recover_interrupted(self) -> list[Job]:
+    def recover_interrupted(self, resumes: Callable[[Mapping[str, Any]], bool] | None = None) -> list[Job]:
         """Jobs a crashed process left queued or running become 'interrupted' with a reason; returned
         (with their reply_to) so channels can say so in their threads. A job whose runner is still
-        alive on this host is left alone; one from another host only once it is past any deadline."""
+        alive on this host is left alone; one from another host only once it is past any deadline, and
+        one the engine resumes (`resumes`) too."""
         recovered = []
         now = time.time()
         for row in self.store.jobs(limit=10_000, statuses=ACTIVE_STATUSES):
-            if not self._orphaned(row, now) or (self.engine is not None and self.engine.resumes(row)):
+            if not self._orphaned(row, now) or (resumes is not None and resumes(row)):
                 continue
             reason = ("the bot stopped before this job ended (it was "
                       f"{_WHAT_IT_WAS.get(row['status'], 'running')}); ask again to rerun it")
@@ -55,7 +58,7 @@ class Recovery:
                                      failure_kind="Interrupted", failure_reason=reason, ended=now):
                 for step in self.questions.open_steps(row["id"]):  # its wait died with the process
                     self.questions.close(row["id"], step, action="cancel", by="interrupted")
-                job = self.job(row["id"])
+                job = self.jobs.job(row["id"])
                 if job is not None:
                     recovered.append(job)
         return recovered

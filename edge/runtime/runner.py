@@ -1,63 +1,71 @@
-"""The runtime: installed plugins, journaled jobs, limits, retries and the audit log.
+"""The runtime: the composition root of the services that run jobs, and the one face callers use.
 
-Its parts are mixins, one concern each: one attempt of an agent and the check of its answer
-(edge.runtime.attempts), the card of a job (edge.runtime.job_cards), jobs a stopped process left
-behind (edge.runtime.recovery), person steps (edge.runtime.questions).
+One Runtime per process. It builds each service with the ones it needs passed in, in this order, so
+no service reads another's state and each can be read (and tested) alone:
 
-One Runtime per process. A job is journaled before it runs (so a crash never loses it), its input is
-checked before the agent starts (`InvalidInput`, never retried), the agent runs under its limits
-(time, output size) and its retryable failures are retried with backoff, and its output is checked
-against the output contract before anyone sees it. Agent failures never raise out of `execute`: they
-end the job with a typed failure kind and a reason a person can act on.
+    Store          the journal, plugin store and audit log (edge.runtime.store)
+    JobEvents      each job's event stream (edge.runtime.event_stream), over the store
+    Catalog        installed plugins, agents and flows (edge.runtime.catalog)
+    Jobs           the journal of jobs: submit, read, end (edge.runtime.jobs)
+    Questions      person steps (edge.runtime.question_book)
+    Budgets        reserved before each call (edge.runtime.budgets)
+    JobTree        limits over a job's tree (edge.runtime.tree)
+    Cards          a job drawn as a card (edge.runtime.job_cards)
+    Runs           a claimed job's attempts, retries and end (edge.runtime.runs)
+    Recovery       jobs a stopped process left behind (edge.runtime.recovery)
+
+Its public methods are the faces of edge.runtime.api (what the CLI, console, API and chat type
+against); most delegate to one service in a line. A job is journaled before it runs (so a crash never
+loses it), its input is checked once, the agent runs under its limits, and its output is checked
+against the output contract before anyone sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import logging
 import os
-import time
-import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oz0.edge.contracts.json_data import JsonDataError, check_json_data
-from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.mcp.kind import with_tool_contracts
-from oz0.edge.mcp.tool_contracts import with_stored_contracts
+from oz0.edge.cards.model import Card
 from oz0.edge.model.agent import AgentSpec
-from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.installed import InstalledVersion
-from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
+from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.model.progress import ProgressSink
-from oz0.edge.model.reply_ref import ReplyRef, ReplyRefError
-from oz0.edge.plugins.declared import PluginError
-from oz0.edge.plugins.manifest import Plugin, load_plugin
-from oz0.edge.runtime.attempts import AgentAttempts
+from oz0.edge.model.reply_ref import ReplyRef
+from oz0.edge.plugins.manifest import Plugin
+from oz0.edge.runtime.attempts import Attempts, CheckedAnswers
 from oz0.edge.runtime.backlog import Backlog
+from oz0.edge.runtime.budget_book import BudgetBook
 from oz0.edge.runtime.budgets import Budgets
-from oz0.edge.runtime.confirm import confirm_before_run
+from oz0.edge.runtime.cancel import JobStops
+from oz0.edge.runtime.catalog import Catalog
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.conversations import Conversations
 from oz0.edge.runtime.delegation import Delegation
 from oz0.edge.runtime.event_stream import JobEvents, open_events
-from oz0.edge.runtime.events import JobEnded, JobEvent
+from oz0.edge.runtime.events import JobEvent
 from oz0.edge.runtime.flow_engine import FlowEngine
 from oz0.edge.runtime.input_check import MAX_INPUT_CHARS, Checked, check_input
-from oz0.edge.runtime.installed_cache import InstalledCache
-from oz0.edge.runtime.job_cards import JobCards
-from oz0.edge.runtime.job_search import JobQuery, search_jobs
-from oz0.edge.runtime.kinds import mcp_redacted
-from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.runtime.job_cards import Cards, StepNote
+from oz0.edge.runtime.job_search import JobQuery
+from oz0.edge.runtime.jobs import Jobs
+from oz0.edge.runtime.people import People
+from oz0.edge.runtime.plugin_cache import PluginCache
+from oz0.edge.runtime.plugin_store import PluginStore
 from oz0.edge.runtime.question_book import Questions
-from oz0.edge.runtime.questions import PersonSteps
-from oz0.edge.runtime.recovery import Recovery, runner_id
+from oz0.edge.runtime.questions import Answer, Question
+from oz0.edge.runtime.recovery import Recovery
+from oz0.edge.runtime.runs import FlowRun, Runs
+from oz0.edge.runtime.schedules import Schedules
 from oz0.edge.runtime.store import AuditRecord, Store
 from oz0.edge.runtime.tool_refresh import unwatch_tools, watch_tools
-from oz0.edge.runtime.tree import LIMIT_EXCEEDED, JobTree
+from oz0.edge.runtime.tree import JobTree, TreeNode
+
+if TYPE_CHECKING:
+    from oz0.edge.runtime.durable import Engine
 
 __all__ = [
     "MAX_INPUT_CHARS",
@@ -69,61 +77,82 @@ __all__ = [
     "default_home",
 ]
 
-log = logging.getLogger(__name__)
-
-MAX_BACKOFF_S = 30.0
-MAX_REASON_CHARS = 2000
-MAX_HELD_INPUTS = 1000  # inputs checked at submit held for their run (a job not run here lets its go)
-
 
 def default_home() -> Path:
     return Path(os.environ.get("OZ0_HOME") or Path.home() / ".oz0").expanduser()
 
 
-def _now() -> float:
-    return time.time()
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
-
-
-class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
-    """One per process: the store (journal, plugin store, audit log) and the agent kinds."""
+class Runtime:
+    """One per process: the services (built here, each with its dependencies) and the engine's life."""
 
     def __init__(self, home: str | Path | None = None, *, database_url: str | None = None,
                  backoff_s: float = 0.5, flow_engine: FlowEngine | None = None) -> None:
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.home.mkdir(parents=True, exist_ok=True)
         url = database_url or os.environ.get("OZ0_DATABASE_URL") or f"sqlite:///{self.home / 'oz0.db'}"
-        self.store = Store(url)
-        self.backoff_s = backoff_s
         self.flow_engine = flow_engine  # runs flows (edge.flows.engine.FLOW_ENGINE); None: flows end Misconfigured
-        self._plugins: dict[int, tuple[Any, Plugin]] = {}
-        self._installed = InstalledCache(self.store)  # read again only when the installed state changes
-        self._checked: OrderedDict[str, str] = OrderedDict()  # job id -> digest of the contract its answer met
-        self._inputs: OrderedDict[str, Checked] = OrderedDict()  # job id -> its input, checked at submit
-        self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
-        self._held_ends: dict[str, dict[str, Any]] = {}  # job id -> an end the journal could not take yet
-        self.engine: Any = None  # edge.runtime.durable.Engine once launch_engine() ran
+        self.engine: Engine | None = None  # edge.runtime.durable.Engine once launch_engine() ran
         self.stopping = False  # a stop began (drain): asks are turned away, running jobs finish
-        self.questions = Questions(self)  # person steps (edge.runtime.questions)
-        self.stream: JobEvents = open_events(self.store, self.questions, self.job)  # edge.runtime.event_stream
-        self._tree_tasks: dict[str, asyncio.Task[Any]] = {}  # limits over the job tree (edge.runtime.tree)
-        self.budgets = Budgets(self)  # reserved before each call (edge.runtime.budgets)
-        self.conversations = Conversations(self.store)  # chat threads' turns (edge.runtime.conversations)
+        self._deliverers: dict[str, Callable[[Job], Awaitable[None]]] = {}
+
+        self.store = Store(url)
+        self.stream: JobEvents = open_events(self.store)
+        self.plugin_store = PluginStore(self.store)  # the installed plugins' archives, in the database
+        self.plugin_cache = PluginCache(self.home / "cache", self.plugin_store)  # run from here, by content hash
+        self.catalog = Catalog(self.store, self.plugin_cache)
+        book = BudgetBook(self.store)
+        self.journal = Jobs(self.store, self.catalog, self.stream, book)
+        self.questions = Questions(self.store, self.journal, self.stream)
+        self.budgets = Budgets(book, self.journal, self.catalog, self.home)
+        self.tree = JobTree(self.store, self.journal, self.catalog, self.questions,
+                            durable=lambda: self.engine is not None)
+        self.conversations = Conversations(self.store)  # chat threads' turns
         self.backlog = Backlog(self.store)  # the queued jobs' bounds, checked before an ask is journaled
-        watch_tools(self)
+        checked = CheckedAnswers()
+        self.attempts = Attempts(checked)
+        self.cards = Cards(self.catalog, checked, self.conversations, self._step_note())
+        self.people = People(self.store)  # display names the channels learned (edge.runtime.people)
+        self.stops = JobStops(self)  # stop requests, obeyed where the job runs (edge.runtime.cancel)
+        self.schedules = Schedules(self, self.job)  # the plugins' schedules (edge.runtime.schedules)
+        self.runs = Runs(self.journal, self.catalog, self.tree, self.questions, self.conversations, self.budgets,
+                         self.attempts, backoff_s=backoff_s, run_flow=self._flow_run(),
+                         delegation=lambda job, attempt: Delegation(self, job, attempt, asyncio.get_running_loop()),
+                         stops=self.stops)
+        self.recovery = Recovery(self.store, self.journal, self.questions)
+        self._tools_watcher = watch_tools(self.store, self.plugin_cache)
+
+    def _step_note(self) -> StepNote | None:
+        """A flow card's steps, read back by the flow engine over this runtime (edge.flows)."""
+        engine = self.flow_engine
+        return None if engine is None else (lambda spec, job: engine.step_note(self, spec, job))
+
+    def _flow_run(self) -> FlowRun | None:
+        """A flow's steps run here by the flow engine, over this runtime (its steps are jobs of it)."""
+        engine = self.flow_engine
+        if engine is None:
+            return None
+        return lambda job, spec, value, on_progress: engine.run_here(self, job, spec, value, on_progress=on_progress)
 
     def close(self) -> None:
-        unwatch_tools(self)
+        unwatch_tools(self._tools_watcher)
         if self.engine is not None:
             self.engine.shutdown()
             self.engine = None
         self.stream.close()
         self.store.close()
 
-    # what happens to a job --------------------------------------------------------------------
+    @property
+    def backoff_s(self) -> float:
+        """The first retry's delay (doubling each retry, at most runs.MAX_BACKOFF_S)."""
+        return self.runs.backoff_s
+
+    @backoff_s.setter
+    def backoff_s(self, seconds: float) -> None:
+        self.runs.backoff_s = seconds
+
+    @property
+    def plugins_dir(self) -> Path:
+        return self.home / "plugins"
 
     def events(self, job_id: str) -> AsyncIterator[JobEvent]:
         """The job's events (edge.runtime.events), read on the caller's loop, from whichever replica
@@ -131,16 +160,19 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         that has ended). KeyError for an unknown job."""
         return self.stream.events(job_id)
 
-    # the job engine -----------------------------------------------------------------------------
+    # the job engine and delivery ----------------------------------------------------------------
 
     def launch_engine(self, *, env: Mapping[str, str] | None = None) -> None:
         """Run every job from now on as a durable DBOS workflow (edge.runtime.durable): `oz0 serve` does,
         before its event loop starts. Without it a job runs in this process, journaled, as before."""
         from oz0.edge.runtime.durable import Engine  # imports dbos: about a second, so only here
+        from oz0.edge.runtime.schedule_engine import apply_schedules  # dbos too; registers the tick workflow
 
         engine = Engine(self, env=dict(env) if env is not None else None)
+        launching = datetime.now(UTC)
         engine.launch()
         self.engine = engine
+        apply_schedules(engine, launched_at=launching)  # the plugins' schedules (edge.runtime.schedule_engine)
 
     def drain(self, timeout_s: float) -> None:
         """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up
@@ -155,7 +187,7 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         return self.engine is not None and self.engine.launched
 
     def deliver_with(self, platform: str, deliver: Callable[[Job], Awaitable[None]]) -> None:
-        """A channel posts finished jobs of its platform (`reply_to["platform"]`) with `deliver(job)`.
+        """A channel posts finished jobs of its platform (`reply_to.platform`) with `deliver(job)`.
         With the engine launched, the job's workflow calls it as a checkpointed step, on whichever
         replica runs the job, so a job recovered from a dead replica is still answered, once."""
         self._deliverers[platform] = deliver
@@ -168,55 +200,29 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         """Whether the engine posts this platform's cards (so the channel must not post them itself)."""
         return self.engine_launched and platform in self._deliverers
 
-    @property
-    def plugins_dir(self) -> Path:
-        return self.home / "plugins"
+    def recover_interrupted(self) -> list[Job]:
+        """Jobs a stopped process left queued or running, ended interrupted (edge.runtime.recovery),
+        except those the launched engine resumes."""
+        return self.recovery.recover_interrupted(self.engine.resumes if self.engine is not None else None)
 
-    # plugins and agents -----------------------------------------------------------------------
+    # plugins and agents (edge.runtime.catalog) ---------------------------------------------------
 
     def installed(self) -> list[InstalledVersion]:
-        """The current version of every installed plugin, with its agents and contracts as stored."""
-        return self._installed.current()
-
-    def _load_installed(self, version: InstalledVersion) -> Plugin | None:
-        key = (version.id, tuple((a.name, a.input_hash, a.output_hash) for a in version.agents))
-        cached = self._plugins.get(version.id)
-        plugin = cached[1] if cached is not None and cached[0] == key else None
-        if plugin is None:
-            try:
-                plugin = with_stored_contracts(load_plugin(version.path), version.agents)
-            except PluginError as exc:
-                log.error("installed plugin %s %s cannot be loaded from %s: %s", version.plugin,
-                          version.version, version.path, exc)
-                return None
-            self._plugins[version.id] = (key, plugin)  # stored contracts that change load again
-        return plugin
+        return self.catalog.installed()
 
     def plugins(self) -> list[Plugin]:
-        """The installed plugins (current versions), loaded from their stored copies."""
-        return [p for v in self.installed() if (p := self._load_installed(v)) is not None]
+        return self.catalog.plugins()
 
     def agents(self) -> list[AgentSpec]:
-        """Installed agents, the current version of each plugin, by name."""
-        return sorted((a for p in self.plugins() for a in p.agents), key=lambda a: a.name)
+        return self.catalog.agents()
 
     def flows(self) -> list[AgentSpec]:
-        """Installed flows (edge.plugins.flow_manifest.FlowSpec, run by name like agents), by name."""
-        return sorted((f for p in self.plugins() for f in p.flows), key=lambda f: f.name)
+        return self.catalog.flows()
 
     def agent(self, name: str) -> AgentSpec:
-        return self._lookup(name)[0]
+        return self.catalog.agent(name)
 
-    def _lookup(self, name: str) -> tuple[AgentSpec, Plugin]:
-        """The agent of this name and the plugin it comes from, in one read of the installed plugins."""
-        plugins = self.plugins()
-        for plugin in plugins:
-            for spec in (*plugin.agents, *plugin.flows):
-                if spec.name == name:
-                    return spec, plugin
-        raise UnknownAgent(name, sorted(a.name for p in plugins for a in (*p.agents, *p.flows)))
-
-    # jobs -------------------------------------------------------------------------------------
+    # jobs (edge.runtime.jobs, edge.runtime.runs) -------------------------------------------------
 
     def parse_input(self, spec: AgentSpec, text: str) -> Any:
         """The input an agent gets (edge.runtime.input_check). Raises JobFailure("InvalidInput") naming
@@ -224,65 +230,34 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         return check_input(spec, text).value_or_raise()
 
     def input_of(self, job: Job, spec: AgentSpec) -> Any:
-        """The job's input as its agent gets it: checked when it was submitted here (`submit(checked=)`),
-        else now. Raises JobFailure("InvalidInput")."""
-        checked = self._inputs.pop(job.id, None)
-        return (checked if checked is not None else check_input(spec, job.input)).value_or_raise()
+        return self.journal.input_of(job, spec)
 
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
                channel_id: str | None = None, parent_id: str | None = None,
                checked: Checked | None = None) -> tuple[Job, bool]:
-        """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice.
-        `checked`: its input as the way in checked it (edge.runtime.input_check), so it is not checked again."""
-        plugin = version = contract = contract_version = None
-        try:
-            spec, found = self._lookup(agent)
-            plugin, version = found.name, found.version
-            contract, contract_version = contract_hash(spec), spec.contract_version
-        except UnknownAgent:
-            pass  # journaled anyway; execute ends it with UnknownAgent
-        parent = self.store.job(parent_id) if parent_id is not None else None
-        row = {
-            "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
-            "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
-            "failure_kind": None, "failure_reason": None, "created": _now(), "started": None, "ended": None,
-            "attempts": 0, "dedupe_key": dedupe_key, "reply_to": reply_to.to_json() if reply_to else None,
-            "workspace": workspace, "channel_id": channel_id,
-            "runner": runner_id(), "parent_id": parent_id, "contract_hash": contract,
-            "contract_version": contract_version, "tree_steps": 0,
-            "root_id": (parent.get("root_id") or parent["id"]) if parent is not None else None,
-        }
-        stored, created = self.store.insert_job(row)
-        if created and checked is not None and checked.ok:
-            self._inputs[stored["id"]] = checked
-            while len(self._inputs) > MAX_HELD_INPUTS:
-                self._inputs.popitem(last=False)
-        return _job(stored), created
+        """Journal a queued job (Jobs.submit): with a dedupe key already seen, (that job, False)."""
+        return self.journal.submit(agent, text, requester=requester, channel=channel, dedupe_key=dedupe_key,
+                                   reply_to=reply_to, workspace=workspace, channel_id=channel_id,
+                                   parent_id=parent_id, checked=checked)
 
     def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None:
-        """Where the answer goes now (a channel named its working message)."""
-        self.store.update_job(job_id, reply_to=reply_to.to_json())
+        self.journal.set_reply_to(job_id, reply_to)
 
     def set_question_shown(self, job_id: str, shown: Mapping[str, Any] | None) -> None:
-        """Where the job's open question is shown, in its channel's words (to update it once answered)."""
-        self.store.update_job(job_id, question_shown=dict(shown) if shown is not None else None)
+        self.journal.set_question_shown(job_id, shown)
 
     def job(self, job_id: str) -> Job | None:
-        row = self.store.job(job_id)
-        return _job(row) if row else None
+        return self.journal.job(job_id)
 
     def jobs(self, *, limit: int = 50) -> list[Job]:
-        return [_job(r) for r in self.store.jobs(limit=limit)]
+        return self.journal.recent(limit=limit)
 
     def search_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
-        """One page of a job search (edge.runtime.job_search) and the next page's cursor."""
-        page = search_jobs(self.store.engine, query)
-        return [_job(r) for r in page.rows], page.next_cursor
+        return self.journal.search(query)
 
     def children(self, job_id: str) -> list[Job]:
-        """The jobs of a flow's steps, in the order they ran."""
-        return [_job(r) for r in self.store.children(job_id)]
+        return self.journal.children(job_id)
 
     async def run(self, agent: str, text: str, **submit_kwargs: Any) -> Job:
         """Submit and execute: the finished job (a deduplicated one is returned as it stands)."""
@@ -297,127 +272,80 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
         someone else (or finished) is returned as it stands. With the engine launched, the job runs as
         its durable workflow (on any replica) and this waits for its end."""
         if self.engine is not None:
-            ran: Job = await self.engine.execute(job_id, on_progress=on_progress)
-            return ran
-        return await self.execute_here(job_id, on_progress=on_progress)
+            return await self.engine.execute(job_id, on_progress=on_progress)
+        return await self.runs.execute_here(job_id, on_progress=on_progress)
 
     async def execute_here(self, job_id: str, *, on_progress: ProgressSink | None = None,
                            resume: bool = False) -> Job:
-        """Run the job in this process. `resume` (the engine's run step) also claims a job a stopped
-        replica left running, and leaves a job cancelled by a stop running, for the engine to resume."""
-        held = self._held_ends.get(job_id)
-        if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
-            return self._end(job_id, **held)
-        started = _now()
-        claimable = ("queued", "running", "waiting") if resume else ("queued",)
-        if not self.store.update_job(job_id, only_if_status=claimable, status="running", started=started,
-                                     runner=runner_id()):
-            job = self.job(job_id)
-            if job is None:
-                raise KeyError(f"no job {job_id!r}")
-            return job
-        job = self.job(job_id)
-        assert job is not None
-        on_progress = JournalProgress(self.store, job_id, on_progress, publish=self.stream.publish)
-        return await self._watched(job, self._run_claimed(job, on_progress, resume))
+        return await self.runs.execute_here(job_id, on_progress=on_progress, resume=resume)
 
-    async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
-        """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
-        job_id = job.id
-        attempts = 0
-        try:
-            spec, plugin = self._lookup(job.agent)
-            spec = await with_tool_contracts(  # an mcp agent's tool schemas, unless its file names its own
-                spec, eliciting=self.questions.can_ask_job(job_id))
-            value = self.input_of(job, spec)
-            if spec.kind == FLOW_KIND:
-                self.take_step(job, 1)
-                attempts = 1  # a flow runs once; its steps retry
-                return self._end(job_id, "succeeded", attempts=1, output=await self._run_flow(
-                    job, spec, value, on_progress))
-            await confirm_before_run(self, spec, value, job_id)  # a destructive tool asks its asker first
-            plugin_path = Path(plugin.path)
-            history = self.conversations.history(job_id, spec.conversation).messages
-            while True:
-                self.take_step(job, attempts + 1)
-                attempts += 1
-                self.store.update_job(job_id, attempts=attempts)
-                try:
-                    delegate = Delegation(self, job, attempts, asyncio.get_running_loop())
-                    output = await self._attempt(spec, value, RunContext(job_id, spec, attempts, plugin_path,
-                                                                         on_progress, self.questions, delegate,
-                                                                         budgets=self.budgets,
-                                                                         history=history,
-                                                                         on_text=functools.partial(self.stream.publish, job_id)))
-                    break
-                except JobFailure as failure:
-                    kind = self._failure_kind(spec, failure.kind)
-                    # a tool loop is not rerun whole: its calls made would be made again
-                    if not kind.retryable or attempts >= spec.limits.max_attempts or spec.loops:
-                        raise
-                    delay = min(self.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
-                    if on_progress:
-                        RunContext(job_id, spec, attempts, plugin_path, on_progress).progress(
-                            f"{failure.kind}: {failure.reason} — retrying in {delay:g}s "
-                            f"(attempt {attempts + 1} of {spec.limits.max_attempts})")
-                    await asyncio.sleep(delay)
-        except UnknownAgent as exc:
-            return self._end(job_id, "failed", attempts=attempts, kind="UnknownAgent", reason=str(exc))
-        except JobFailure as failure:
-            failure = mcp_redacted(spec, failure)
-            if failure.kind not in BUILTIN_FAILURES and spec.failure(failure.kind) is None:
-                reason = f"{failure.kind} (not a failure kind the agent declares): {failure.reason}"
-                ended = "AgentError"
-            else:
-                reason, ended = failure.reason, failure.kind
-            partial = failure.partial_output
-            if ended == LIMIT_EXCEEDED and partial is None:
-                partial = self.tree_partial(job_id)
-            return self._end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
-        except asyncio.CancelledError:
-            limit = self.tree_reason(job)
-            if limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
-                self._end(job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED, reason=limit,
-                          output=self.tree_partial(job_id))
-            elif not resume:
-                self._end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
-                          reason="the bot stopped while the job was running")
-            raise
-        return self._end(job_id, "succeeded", attempts=attempts, output=output)
+    def end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
+            reason: str | None = None) -> Job:
+        return self.journal.end(job_id, status, attempts=attempts, output=output, kind=kind, reason=reason)
 
-    def _end(self, job_id: str, status: str, *, attempts: int, output: Any = None, kind: str | None = None,
-             reason: str | None = None) -> Job:
-        """Journal a job's end. Until it is written the end is held in memory: on a database fault this
-        raises, the engine retries the step, and the step writes the held end instead of running the
-        agent again (execute_here)."""
-        self._held_ends[job_id] = {"status": status, "attempts": attempts, "output": output, "kind": kind,
-                                   "reason": reason}
-        if status == "succeeded":
-            ending = self.job(job_id)
-            limit = self.tree_reason(ending) if ending is not None else None
-            if limit is not None:  # a limit ended its tree: an agent that caught the failure does not undo it
-                status, kind, reason = "failed", LIMIT_EXCEEDED, limit
-        try:
-            check_json_data(output)
-        except JsonDataError as exc:  # a partial answer the journal and every reader could not carry
-            what = "could not be kept" if exc.too_deep else "is not JSON data"
-            output, reason = None, f"{reason or 'the job failed'} (its partial answer {what}: {exc})"
-        self.store.update_job(job_id, status=status, output=output, failure_kind=kind,
-                              failure_reason=_clip(reason) if reason else None, ended=_now(), attempts=attempts)
-        self.budgets.book.release_job(job_id)  # holds a call left behind (it was cut short)
-        self._held_ends.pop(job_id, None)
-        job = self.job(job_id)
-        assert job is not None
-        self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
-        return job
+    def holds_end(self, job_id: str) -> bool:
+        """Whether the job ended and its end is still held, not yet journaled (a database fault)."""
+        return self.journal.held_end(job_id) is not None
+
+    def write_held_end(self, job_id: str) -> Job | None:
+        """Journal the job's held end, if any (raises on a database fault, for the engine to retry)."""
+        held = self.journal.held_end(job_id)
+        return self.journal.end(job_id, **held) if held is not None else self.job(job_id)
 
     def end_interrupted(self, job_id: str, *, reason: str) -> Job:
-        """End a job that cannot go on as interrupted, with a reason its asker can act on."""
-        job = self.job(job_id)
-        return self._end(job_id, "interrupted", attempts=job.attempts if job else 0, kind="Interrupted",
-                         reason=reason)
+        return self.journal.end_interrupted(job_id, reason=reason)
 
-    # audit ----------------------------------------------------------------------------------
+    def card(self, job: Job) -> Card:
+        return self.cards.card(job)
+
+    # the job tree (edge.runtime.tree) -----------------------------------------------------------
+
+    def submit_child(self, parent: Job, agent: str, text: str, *, dedupe_key: str) -> Job:
+        return self.tree.submit_child(parent, agent, text, dedupe_key=dedupe_key)
+
+    def tree_chain(self, job: Job) -> list[TreeNode]:
+        return self.tree.tree_chain(job)
+
+    def tree_below(self, job: Job) -> tuple[list[tuple[int, Job]], int]:
+        return self.tree.tree_below(job)
+
+    def tree_reason(self, job: Job) -> str | None:
+        return self.tree.tree_reason(job)
+
+    def tree_partial(self, job_id: str) -> Any:
+        return self.tree.tree_partial(job_id)
+
+    # person steps (edge.runtime.question_book) --------------------------------------------------
+
+    def ask(self, question: Question) -> None:
+        """Pause the question's job to ask someone; the first ask of a (job, step) wins."""
+        self.questions.ask(question)
+
+    def question(self, job_id: str) -> Question | None:
+        return self.questions.question(job_id)
+
+    def answer(self, job_id: str, step: str, *, action: str, content: dict[str, Any] | None, by: str,
+               groups: tuple[str, ...] = (), roles: tuple[str, ...] = (), via: str | None = None) -> Answer:
+        """Answer a job's question once (Questions.answer); raises AnswerRefused."""
+        return self.questions.answer(job_id, step, action=action, content=content, by=by, groups=groups,
+                                     roles=roles, via=via)
+
+    def wait_answer(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
+        """Block this thread for the answer (not durable; in a workflow use questions.wait_in_workflow)."""
+        return self.questions.wait(job_id, step, timeout_s=timeout_s)
+
+    async def wait_answer_async(self, job_id: str, step: str, *, timeout_s: float | None) -> Answer:
+        return await self.questions.wait_async(job_id, step, timeout_s=timeout_s)
+
+    def shows_questions(self, platform: str) -> None:
+        """A channel of `platform` draws its jobs' questions (from their event streams) in this
+        process: `can_ask` is then true for it (MCP elicitation and budgets check that)."""
+        self.questions.shows(platform)
+
+    def can_ask(self, platform: str) -> bool:
+        return self.questions.can_ask(platform)
+
+    # audit --------------------------------------------------------------------------------------
 
     def audit(self, action: str, *, actor: str, detail: Mapping[str, Any]) -> None:
         self.store.add_audit(action, actor=actor, detail=detail)
@@ -428,31 +356,3 @@ class Runtime(AgentAttempts, JobCards, Recovery, PersonSteps, JobTree):
     def claim(self, key: str) -> bool:
         """True the first time `key` is claimed (a chat delivery answered, a result shared), False after."""
         return self.store.claim(key)
-
-
-def _job(row: Mapping[str, Any]) -> Job:
-    return Job(
-        id=row["id"], agent=row["agent"], requester=row["requester"], channel=row["channel"],
-        input=row["input"], status=row["status"], output=row.get("output"), failure_kind=row.get("failure_kind"),
-        failure_reason=row.get("failure_reason"), created=row["created"], started=row.get("started"),
-        ended=row.get("ended"), attempts=row.get("attempts") or 0, dedupe_key=row.get("dedupe_key"),
-        reply_to=_reply_ref(row), plugin=row.get("plugin"), plugin_version=row.get("plugin_version"),
-        parent_id=row.get("parent_id"), contract_hash=row.get("contract_hash"),
-        contract_version=row.get("contract_version"), root_id=row.get("root_id"),
-        limit_reached=row.get("limit_reached"), progress=row.get("progress"), workspace=row.get("workspace"),
-        channel_id=row.get("channel_id"), question_shown=row.get("question_shown"),
-    )
-
-
-def _reply_ref(row: Mapping[str, Any]) -> ReplyRef | None:
-    """The job's reply reference; one that cannot be read is logged and left out (its card then has
-    nowhere to go, which the delivery says), never guessed at."""
-    raw = row.get("reply_to")
-    if raw is None:
-        return None
-    try:
-        return ReplyRef.from_json(raw)
-    except ReplyRefError as exc:
-        log.error("job %s has a reply reference that cannot be read: %s", row.get("id"), exc)
-        return None
-

@@ -124,6 +124,8 @@ jobs = Table(
     Column("channel_id", String(200), nullable=True),  # revision 0010: the asker's channel on its platform
     Column("question_shown", JSON(none_as_null=True), nullable=True),  # revision 0010: where its question is
     Column("restarts", Integer, nullable=True),  # revision 0011: resumed after its process stopped, edge.runtime.durable
+    Column("stop_request", JSON(none_as_null=True), nullable=True),  # revision 0018: edge.runtime.cancel
+    Column("trace_context", JSON(none_as_null=True), nullable=True),  # revision 0020: its ask's W3C trace context
     Index("ix_jobs_agent_status", "agent", "status"),  # revision 0002: /metrics counts from the index
     Index("ix_jobs_ended", "ended"),  # revision 0002: /metrics reads finished jobs by end time
     Index("ix_jobs_created_id", "created", "id"),  # revision 0016: job search (edge.runtime.job_search)
@@ -370,8 +372,9 @@ class Store:
 
     def record_version(self, *, plugin: str, version: str, content_hash: str, path: str, description: str,
                        installed_by: str, agent_rows: Iterable[Mapping[str, Any]],
-                       audit_detail: Mapping[str, Any]) -> InstalledVersion:
-        """Install a plugin version and make it current, with its agents and an audit record: one transaction."""
+                       audit_detail: Mapping[str, Any], action: str = "plugin.install") -> InstalledVersion:
+        """Install a plugin version and make it current, with its agents and an audit record (`action`):
+        one transaction."""
         now = time.time()
         with self.engine.begin() as conn:
             exists = conn.execute(select(plugins.c.name).where(plugins.c.name == plugin)).first()
@@ -393,7 +396,7 @@ class Store:
                 version_id = row[0]
             conn.execute(update(plugins).where(plugins.c.name == plugin)
                          .values(current_version_id=version_id, installed_at=now))
-            self.add_audit("plugin.install", actor=installed_by, detail=audit_detail, conn=conn)
+            self.add_audit(action, actor=installed_by, detail=audit_detail, conn=conn)
             stored = conn.execute(select(plugin_versions).where(plugin_versions.c.id == version_id)).mappings().one()
             return self._version(conn, stored, current=True)
 
@@ -402,4 +405,6 @@ from oz0.edge.runtime import (  # noqa: E402  after `metadata` is made, which th
     budget_tables,  # noqa: F401  its tables join `metadata` (revision 0008)
     conversations,  # noqa: F401  its table joins `metadata` (revision 0015)
     loop_trace,  # noqa: F401  its table joins `metadata` (revision 0012)
+    people,  # noqa: F401  its table joins `metadata` (revision 0023)
+    plugin_store,  # noqa: F401  its table joins `metadata` (revision 0024)
 )

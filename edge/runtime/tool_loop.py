@@ -26,16 +26,19 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from pydantic_ai import Agent, ModelRetry, NativeOutput, StructuredDict
 from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
+    ModelRequest,
     ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
@@ -64,6 +67,7 @@ from oz0.edge.runtime.text_out import TextOut
 
 __all__ = ["run_tool_loop"]
 
+pydantic_ai.BANNER_ENABLED = False  # the terminal is `oz0 run`'s: its card and its prompts, no library banner
 MAX_OUTPUT_TRIES = 3  # the first answer and at most two retries with the reason
 _ANY_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 
@@ -127,6 +131,22 @@ class _Loop:
             self.rows.add(row)
         return value
 
+    async def _write_rest(self) -> None:
+        """The rows a loop cut short left unwritten (a failure mid-turn), in a step of their own so a
+        database fault is retried; a loop that answered wrote them in its last model request. A
+        cancelled loop writes them at once (its steps are cancelled with it)."""
+        if not self.rows.pending:
+            return
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            self.rows.flush()
+            return
+        await self.steps.step("oz0.loop.trace", self._rest_step)
+
+    async def _rest_step(self) -> dict[str, Any]:
+        self.rows.flush()
+        return {}
+
     async def run(self, value: Any, key: str | None) -> Any:
         listed = await self.steps.step("oz0.loop.tools", self._tools_step)
         tools = [LoopTool.from_json(t) for t in raise_failure(listed)["tools"]]
@@ -135,9 +155,9 @@ class _Loop:
         try:
             with ToolManager.parallel_execution_mode("sequential"):  # one call at a time: a replay takes the same steps
                 try:
-                    result = await agent.run(prompt)
+                    result = await agent.run(prompt, message_history=_history(self.ctx) or None)
                 finally:
-                    self.rows.flush()
+                    await self._write_rest()
         except JobFailure:
             raise
         except UnexpectedModelBehavior as exc:
@@ -197,13 +217,14 @@ class _Loop:
         seq = self._next_seq()
         self.ctx.progress(f"step {self.requests} of ≤{self.max_steps}: asking the model", self.requests,
                           self.max_steps)
-        self.rows.flush()  # the turn before: its model request and tool calls, in one transaction
-        value = raise_failure(self._traced(await self.steps.step("oz0.loop.model", self._request_step, model, seq,
-                                                                 messages, settings, params)))
+        made = await self.steps.step("oz0.loop.model", self._request_step, model, seq, messages, settings, params)
+        self.rows.written()  # the step wrote the turn before (read back from its record: written then)
+        value = raise_failure(self._traced(made))
         return ModelMessagesTypeAdapter.validate_python([value["response"]])[0]  # type: ignore[return-value]
 
     async def _request_step(self, model: Model, seq: int, messages: list[ModelMessage],
                             settings: ModelSettings | None, params: ModelRequestParameters) -> dict[str, Any]:
+        self.rows.flush()  # the turn before: its model request and tool calls, in one transaction
         size = len(ModelMessagesTypeAdapter.dump_json(messages)) + len(json.dumps(
             [t.parameters_json_schema for t in params.function_tools]))
         started = time.monotonic()
@@ -228,7 +249,12 @@ class _Loop:
         row = self._row(seq, "model", str(self.spec.config.get("model")),
                         {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
                         (time.monotonic() - started) * 1000)
-        return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0], "trace": row}
+        made = {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]}
+        if calls:  # written with the tool calls it asks for, by the next request
+            return {**made, "trace": row}
+        self.rows.add(row)  # a final answer: its row written now, in its own step, as the loop ends here
+        self.rows.flush()
+        return made
 
     async def _model_answer(self, model: Model, messages: list[ModelMessage], settings: ModelSettings | None,
                             params: ModelRequestParameters) -> ModelResponse:
@@ -345,6 +371,14 @@ class _ContractTools(AbstractToolset[None]):
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: ToolRunContext[None],
                         tool: ToolsetTool[None]) -> Any:
         return await self._loop.call(self._tools[name], tool_args)
+
+
+def _history(ctx: RunContext) -> list[ModelMessage]:
+    """The conversation's earlier turns (edge.runtime.conversations, bounded by the agent's
+    `conversation:`) as the model's messages: each ask a user prompt, each final answer (after the
+    line naming the tools that turn called) the model's text."""
+    return [ModelRequest(parts=[UserPromptPart(content=str(m["content"]))]) if m["role"] == "user"
+            else ModelResponse(parts=[TextPart(content=str(m["content"]))]) for m in ctx.history]
 
 
 def _provider(spec: AgentSpec) -> str:

@@ -21,6 +21,7 @@ from oz0.edge.contracts.schema import ContractError
 from oz0.edge.documents.compat import installed_agents
 from oz0.edge.documents.diff import compare_agents
 from oz0.edge.mcp.kind import apply_tool_contracts, server_for_agent, tool_name
+from oz0.edge.mcp.list_changed import ToolsWatcher
 from oz0.edge.mcp.pool import servers
 from oz0.edge.mcp.spec import McpFailure
 from oz0.edge.plugins.declared import PluginError
@@ -29,34 +30,39 @@ from oz0.edge.runtime.install import agent_row
 
 if TYPE_CHECKING:
     from oz0.edge.mcp.spec import ServerSpec, ToolInfo
-    from oz0.edge.runtime.runner import Runtime
+    from oz0.edge.runtime.plugin_cache import PluginCache
+    from oz0.edge.runtime.store import Store
 
 __all__ = ["refresh_tool_contracts", "unwatch_tools", "watch_tools"]
 
 log = logging.getLogger(__name__)
 
 
-def watch_tools(runtime: Runtime) -> None:
-    """Have `runtime`'s stored contracts follow the tool changes the process-wide MCP pool hears."""
-    runtime._tools_watcher = lambda server, tools: refresh_tool_contracts(runtime, server, tools)  # type: ignore[attr-defined]
-    servers().changes.watch(runtime._tools_watcher)  # type: ignore[attr-defined]
+def watch_tools(store: Store, cache: PluginCache) -> ToolsWatcher:
+    """Have the stored contracts of `store` follow the tool changes the process-wide MCP pool hears
+    (the plugins read from `cache`); the watcher, for `unwatch_tools` when the runtime closes (the pool
+    outlives it)."""
+    def watcher(server: ServerSpec, tools: dict[str, ToolInfo]) -> None:
+        refresh_tool_contracts(store, cache, server, tools)
+
+    servers().changes.watch(watcher)
+    return watcher
 
 
-def unwatch_tools(runtime: Runtime) -> None:
-    watcher = getattr(runtime, "_tools_watcher", None)
-    if watcher is not None:
-        servers().changes.unwatch(watcher)
+def unwatch_tools(watcher: ToolsWatcher) -> None:
+    servers().changes.unwatch(watcher)
 
 
-def refresh_tool_contracts(runtime: Runtime, server: ServerSpec, tools: dict[str, ToolInfo]) -> list[Change]:
+def refresh_tool_contracts(store: Store, cache: PluginCache, server: ServerSpec,
+                           tools: dict[str, ToolInfo]) -> list[Change]:
     """Compare the tools `server` lists now with the stored contracts of the installed mcp agents on it;
     store the compatible changes, audit the breaking ones. Returns every change found."""
     found: list[Change] = []
-    for version in runtime.installed():
+    for version in store.current_versions():
         if not any(a.kind == "mcp" for a in version.agents):
             continue
         try:
-            plugin = load_plugin(version.path)
+            plugin = load_plugin(cache.folder(version))
         except PluginError as exc:
             log.error("installed plugin %s %s cannot be loaded: %s", version.plugin, version.version, exc)
             continue
@@ -86,10 +92,10 @@ def refresh_tool_contracts(runtime: Runtime, server: ServerSpec, tools: dict[str
             if not changes:
                 continue
             if any(c.breaking for c in changes) or candidate is None:
-                _breaking(runtime, version, spec.name, name, server, changes)
+                _breaking(store, version, spec.name, name, server, changes)
                 continue
             row = agent_row(candidate, version=version.version, previous=None)  # a new hash, from this version on
-            runtime.store.update_agent_contracts(version.id, spec.name, contracts={
+            store.update_agent_contracts(version.id, spec.name, contracts={
                 k: row[k] for k in ("input_schema_file", "input_schema", "input_hash", "output_schema_file",
                                     "output_schema", "output_hash", "contract_hash", "contract_version")})
             log.info("agent %s follows the new schemas of tool %s on %s: %s", spec.name, name, server.label(),
@@ -97,14 +103,14 @@ def refresh_tool_contracts(runtime: Runtime, server: ServerSpec, tools: dict[str
     return found
 
 
-def _breaking(runtime: Runtime, version: Any, agent: str, tool: str, server: ServerSpec,
+def _breaking(store: Store, version: Any, agent: str, tool: str, server: ServerSpec,
               changes: list[Change]) -> None:
     """Audit and log a breaking tool change once per agent and change set (across restarts and replicas)."""
     listed = [c.to_dict() for c in changes]
     digest = hashlib.sha256(json.dumps(listed, sort_keys=True).encode()).hexdigest()[:32]
-    if not runtime.store.claim(f"mcp.tools.breaking:{version.id}:{agent}:{digest}"):
+    if not store.claim(f"mcp.tools.breaking:{version.id}:{agent}:{digest}"):
         return
-    runtime.audit("mcp.tools.breaking", actor=f"mcp:{server.label()}", detail={
+    store.add_audit("mcp.tools.breaking", actor=f"mcp:{server.label()}", detail={
         "agent": agent, "plugin": version.plugin, "version": version.version, "tool": tool,
         "server": server.label(), "changes": [c for c in listed if c["breaking"]]})
     log.warning("tool %s of MCP server %s changed in a way that breaks agent %s's callers; the agent keeps "

@@ -1,6 +1,6 @@
 """Limits over the job tree: a job and its children (flow steps, loop runs, nested flows, delegations).
 
-A mixin of edge.runtime.runner.Runtime. The tree's accounting lives in the journal (revision 0007), so
+The tree's accounting lives in the journal (revision 0007), so
 it holds across replicas: every job knows its tree's first job (`root_id`); a step taken below a job is
 counted on that job's row and on each of its ancestors' rows by one conditional UPDATE each, in one
 transaction (`tree_steps < max_steps`), so two replicas racing for the last step cannot both get it;
@@ -11,7 +11,7 @@ agents and flows only, never from an input.
 
 Children of one job are started by the process running that job (a flow's workflow, an agent's run
 step), so `max_children` is a count of the journal's rows at that moment. `tree_timeout_s` is watched
-around every job of the tree while it runs (`_watched`): the innermost running job stops first (its
+around every job of the tree while it runs (`watch`): the innermost running job stops first (its
 parents GRACE_S later), so each parent still sees its child end and keeps what its
 finished children gave (`partial`). A durable flow waits for each child workflow under the same
 watch (`watch_child`), so a child still queued, or one whose own watch did not stop it, is stopped at
@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,16 +31,19 @@ from sqlalchemy import func, select, update
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.jobs import LIMIT_EXCEEDED
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
 
 if TYPE_CHECKING:
+    from oz0.edge.runtime.catalog import Catalog
+    from oz0.edge.runtime.jobs import Jobs
+    from oz0.edge.runtime.question_book import Questions
     from oz0.edge.runtime.store import Store
 
 __all__ = ["GRACE_S", "LIMIT_EXCEEDED", "MAX_DEPTH", "JobTree", "TreeNode", "ordinal", "step_label"]
 
 log = logging.getLogger(__name__)
 
-LIMIT_EXCEEDED = "LimitExceeded"
 GRACE_S = 0.5       # how much later a job's tree_timeout_s watch stops it than its running child's
 POLL_S = 1.0        # how often a watch looks again (waits for a person extend the deadline)
 STOP_WAIT_S = 5.0   # how long a stopped child's run may take to end (its workflow's result) before its parent goes on
@@ -86,10 +89,19 @@ class TreeNode:
 
 
 class JobTree:
-    """Runtime's tree methods (it provides store, job, submit, agent, questions, engine, _end)."""
+    """The limits over job trees, checked in the journal; the tasks of this process's running jobs.
 
-    store: Store
-    _tree_tasks: dict[str, asyncio.Task[Any]]  # job id -> the task running it in this process
+    `durable` says whether the job engine is launched (a job of the tree may then run as a workflow
+    on another replica, stopped by cancelling that workflow)."""
+
+    def __init__(self, store: Store, jobs: Jobs, catalog: Catalog, questions: Questions,
+                 durable: Callable[[], bool]) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.catalog = catalog
+        self.questions = questions
+        self.durable = durable
+        self._tasks: dict[str, asyncio.Task[Any]] = {}  # job id -> the task running it in this process
 
     # reading the tree ----------------------------------------------------------------------------
 
@@ -97,12 +109,12 @@ class JobTree:
         """The job and its ancestors, the job first and the root last, each with its depth."""
         chain = [job]
         while chain[-1].parent_id is not None and len(chain) < MAX_CHAIN:
-            parent = self.job(chain[-1].parent_id)  # type: ignore[attr-defined]
+            parent = self.jobs.job(chain[-1].parent_id)
             if parent is None:
                 break
             chain.append(parent)
         top = len(chain) - 1
-        return [TreeNode(j, self._spec_or_none(j.agent), top - i) for i, j in enumerate(chain)]
+        return [TreeNode(j, self.catalog.agent_or_none(j.agent), top - i) for i, j in enumerate(chain)]
 
     def tree_below(self, job: Job) -> tuple[list[tuple[int, Job]], int]:
         """The job and the jobs below it with their depth, depth first, down to MAX_DEPTH levels (as deep
@@ -114,7 +126,7 @@ class JobTree:
         while stack:
             depth, node = stack.pop()
             drawn.append((depth, node))
-            children = self.children(node.id)  # type: ignore[attr-defined]
+            children = self.jobs.children(node.id)
             if depth == MAX_DEPTH:
                 deeper.extend(children)
             else:
@@ -124,20 +136,12 @@ class JobTree:
             node = deeper.pop()
             if node.id not in seen:
                 seen.add(node.id)
-                deeper.extend(self.children(node.id))  # type: ignore[attr-defined]
+                deeper.extend(self.jobs.children(node.id))
         return drawn, len(seen) - len(drawn)
-
-    def _spec_or_none(self, agent: str) -> AgentSpec | None:
-        try:
-            spec: AgentSpec = self.agent(agent)  # type: ignore[attr-defined]  # a mixin of Runtime
-            return spec
-        except ValueError:  # UnknownAgent: uninstalled since; its limits are the defaults
-            return None
 
     def tree_reason(self, job: Job) -> str | None:
         """Why the job's tree was ended by a limit, if it was."""
-        root = self.job(job.root_id or job.id)  # type: ignore[attr-defined]
-        return root.limit_reached if root is not None else None
+        return self.jobs.tree_limit(job)
 
     def tree_partial(self, job_id: str) -> Any:
         """What a job's finished children gave, by step: the `partial` output of a job a limit ended."""
@@ -164,7 +168,9 @@ class JobTree:
         the tree's max_depth and max_children. Raises JobFailure("LimitExceeded") naming the limit."""
         existing = self.store.job_by_dedupe_key(dedupe_key)
         if existing is not None:
-            return self.job(existing["id"])  # type: ignore[attr-defined,no-any-return]
+            found = self.jobs.job(existing["id"])
+            assert found is not None
+            return found
         self._ended_tree(parent)
         chain = self.tree_chain(parent)
         depth = chain[0].depth + 1
@@ -186,9 +192,9 @@ class JobTree:
             raise self._refuse(parent, f"limits.max_children is {limit} (set by {strictest.setter}): job "
                                        f"{parent.id} ({parent.agent}) tried to start its {ordinal(started + 1)} "
                                        f"child, {what}")
-        child, _ = self.submit(agent, text, requester=parent.requester, channel=parent.channel,  # type: ignore[attr-defined]
-                               dedupe_key=dedupe_key, parent_id=parent.id)
-        return child  # type: ignore[no-any-return]
+        child, _ = self.jobs.submit(agent, text, requester=parent.requester, channel=parent.channel,
+                                    dedupe_key=dedupe_key, parent_id=parent.id)
+        return child
 
     def take_step(self, job: Job, attempt: int) -> None:
         """Count one step (a run or a retry of `job`) against max_steps of every job above it, in one
@@ -245,16 +251,27 @@ class JobTree:
         return (f"limits.tree_timeout_s is {limits.tree_timeout_s:g} (set by {node.setter}): {scope} had run "
                 f"{used:.1f} s ({waits}) at {where or _where(job)}")
 
+    def time_left(self, job: Job) -> float | None:
+        """Seconds left (0 once past) of the least tree_timeout_s over the job; None when none bounds it."""
+        left = self._time_left(self.tree_chain(job))
+        return max(0.0, left[0]) if left is not None else None
+
+    def time_up(self, job: Job, *, where: str) -> str:
+        """The tree's time ran out at `where` (a person step's wait): the reason, recorded on its root."""
+        chain = self.tree_chain(job)
+        left = self._time_left(chain)
+        return self._refuse(job, self._time_reason(job, chain[-1], left[2] if left else 0.0, where=where)).reason
+
     def _check_time(self, job: Job, chain: list[TreeNode]) -> None:
         left = self._time_left(chain)
         if left is not None and left[0] <= 0:
             raise self._refuse(job, self._time_reason(job, left[1], left[2]))
 
-    async def _watched(self, job: Job, work: Coroutine[Any, Any, Job]) -> Job:
+    async def watch(self, job: Job, work: Coroutine[Any, Any, Job]) -> Job:
         """Run a job's work as its own task, stopped when its tree's time is up (tree_timeout_s), and
         registered so that the end of a tree a limit ended can cancel it."""
         task = asyncio.ensure_future(work)
-        running = self._tree_tasks
+        running = self._tasks
         running[job.id] = task
         overdue: float | None = None
         try:
@@ -272,13 +289,13 @@ class JobTree:
                     task.cancel()
                     await asyncio.wait({task})
                     self._stop(job.id)  # a task cancelled before it ran has not ended the job
-                    return self.job(job.id)  # type: ignore[attr-defined,no-any-return]
+                    return self._read(job.id)
                 done, _ = await asyncio.wait({task}, timeout=min(delay, POLL_S))
                 if done:
                     return task.result()
         except asyncio.CancelledError:
             if task.done() and self.tree_reason(job) is not None:
-                return self.job(job.id)  # type: ignore[attr-defined,no-any-return]
+                return self._read(job.id)
             task.cancel()
             raise
         finally:
@@ -286,13 +303,18 @@ class JobTree:
             if job.parent_id is None:
                 await self.end_tree(job.id)
 
+    def _read(self, job_id: str) -> Job:
+        job = self.jobs.job(job_id)
+        assert job is not None
+        return job
+
     def _running_child(self, job_id: str) -> bool:
         with self.store.engine.connect() as conn:
             return conn.execute(select(jobs.c.id).where(jobs.c.parent_id == job_id,
                                                         jobs.c.status.in_(ACTIVE_STATUSES)).limit(1)).first() is not None
 
     def _own_timeout(self, job: Job) -> bool:
-        spec = self._spec_or_none(job.agent)
+        spec = self.catalog.agent_or_none(job.agent)
         return spec is not None and spec.limits.tree_timeout_s is not None
 
     async def watch_child(self, parent: Job, child_id: str, wait: Coroutine[Any, Any, Any]) -> Any:
@@ -312,7 +334,7 @@ class JobTree:
                     if left is None:
                         return await task
                     delay = left[0]
-                    child = self.job(child_id)  # type: ignore[attr-defined]
+                    child = self.jobs.job(child_id)
                     if delay <= 0 and child is not None and child.status in ("running", "waiting"):
                         overdue = time.monotonic() if overdue is None else overdue
                         delay = overdue + GRACE_S - time.monotonic()
@@ -338,11 +360,11 @@ class JobTree:
         """Cancel a job of the tree running in this process (its task) or as a workflow of the engine
         (on any replica). The engine's cancel runs on a thread outside the caller's context, so it is
         never recorded as a step of the workflow that calls it (which would break that one's replay)."""
-        task = self._tree_tasks.get(job_id)
+        task = self._tasks.get(job_id)
         if task is not None:
             task.cancel()
             await asyncio.wait({task})
-        elif self.engine is not None and (dedupe_key or "").startswith("flow:"):  # type: ignore[attr-defined]
+        elif self.durable() and (dedupe_key or "").startswith("flow:"):
             from dbos import DBOS
 
             await asyncio.get_running_loop().run_in_executor(None, DBOS.cancel_workflow, dedupe_key or "")
@@ -350,16 +372,18 @@ class JobTree:
     def _stop(self, job_id: str, reason: str | None = None) -> None:
         """End a job of a tree a limit ended, if it has not ended itself: its questions closed, failed
         with the tree's reason, keeping what its finished children gave."""
-        reason = reason or self.tree_reason(self.job(job_id))  # type: ignore[attr-defined]
-        for step in self.questions.open_steps(job_id):  # type: ignore[attr-defined]
-            self.questions.close(job_id, step, action="cancel", by="limit")  # type: ignore[attr-defined]
+        if reason is None:
+            ending = self.jobs.job(job_id)
+            reason = self.tree_reason(ending) if ending is not None else None
+        for step in self.questions.open_steps(job_id):
+            self.questions.close(job_id, step, action="cancel", by="limit")
         self.store.update_job(job_id, only_if_status=ACTIVE_STATUSES, status="failed", failure_kind=LIMIT_EXCEEDED,
                               failure_reason=reason, output=self.tree_partial(job_id), ended=time.time())
 
     async def end_tree(self, root_id: str) -> None:
         """After a root a limit ended: its jobs still running are cancelled (a task here, a workflow of
         the engine elsewhere), their questions closed, and each ends failed with the tree's reason."""
-        root = self.job(root_id)  # type: ignore[attr-defined]
+        root = self.jobs.job(root_id)
         if root is None or root.limit_reached is None:
             return
         with self.store.engine.connect() as conn:

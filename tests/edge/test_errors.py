@@ -22,7 +22,7 @@ TREE = {  # class -> its parent in the tree (built-in bases kept beside Oz0Error
     "ToolsError": "Oz0Error", "AskDeclarationError": "Oz0Error", "YamlLimitError": "Oz0Error",
     "UpgradeRefused": "Oz0Error",
     "AccessError": "Oz0Error", "AnswerRefused": "Oz0Error", "EngineError": "Oz0Error",
-    "RetentionError": "Oz0Error", "SearchError": "Oz0Error",
+    "RetentionError": "Oz0Error", "SearchError": "Oz0Error", "PluginStateError": "Oz0Error",
     "ScaffoldError": "Oz0Error",
 }
 

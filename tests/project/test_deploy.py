@@ -204,21 +204,22 @@ def test_the_migration_job_runs_the_migrate_step_of_the_same_image_with_the_secr
     assert sorted(kustomization["resources"]) == sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
-def test_the_migrate_step_upgrades_and_records_the_baked_plugins_idempotently(tmp_path):
+def test_the_migrate_step_upgrades_and_pre_installs_the_plugins_idempotently(tmp_path):
     baked = tmp_path / "baked"
     make_plugin(baked / "hello", agents={"hello": {"kind": "python", "entry": "agent:hello", "input": "text",
                                                    "output": "text"}},
                 files={"agent.py": "def hello(text):\n    return 'hi ' + text\n"})
     env = {k: v for k, v in os.environ.items() if k != "OZ0_DATABASE_URL"}
-    env.update(OZ0_HOME=str(tmp_path / "home"), OZ0_PLUGINS_SRC=str(baked),
+    env.update(OZ0_HOME=str(tmp_path / "home"), OZ0_PREINSTALL=str(baked),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
     first = subprocess.run(["sh", str(DEPLOY / "oz0-migrate")], env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert f"schema upgraded from an empty database to revision {HEAD}" in first.stdout
-    assert "hello" in first.stdout
+    assert "Pre-installed testkit 0.1.0." in first.stdout
     again = subprocess.run(["sh", str(DEPLOY / "oz0-migrate")], env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.strip().endswith(f"schema already at the newest revision, {HEAD}")
+    assert f"schema already at the newest revision, {HEAD}" in again.stdout
+    assert again.stdout.strip().endswith(f"Nothing to pre-install from {baked}: every plugin there was stored before.")
     ran = subprocess.run(["oz0", "run", "hello", "there"], env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0 and "hi there" in ran.stdout, ran.stderr
 

@@ -58,7 +58,7 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[str, int, bool]]:
 
 # the ground under every floor: modules at edge/'s root that any floor may import (the error tree's
 # base, the lazy face helper); they import no floor themselves (test_the_ground_imports_no_floor)
-GROUND = ("errors", "lazy")
+GROUND = ("errors", "lazy", "tracing")
 
 
 def floor_of(module: str) -> str | None:

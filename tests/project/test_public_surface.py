@@ -33,8 +33,8 @@ def test_chat_surface():
     from oz0.adapters import chat
 
     assert sorted(chat.__all__) == sorted([
-        "AnswerClick", "Ask", "AskFlow", "ChannelTasks", "ChatRuntime", "ChatWire", "JobLoop", "RateLimited",
-        "Reply", "Restarts", "ShareClick", "Syntax", "WireRefused", "report_interrupted",
+        "AnswerClick", "Ask", "AskFlow", "ButtonClick", "ChannelTasks", "ChatRuntime", "ChatWire", "JobLoop",
+        "RateLimited", "Reply", "Restarts", "ShareClick", "Syntax", "WireRefused", "report_interrupted",
     ])
     for name in chat.__all__:
         assert getattr(chat, name) is not None

@@ -171,3 +171,14 @@ def test_actions_are_action_execute_with_the_id_and_value_to_read_back() -> None
          "style": "destructive", "isEnabled": False}]
     with pytest.raises(ValueError, match="Teams shows at most 6"):
         RENDERERS["teams"](Card(form="text", text="x", actions=tuple(Action(f"a{i}", "b") for i in range(7))))
+
+
+def test_a_card_asking_for_feedback_carries_thumbs_up_and_down_after_its_own_buttons() -> None:
+    stop = Action("oz0_stop", "Stop", "teams:19:chan:1", style="danger")
+    rendered = RENDERERS["teams"](Card(form="text", text="done", actions=(stop,), feedback="job-7"))
+    check_teams(rendered)
+    assert [(a["title"], a["verb"], a["data"]) for a in _card(rendered)["actions"]] == [
+        ("Stop", "oz0_stop", {"id": "oz0_stop", "value": "teams:19:chan:1"}),
+        ("👍", "oz0_feedback", {"id": "oz0_feedback", "value": "good:job-7"}),
+        ("👎", "oz0_feedback", {"id": "oz0_feedback", "value": "bad:job-7"})]
+    assert "actions" not in _card(RENDERERS["teams"](Card(form="text", text="done")))

@@ -266,7 +266,8 @@ class DiscordStandIn:
         await self._send(self.sockets[shard_id], event, data)
 
     async def post_message(self, content: str, *, guild_id: str | None, channel_id: str, user_id: str = "2000",
-                           mentions_bot: bool = False, shard_id: int = 0) -> dict[str, Any]:
+                           mentions_bot: bool = False, shard_id: int = 0, reply_to: str | None = None,
+                           reply_ping: bool = False) -> dict[str, Any]:
         """A person's message (MESSAGE_CREATE) as Discord delivers it: without the message-content intent
         a guild message that does not mention the bot arrives with its content empty (a DM keeps its
         content). A DM (`guild_id` None) reaches a bot only with the direct-messages intent."""
@@ -284,6 +285,16 @@ class DiscordStandIn:
                           "flags": 0}}
         if guild_id is None:
             del msg["member"]
+        if reply_to is not None:
+            # a reply (type 19): its message_reference, and the message replied to as Discord sends it
+            # (with that message's own message_reference, but not its referenced_message)
+            answered = {k: v for k, v in self.messages[reply_to].items() if k != "referenced_message"}
+            msg.update(type=19, message_reference={"type": 0, "message_id": reply_to, "channel_id": channel_id,
+                                                    **({"guild_id": guild_id} if guild_id else {})},
+                       referenced_message=answered)
+            if reply_ping and answered["author"]["id"] == self.bot_id:
+                msg["mentions"] = [self.bot_user()]   # the reply pings the bot: its content is sent without the intent
+                msg["content"] = content
         self.messages[msg["id"]] = msg
         await self.dispatch("MESSAGE_CREATE", msg, shard_id=shard_id)
         return msg
@@ -369,5 +380,9 @@ class DiscordStandIn:
                "timestamp": "2024-01-01T00:00:00+00:00", "edited_timestamp": None, "pinned": False,
                "mention_everyone": False, "tts": False, "mentions": [], "mention_roles": [],
                "flags": body.get("flags") or 0, "author": author or self.bot_user()}
+        reference = body.get("message_reference")
+        if isinstance(reference, dict) and reference.get("message_id"):
+            msg.update(type=19, message_reference={"type": 0, "message_id": str(reference["message_id"]),
+                                                   "channel_id": channel_id})
         self.messages[msg["id"]] = msg
         return msg

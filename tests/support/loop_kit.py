@@ -41,20 +41,21 @@ def triage_agent(base_url: str, **extra: Any) -> dict[str, Any]:
              "model": "triage-1", "api_key_env": "OZ0_TEST_MODEL_KEY", "max_tokens": 200,
              "system": "You triage failing CI runs. Use the tools; answer with the verdict.",
              "input": "text", "output_schema": "schemas/verdict.json",
-             "tools": [{"agent": "ci-runs"}, {"server": "ci"}, "ask_person"]}
+             "tools": [{"agent": "ci-runs"}, {"server": "ci"}, "ask_person"], "limits": {"max_steps": 10}}
     agent.update(extra)
     return agent
 
 
 def loop_plugin(tmp: Path, home: Path, base_url: str, *, version: str = "0.1.0", database_url: str | None = None,
-                **extra: Any) -> Runtime:
+                server_args: tuple[str, ...] = (), **extra: Any) -> Runtime:
     """The plugin written under `tmp` and installed into a Runtime over `home`; the CI server counts its
-    calls in $OZ0_TEST_CALLS (given as its argument: an ${ENV} value would be redacted as a secret)."""
+    calls in $OZ0_TEST_CALLS (given as its argument: an ${ENV} value would be redacted as a secret);
+    `server_args` follow it (mcp_servers/ci_server.py says what they do)."""
     import os
 
     calls_file = os.environ.get("OZ0_TEST_CALLS")
     manifest = {"name": "ci", "version": version,
-                "servers": {"ci": {"command": sys.executable, "args": [CI_SERVER, calls_file or ""]}}}
+                "servers": {"ci": {"command": sys.executable, "args": [CI_SERVER, calls_file or "", *server_args]}}}
     root = make_plugin(tmp, name="ci", version=version, files={
         "schemas/verdict.json": VERDICT, "schemas/runs.json": RUNS, "schemas/runs-out.json": RUNS_OUT,
         "impl.py": IMPL},

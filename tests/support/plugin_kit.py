@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["COUNT_AGENT", "make_plugin"]
+__all__ = ["COUNT_AGENT", "install_at", "make_plugin"]
 
 # Plugin code for the chat harnesses' agents (indented as their IMPL texts, dedented with them):
 # `count N EVERY_S [REST_S]` reports progress i of N every EVERY_S seconds, then rests.
@@ -46,3 +46,18 @@ def make_plugin(root: Path, *, name: str = "testkit", version: str = "0.1.0",
         else:
             path.write_text(textwrap.dedent(content))
     return root
+
+
+def install_at(home: Path, root: Path) -> None:
+    """The plugin folder `root` installed under OZ0_HOME `home` (flows run by a flow engine), the
+    runtime closed again: for a test whose jobs run in a process of their own."""
+    from oz0.edge.flows.engine import FLOW_ENGINE
+    from oz0.edge.plugins.manifest import load_plugin
+    from oz0.edge.runtime.install import install_plugin
+    from oz0.edge.runtime.runner import Runtime
+
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        install_plugin(runtime, load_plugin(root), actor="test")
+    finally:
+        runtime.close()

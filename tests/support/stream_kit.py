@@ -31,7 +31,8 @@ def stream_plugin(tmp: Path, home: Path | None, base_url: str, *, database_url: 
                              "input": "text"}
     root = make_plugin(tmp, name="streaming", files={"schemas/verdict.json": VERDICT, "impl.py": IMPL}, agents={
         "writer": {"description": "Writes an answer", **model},
-        "researcher": {"description": "Looks things up, then answers", **model, "tools": [{"agent": "lookup"}]},
+        "researcher": {"description": "Looks things up, then answers", **model, "tools": [{"agent": "lookup"}],
+                       "limits": {"max_steps": 10}},
         "verdict": {"description": "Answers a verdict", **model, "output_schema": "schemas/verdict.json"},
         "lookup": {"description": "Looks up a build", "kind": "python", "entry": "impl:lookup", "input": "text"}})
     rt = runtime or Runtime(home, database_url=database_url, backoff_s=0.01)

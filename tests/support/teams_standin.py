@@ -3,10 +3,14 @@
 - the Bot Framework's OpenID metadata and JWKS (`/openid`, `/keys`), with its own RSA key, and
   `activity_token(...)` signing inbound activity JWTs as the Bot Framework does (RS256, `kid`,
   issuer `https://api.botframework.com`, audience the app id, `serviceUrl` claim, expiry);
-- the Entra token endpoint (`/token`): the client-credentials grant, refusing a wrong secret;
+- the Entra token endpoint (`/token`): the client-credentials grant, refusing a wrong secret, for the
+  connector's scope or Graph's;
+- Microsoft Graph's `POST /graph/v1.0/users/{id}/checkMemberGroups` (at most 20 ids, 404 for an unknown
+  user, `graph_failure` making every call answer that status);
 - OneDrive's upload URL of a file consent (`PUT /upload/{name}`, one Content-Range);
 - the Bot Framework connector at the activity's `serviceUrl` (`/v3/conversations/{id}/activities[/{id}]`):
-  reply (POST), send (POST), update (PUT), each needing the token it issued; `throttle(n, after_s)`
+  reply (POST), send (POST), update (PUT), and a member by id (`GET .../members/{id}`), each needing the
+  token it issued; `throttle(n, after_s)`
   makes the next n calls answer 429 with `Retry-After`, as the connector does.
 """
 
@@ -29,6 +33,8 @@ ISSUER = "https://api.botframework.com"
 APP_ID = "11111111-2222-3333-4444-555555555555"
 TENANT = "99999999-8888-7777-6666-555555555555"
 SECRET = "test-secret.not-a-real-one"
+GRAPH_SCOPE = "https://graph.microsoft.com/.default"
+SCOPES = ("https://api.botframework.com/.default", GRAPH_SCOPE)
 
 
 def _b64(n: int) -> str:
@@ -51,12 +57,17 @@ class TeamsStandIn:
         self.kid = "standin-key-1"
         self.calls: list[Call] = []
         self.tokens_issued = 0
+        self.graph_tokens_issued = 0
+        self.graph_groups: dict[str, set[str]] = {}   # Entra object id -> the groups they are in
+        self.graph_calls: list[str] = []
+        self.graph_failure = 0                         # a status every Graph call answers, when set
         self._throttle: list[float] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
         self._ids = 0
         self.changed = asyncio.Event()
         self.uploaded: dict[str, tuple[bytes, str]] = {}
+        self.members: dict[str, dict[str, str]] = {}   # Entra object id -> the member's account, in every conversation
 
     async def start(self) -> TeamsStandIn:
         app = web.Application()
@@ -64,6 +75,8 @@ class TeamsStandIn:
         app.router.add_get("/keys", self._keys)
         app.router.add_post("/token", self._token)
         app.router.add_put("/upload/{name}", self._upload)
+        app.router.add_post("/graph/v1.0/users/{user}/checkMemberGroups", self._check_member_groups)
+        app.router.add_get("/connector/v3/conversations/{conversation}/members/{member}", self._member)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities", self._connector)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities/{activity}", self._connector)
         self._runner = web.AppRunner(app, access_log=None)
@@ -87,7 +100,8 @@ class TeamsStandIn:
 
     def env(self) -> dict[str, str]:
         return {"TEAMS_APP_ID": APP_ID, "TEAMS_APP_PASSWORD": SECRET, "TEAMS_TENANT_ID": TENANT,
-                "TEAMS_OPENID_METADATA_URL": self.base + "/openid", "TEAMS_TOKEN_URL": self.base + "/token"}
+                "TEAMS_OPENID_METADATA_URL": self.base + "/openid", "TEAMS_TOKEN_URL": self.base + "/token",
+                "TEAMS_GRAPH_URL": self.base + "/graph"}
 
     # -- the issuer --
 
@@ -112,10 +126,41 @@ class TeamsStandIn:
     async def _token(self, request: web.Request) -> web.Response:
         form = await request.post()
         if form.get("grant_type") != "client_credentials" or form.get("client_id") != APP_ID \
-                or form.get("client_secret") != SECRET or form.get("scope") != "https://api.botframework.com/.default":
+                or form.get("client_secret") != SECRET:
             return web.json_response({"error": "invalid_client"}, status=401)
+        scope = form.get("scope")
+        if scope not in SCOPES:
+            return web.json_response({"error": "invalid_scope"}, status=400)
+        if scope == GRAPH_SCOPE:
+            self.graph_tokens_issued += 1
+            return web.json_response({"token_type": "Bearer", "expires_in": 3600,
+                                      "access_token": f"graph-token-{self.graph_tokens_issued}"})
         self.tokens_issued += 1
         return web.json_response({"token_type": "Bearer", "expires_in": 3600, "access_token": f"bot-token-{self.tokens_issued}"})
+
+    # -- Microsoft Graph --
+
+    async def _check_member_groups(self, request: web.Request) -> web.Response:
+        """`POST /v1.0/users/{id}/checkMemberGroups`: which of `groupIds` (at most 20) the user is in."""
+        self.graph_calls.append(request.match_info["user"])
+        if not request.headers.get("Authorization", "").startswith("Bearer graph-token-"):
+            return web.json_response({"error": {"code": "InvalidAuthenticationToken",
+                                                "message": "Access token is empty."}}, status=401)
+        if self.graph_failure:
+            status = self.graph_failure
+            return web.json_response({"error": {"code": "serviceNotAvailable", "message": "Try again later."}},
+                                     status=status, headers={"Retry-After": "10"} if status in (429, 503) else {})
+        user = request.match_info["user"]
+        if user not in self.graph_groups:
+            return web.json_response({"error": {"code": "Request_ResourceNotFound", "message":
+                                                f"Resource '{user}' does not exist or one of its queried reference-property "
+                                                "objects are not present."}}, status=404)
+        wanted = (await request.json()).get("groupIds")
+        if not isinstance(wanted, list) or not 1 <= len(wanted) <= 20:
+            return web.json_response({"error": {"code": "Request_BadRequest",
+                                                "message": "groupIds must hold 1 to 20 ids."}}, status=400)
+        return web.json_response({"@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)",
+                                  "value": [g for g in wanted if g in self.graph_groups[user]]})
 
     # -- OneDrive's upload session (the file consent's uploadUrl) --
 
@@ -147,6 +192,27 @@ class TeamsStandIn:
         self._ids += 1
         return web.json_response({"id": f"1:{self._ids}"})
 
+    def member(self, user: str, name: str) -> None:
+        """A person in the tenant's conversations, as the connector describes a member (TeamsChannelAccount)."""
+        self.members[user] = {"id": f"29:{user}", "name": name, "aadObjectId": user, "givenName": name.split()[0],
+                              "surname": name.split()[-1], "email": f"{user}@contoso.example",
+                              "userPrincipalName": f"{user}@contoso.example", "tenantId": TENANT, "userRole": "user"}
+
+    async def _member(self, request: web.Request) -> web.Response:
+        """`GET v3/conversations/{id}/members/{memberId}`: by Entra object id or the 29: id; 404 when the
+        conversation has no such member."""
+        auth = request.headers.get("Authorization", "")
+        if not auth.startswith("Bearer bot-token-"):
+            return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
+        self.calls.append(Call(request.method, request.path, {}, auth))
+        wanted = request.match_info["member"]
+        found = self.members.get(wanted) or next((m for m in self.members.values() if m["id"] == wanted), None)
+        if found is None:
+            return web.json_response({"error": {"code": "MemberNotFoundInConversation",
+                                                "message": "The member was not found in the conversation."}},
+                                     status=404)
+        return web.json_response(found)
+
     async def wait_for(self, predicate: Callable[[list[Call]], Any], *, timeout: float = 10.0) -> Any:
         deadline = time.monotonic() + timeout
         while True:
@@ -164,14 +230,19 @@ class TeamsStandIn:
     # -- activities --
 
     def message(self, text: str, *, conversation: str = "19:chan@thread.tacv2", kind: str = "channel",
-                user: str = "aad-user-1", mention: bool = True, activity_id: str | None = None) -> dict[str, Any]:
+                user: str = "aad-user-1", mention: bool = True, activity_id: str | None = None,
+                thread: str | None = None, name: str = "Ada", team: str = "19:team") -> dict[str, Any]:
+        """A message activity as Teams sends it. In a channel, the conversation id names the root post
+        of the reply chain (`;messageid=ROOT`): `thread`, or the message itself for a new post."""
+        activity_id = activity_id or f"act-{uuid.uuid4().hex[:8]}"
+        conversation_id = f"{conversation};messageid={thread or activity_id}" if kind == "channel" else conversation
         body: dict[str, Any] = {
-            "type": "message", "id": activity_id or f"act-{uuid.uuid4().hex[:8]}", "channelId": "msteams",
+            "type": "message", "id": activity_id, "channelId": "msteams",
             "serviceUrl": self.service_url, "timestamp": "2026-12-01T21:00:00.000Z",
-            "from": {"id": f"29:{user}", "aadObjectId": user, "name": "Ada"},
+            "from": {"id": f"29:{user}", "aadObjectId": user, "name": name},
             "recipient": {"id": f"28:{APP_ID}", "name": "oz0"},
-            "conversation": {"id": conversation, "conversationType": kind, "tenantId": TENANT},
-            "channelData": {"tenant": {"id": TENANT}, **({"channel": {"id": conversation}, "team": {"id": "19:team"}}
+            "conversation": {"id": conversation_id, "conversationType": kind, "tenantId": TENANT},
+            "channelData": {"tenant": {"id": TENANT}, **({"channel": {"id": conversation}, "team": {"id": team}}
                                                           if kind == "channel" else {})},
             "text": (f"<at>oz0</at> {text}" if mention else text), "textFormat": "plain",
         }

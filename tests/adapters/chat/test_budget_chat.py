@@ -19,6 +19,7 @@ from slack_standin import block_action_body, signed_headers
 from waits import eventually
 
 from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.runtime.budget_view import budget_json, budget_lines
 from oz0.edge.runtime.runner import Runtime
 
 QUESTION = ("this job needs up to {} more of its 50 tokens budget (agent reviewer, per job); allow?")
@@ -93,6 +94,12 @@ def test_slack_yes_lets_the_call_happen_and_the_card_arrive(oz0_home):
                 assert h.runtime.job(job.id).status == "succeeded"
                 [state] = h.runtime.budgets.report(job)
                 assert (state.granted.tokens, state.grants[0]["granted_by"]) == (156, "slack:U0ASKER")
+                # the grantor by name wherever oz0 shows the grant; the id kept in the journal and the JSON
+                await eventually(lambda: h.runtime.people.names(["slack:U0ASKER"]))
+                [state] = h.runtime.budgets.report(job)
+                assert "  granted 156 tokens for this job by Ana Lima" in budget_lines(state)
+                [grant] = budget_json(state)["grants"]
+                assert (grant["by"], grant["by_name"]) == ("slack:U0ASKER", "Ana Lima")
         run(main())
         assert [r["json"]["messages"][-1]["content"] for r in server.requests] == ["please review acme/api#42"]
 

@@ -56,7 +56,9 @@ def test_oz0_teams_package_writes_the_zip_with_the_bots_id(tmp_path):
     with zipfile.ZipFile(out) as zf:
         assert sorted(zf.namelist()) == ["color.png", "manifest.json", "outline.png"]
         manifest = json.loads(zf.read("manifest.json"))
-    assert manifest["id"] == manifest["bots"][0]["botId"] == APP_ID
+    assert manifest["id"] == manifest["bots"][0]["botId"] == manifest["webApplicationInfo"]["id"] == APP_ID
+    assert manifest["authorization"]["permissions"]["resourceSpecific"] == [
+        {"name": "ChannelMessage.Read.Group", "type": "Application"}]   # replies in a thread without a mention
     assert manifest["validDomains"] == ["oz0.corp.example"]
     assert _errors(manifest) == []
 

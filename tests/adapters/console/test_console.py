@@ -148,3 +148,21 @@ def test_login_never_redirects_off_the_console(guarded):
         for target in ("https://evil.example/", "//evil.example", "/\\evil.example"):
             r = client.post("/login", data={"csrf": csrf_of(login.text), "token": TOKEN, "next": target})
             assert r.headers["location"] == "/"
+
+
+def test_a_login_that_gives_its_name_signs_its_jobs_with_it(guarded):
+    with httpx.Client(base_url=guarded, timeout=20) as client:
+        login = client.get("/login?next=/agents/deploys")
+        assert '<input type="text" id="name" name="name"' in login.text
+        client.post("/login", data={"csrf": csrf_of(login.text), "token": TOKEN, "next": "/agents/deploys",
+                                    "name": "  Ana   Lima <b>"})
+        page = client.get("/agents/deploys")
+        r = client.post("/agents/deploys/runs", data={"csrf": csrf_of(page.text), "f-service": "web",
+                                                      "f-environment": '"staging"', "f-limit": "1"})
+        assert r.status_code == 303
+        job = client.get(r.headers["location"]).text
+        assert 'by <span title="console:Ana Lima &lt;b&gt;">Ana Lima &lt;b&gt;</span> in console' in job
+        assert "<b>" not in job.split("<main")[-1].split("Asked")[1][:200]
+        data = client.get("/v1/jobs/" + r.headers["location"].rsplit("/", 1)[1],
+                          headers={"authorization": f"Bearer {TOKEN}"}).json()
+        assert data["job"]["requester"] == "console:Ana Lima <b>"     # the journal's id, for --json and the API

@@ -307,21 +307,27 @@ def test_channel_previews_show_the_payloads_text_with_cuts_and_uploads_marked(pa
     assert [u for u in page.requests if not u.startswith(console.url)] == []
 
 
-# Every word of a cell on one line: a Range over each word (a run of letters and digits) of each text
-# node lies on one line (a word split across two lines spans two). Returns the words that are split;
-# a line may still break between words, at a space or after a hyphen.
+# Every word of a cell on one line: a Range over each word (a run of letters and digits, joined by
+# hyphens: a date, an id, a version) of the cell's text lies on one line (a word split across two lines
+# spans two). Returns the words that are split; a line may still break between words, at a space.
 SPLIT_WORDS = """(root) => {
   const split = [];
   for (const cell of root.querySelectorAll('td, th')) {
+    const text = [];
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      for (const m of node.data.matchAll(/[\\p{L}\\p{N}_]+/gu)) {
-        const range = document.createRange();
-        range.setStart(node, m.index);
-        range.setEnd(node, m.index + m[0].length);
-        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
-        if (tops.size > 1) split.push(m[0]);
-      }
+      for (let i = 0; i < node.data.length; i++) text.push([node, i]);
+    }
+    const data = text.map(([node, i]) => node.data[i]).join('');
+    for (const m of data.matchAll(/[\\p{L}\\p{N}_]+(?:-[\\p{L}\\p{N}_]+)*/gu)) {
+      if (m[0].length > 64) continue;  // a longer run may wrap where it must
+      const [first, from] = text[m.index];
+      const [last, to] = text[m.index + m[0].length - 1];
+      const range = document.createRange();
+      range.setStart(first, from);
+      range.setEnd(last, to + 1);
+      const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size > 1) split.push(m[0]);
     }
   }
   return split;

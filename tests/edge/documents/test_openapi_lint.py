@@ -4,7 +4,7 @@ valid OpenAPI 3.1 (openapi-spec-validator) and clean under Redocly CLI's `recomm
 in tests/support/node): a Bearer security scheme where the API takes a token, `servers`, budgets items that
 define their required fields, a 4XX response on every operation, descriptions and tags.
 
-The plugin document keeps one warning, `info-license`: plugin.yaml has no license key to fill it from."""
+The plugin document keeps one warning, `info-license`, when plugin.yaml has no `license:` to fill it from."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,32 @@ def test_the_console_document_is_clean_under_redocly_recommended(documents, tmp_
 def test_the_plugin_document_is_clean_but_for_its_license(plugin_document, tmp_path) -> None:
     problems = redocly(plugin_document, tmp_path)
     assert [(p["ruleId"], p["severity"]) for p in problems] == [("info-license", "warn")]
+
+
+def test_a_plugin_that_declares_its_license_gets_a_clean_document(tmp_path) -> None:
+    folder = tmp_path / "licensed"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = folder / "plugin.yaml"
+    manifest.write_text(manifest.read_text() + "license: apache-2.0 OR mit\n")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["plugin", "openapi", str(folder)]) == 0
+    document = json.loads(buffer.getvalue())
+    assert document["info"]["license"] == {"name": "Apache-2.0 OR MIT", "identifier": "Apache-2.0 OR MIT"}
+    validate(document)
+    problems = redocly(document, tmp_path)
+    assert problems == [], [(p["ruleId"], p["location"][0]["pointer"]) for p in problems]
+
+
+def test_a_license_that_is_not_spdx_is_a_lint_error_naming_the_key(tmp_path, capsys) -> None:
+    folder = tmp_path / "unlicensed"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = folder / "plugin.yaml"
+    manifest.write_text(manifest.read_text() + "license: Apache 2\n")
+    assert main(["plugin", "lint", str(folder)]) != 0
+    out = capsys.readouterr()
+    shown = out.out + out.err
+    assert "license 'Apache 2' is not an SPDX license expression" in shown and "$.license" in shown, shown
 
 
 def test_a_bearer_token_is_declared_where_the_api_takes_one(documents, plugin_document) -> None:

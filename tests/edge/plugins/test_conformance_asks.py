@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from plugin_kit import make_plugin
+from terminal import on_a_pty
 
 from oz0.edge.documents.openapi import openapi_document
 from oz0.edge.plugins.lint import lint_plugin
@@ -135,7 +136,7 @@ def test_off_a_terminal_the_job_waits_at_once_and_oz0_jobs_answer_resumes_it(tmp
     job_id = waiting.split()[1]
     assert waiting == (f"job {job_id} is waiting for an answer to step 'approve': "
                        "Merge acme/api#42? The review says approve.")
-    assert f"oz0 jobs answer {job_id} --step approve '{{\"approved\": true}}'" in done.stderr
+    assert f"oz0 jobs answer {job_id} '{{\"approved\": true}}' --step approve" in done.stderr
     assert f"POST /v1/jobs/{job_id}/answer?step=approve" in done.stderr
     shown = json.loads(subprocess.run([*OZ0, "jobs", "show", job_id, "--json"], capture_output=True, text=True,
                                       env=env, timeout=60).stdout)
@@ -152,41 +153,9 @@ def test_off_a_terminal_the_job_waits_at_once_and_oz0_jobs_answer_resumes_it(tmp
 
 
 def test_on_a_terminal_the_question_is_asked_there(tmp_path: Path):
-    import os
-    import pty
-    import select
-    import time
-
-    env = _flow_home(tmp_path)
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen([*OZ0, "run", "ship", PR], stdin=secondary, stdout=secondary, stderr=secondary,
-                            env=env, close_fds=True)
-    os.close(secondary)
-    seen, answered = b"", 0
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([primary], [], [], 0.5)
-            if ready:
-                try:
-                    chunk = os.read(primary, 4096)
-                except OSError:  # the command ended and closed the terminal
-                    break
-                seen += chunk
-            if answered == 0 and b"[y/N]" in seen:
-                os.write(primary, b"maybe\n")  # refused by the prompt: it asks again
-                answered = 1
-            elif answered == 1 and seen.count(b"[y/N]") >= 2:
-                os.write(primary, b"y\n")
-                answered = 2
-            if proc.poll() is not None and not ready:
-                break
-        code = proc.wait(timeout=30)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-    text = seen.decode("utf-8", "replace")
+    code, text = on_a_pty([*OZ0, "run", "ship", PR], _flow_home(tmp_path),
+                          [(b"[y/N]", 1, b"maybe\n"),   # refused by the prompt: it asks again
+                           (b"[y/N]", 2, b"y\n")], timeout_s=60)
     assert code == 0, text
     assert "? Merge acme/api#42? The review says approve." in text
     assert "answer y or n" in text

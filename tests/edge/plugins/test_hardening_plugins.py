@@ -38,7 +38,9 @@ def oz0(*args: str, home: Path) -> subprocess.CompletedProcess:
 
 
 def plugins_left(home: Path) -> list[Path]:
-    return sorted((home / "plugins").rglob("*")) if (home / "plugins").exists() else []
+    """The installed plugins' files on this replica: its cache of the stored archives (and `plugins/`,
+    where installs made before revision 0024 kept them)."""
+    return sorted(p for where in ("cache", "plugins") if (home / where).exists() for p in (home / where).rglob("*"))
 
 
 def in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):

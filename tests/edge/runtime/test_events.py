@@ -15,6 +15,7 @@ import pytest
 from console_plugin import installed_runtime
 from plugin_kit import make_plugin
 from sqlalchemy import JSON, column, create_engine, insert, table, text
+from waits import bounded, eventually
 
 from oz0.adapters.chat.discord_wire import ReplyTarget as DiscordReply
 from oz0.adapters.chat.slack_wire import ReplyTarget as SlackReply
@@ -85,7 +86,9 @@ def test_a_reader_gets_the_live_events_in_order_then_the_end_and_a_late_reader_t
         await asyncio.to_thread(publish)
         assert await asyncio.wait_for(reader, 5) == published
         ended.append("yes")
-        assert [e async for e in stream.events("j1")] == [JobEnded("succeeded")]
+        late: list = []
+        await bounded(_into(stream.events("j1"), late), late, within=5)
+        assert late == [JobEnded("succeeded")]
         assert stream.backend.readers() == 0  # every reader unsubscribed
 
     asyncio.run(scenario())
@@ -109,6 +112,26 @@ def test_a_slow_reader_holds_at_most_max_buffered_events_and_is_told_what_it_mis
     asyncio.run(scenario())
 
 
+def test_a_reader_that_never_sees_the_end_fails_saying_what_it_saw_instead_of_hanging():
+    stream = JobEvents(LocalEvents(), state=lambda job_id: [])
+
+    async def scenario() -> None:
+        seen: list = []
+        reading = asyncio.create_task(bounded(_into(stream.events("j1"), seen), seen, within=0.5))
+        await asyncio.sleep(0.05)
+        stream.publish("j1", Progress.of("still going"))
+        with pytest.raises(AssertionError, match=r"not finished within 0.5s; seen: \[Progress\(.*still going"):
+            await reading
+        assert stream.backend.readers() == 0  # the cancelled reader unsubscribed
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
+
+
+async def _into(events, seen: list) -> None:
+    async for event in events:
+        seen.append(event)
+
+
 async def _rest(reader):
     while (event := await reader.next(1)) is not None:
         yield event
@@ -126,13 +149,16 @@ def test_a_job_waiting_with_its_question_shows_it_first_to_a_new_reader(tmp_path
     async def scenario() -> None:
         job, _ = runtime.submit("slow-ask", "0", requester="cli:me")
         run = asyncio.create_task(runtime.execute(job.id))
-        while runtime.job(job.id).status != "waiting":
-            await asyncio.sleep(0.01)
-        seen = []
-        async for event in runtime.events(job.id):
-            seen.append(event)
-            if isinstance(event, QuestionAsked):
-                runtime.answer(job.id, "go", action="accept", content={"ok": True}, by="cli:me")
+        await eventually(lambda: runtime.job(job.id).status == "waiting", seen=lambda: runtime.job(job.id).status)
+        seen: list = []
+
+        async def read() -> None:
+            async for event in runtime.events(job.id):
+                seen.append(event)
+                if isinstance(event, QuestionAsked):
+                    runtime.answer(job.id, "go", action="accept", content={"ok": True}, by="cli:me")
+
+        await bounded(read(), seen)
         assert [type(e) for e in seen] == [QuestionAsked, Answered, JobEnded]
         assert seen[0].question.message == "Go on?" and seen[1].answer.content == {"ok": True}
         assert (await run).output == "accept {'ok': True}"
@@ -301,8 +327,7 @@ def test_the_console_waits_for_a_job_to_ask_on_its_events_without_polling_the_jo
             job_id = asked.json()["job"]["id"]
             answered = await http.post(f"/v1/jobs/{job_id}/answer", json={"ok": True})
             assert answered.status_code == 202
-            while not runtime.job(job_id).finished:
-                await asyncio.sleep(0.01)
+            await eventually(lambda: runtime.job(job_id).finished, seen=lambda: runtime.job(job_id).status)
 
     asyncio.run(scenario())
     runtime.close()
@@ -398,6 +423,6 @@ def test_a_run_from_the_api_or_the_console_checks_its_input_once(tmp_path, monke
             assert calls == ["deploys", "deploys"] and len(runtime.jobs()) == 1  # refused before it is journaled
 
     monkeypatch.setattr("oz0.adapters.console.api.edge_check_input", counted)
-    monkeypatch.setattr("oz0.edge.runtime.runner.check_input", counted)
+    monkeypatch.setattr("oz0.edge.runtime.jobs.check_input", counted)
     asyncio.run(scenario())
     runtime.close()

@@ -45,13 +45,16 @@ ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
-                         "conversation_turns")  # revision 0015
+                         "conversation_turns",  # revision 0015
+                         "people",  # revision 0023
+                         "plugin_archives")  # revision 0024
 COLUMNS_AFTER_BASELINE = (("jobs", "parent_id"), ("agents", "contract_hash"), ("agents", "contract_version"),
                           ("jobs", "contract_hash"), ("jobs", "contract_version"), ("jobs", "root_id"),
                           ("jobs", "tree_steps"), ("jobs", "limit_reached"),
                           ("jobs", "progress"), ("jobs", "workspace"), ("jobs", "channel_id"),
-                          ("jobs", "question_shown"), ("jobs", "restarts"),
-                          ("agents", "annotations"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0013
+                          ("jobs", "question_shown"), ("jobs", "restarts"), ("jobs", "trace_context"),
+                          ("agents", "annotations"),
+                          ("jobs", "stop_request"))  # revisions 0005, 0006, 0007, 0009, 0010, 0011, 0020, 0013, 0018
 
 
 def make_pre_migration_database(url: str) -> None:
@@ -289,5 +292,88 @@ def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_i
         assert {"ix_jobs_created_id", "ix_jobs_status_created_id", "ix_jobs_requester_created_id"} <= set(indexes)
         with engine.connect() as conn:
             assert conn.execute(text("SELECT id, status FROM jobs")).all() == [("j1", "failed")]
+    finally:
+        engine.dispose()
+
+
+def test_revision_0020_adds_the_trace_context_to_a_database_made_by_0016_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+
+    from oz0.edge.runtime.job_rows import job_from_row
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0016")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'succeeded', 1.0, 1)"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0020")
+        assert "trace_context" in {c["name"] for c in inspect(engine).get_columns("jobs")}
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        old = store.job("j1")
+        assert old is not None and old["trace_context"] is None and job_from_row(old).trace_id is None
+        traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        store.update_job("j1", trace_context={"traceparent": traced})
+        assert job_from_row(store.job("j1")).trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
+
+
+def test_revision_0023_adds_people_to_a_database_made_by_0020_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+
+    from oz0.edge.runtime.people import People
+
+    url = f"sqlite:///{tmp_path / 'oz0.db'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0020")
+            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                              "VALUES ('j1', 'echo', 'slack:U1', 'slack:C1', 'hi', 'succeeded', 1.0, 1)"))
+        assert "people" not in inspect(engine).get_table_names()
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0023")
+        assert [c["name"] for c in inspect(engine).get_columns("people")] == ["who", "name", "at"]
+    finally:
+        engine.dispose()
+    store = Store(url)
+    try:
+        people = People(store)
+        people.remember("slack:U1", "Ana  Lima")
+        people.remember("slack:U1", "Ana Lima")
+        assert people.names(["slack:U1", "slack:U2"]) == {"slack:U1": "Ana Lima"}
+        assert people.shown("slack:U2") == "slack:U2" and people.shown("console:Bo") == "Bo"
+        assert store.job("j1")["requester"] == "slack:U1"
+    finally:
+        store.close()
+    assert schema_drift(url) == []
+
+
+def test_revision_0024_adds_plugin_archives_to_a_database_made_by_0023_and_keeps_its_plugins(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0023")
+            conn.execute(text("INSERT INTO plugins (name, current_version_id, installed_at) VALUES ('team', 1, 1.0)"))
+            conn.execute(text("INSERT INTO plugin_versions (id, plugin, version, content_hash, path, description, "
+                              "installed_at, installed_by) VALUES (1, 'team', '1.0.0', 'abc', '/old/plugins/team', "
+                              "'', 1.0, 'ana')"))
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0024")
+        columns = [c["name"] for c in inspect(engine).get_columns("plugin_archives")]
+        assert columns == ["content_hash", "archive", "size", "stored_at", "stored_by"]
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT plugin, version, path FROM plugin_versions")).all() == [
+                ("team", "1.0.0", "/old/plugins/team")]
     finally:
         engine.dispose()

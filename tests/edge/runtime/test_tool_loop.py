@@ -227,10 +227,11 @@ def test_mcp_server_time_as_a_tool(tmp_path):
 def test_tools_are_part_of_the_contract_and_removing_one_is_breaking(tmp_path):
     rt = loop_plugin(tmp_path / "p", tmp_path / "h", "http://127.0.0.1:9/v1")
     spec = rt.agent("triage")
-    assert spec.limits.max_steps == 10  # the loop's default
+    assert spec.limits.max_steps == 10  # as its file gives it
     doc = openapi_document([spec], title="t", version="1")
     assert doc["paths"]["/agents/triage/runs"]["post"]["x-oz0-tools"] == [
-        {"agent": "ci-runs"}, {"server": "ci"}, "ask_person" and {"ask_person": True}]
+        {"agent": "ci-runs"}, {"server": "ci", "tool_annotations": {"delete_branch": {"destructiveHint": True}}},
+        {"ask_person": True}]
     root = tmp_path / "p"
     agent = yaml.safe_load((root / "agents" / "triage.yaml").read_text())
     agent["tools"] = [{"agent": "ci-runs"}, "ask_person"]
@@ -266,7 +267,8 @@ def test_loading_and_lint_refuse_unknown_servers_agents_and_duplicates(tmp_path)
     messages = [(f.severity, f.path, f.message) for f in report.findings]
     assert ("error", "$.tools[0].agent", "tool agent 'nope' is not an agent of this plugin nor an installed one") \
         in messages
-    assert any(sev == "warning" and "max_steps" in m for sev, _, m in messages)
+    assert ("error", "$.limits.max_steps", "a model agent with tools must give limits.max_steps, the most model "
+            "requests its loop makes") in messages
 
 
 # where the trace is seen ----------------------------------------------------------------------

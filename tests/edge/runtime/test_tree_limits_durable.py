@@ -4,7 +4,6 @@ by max_depth, its children run inside its run step."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from engine_script import run_script
 from paths import SUPPORT
 from tree_kit import tree_plugin
 
@@ -30,10 +30,8 @@ def env(home: Path) -> dict[str, str]:
 
 
 def run_engine(home: Path, *args: str) -> dict:
-    done = subprocess.run([sys.executable, str(SCRIPT), *(args if args[0] == "resume" else ("run", *args))],
-                          env=env(home), capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict = run_script(SCRIPT, *(args if args[0] == "resume" else ("run", *args)), env=env(home))
+    return result
 
 
 def test_a_durable_flow_loop_is_stopped_by_max_steps_and_a_delegation_by_max_depth(tmp_path):

@@ -1,0 +1,183 @@
+"""The retention prune of old jobs under load, on a real Postgres (tests/postgres_server.py).
+
+Fills a fresh database with N old finished jobs (default 100,000: created 200 days ago, a question and a
+model/tool trace row for every tenth) and a few thousand recent ones, then serves the real console
+API over it (uvicorn on loopback) and keeps it under a paced load from CLIENTS threads (RATE requests a
+second each): runs of an agent (`POST /v1/agents/echo/runs`: a journal insert and its updates, one
+request in ten), job reads (`GET /v1/jobs/{id}`) and job searches (`GET /v1/jobs?status=succeeded`). The load runs first alone for SECONDS, then again while
+`edge.runtime.retention.prune` removes the old jobs (90-day retention, in its batches). It prints the
+max and p99 request latency of each phase: the target is no request slower than 200 ms during the prune.
+
+    .venv/bin/python bench/prune.py [--jobs 100000] [--clients 4] [--rate 5] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests" / "support")]
+
+import httpx
+from console_plugin import ConsoleThread, installed_runtime
+from postgres_server import PostgresServer
+from sqlalchemy import text
+
+from oz0.edge.runtime.retention import Retention, count, prune
+
+DAY = 86_400
+APART = """
+import json, sys
+from sqlalchemy import create_engine
+from oz0.edge.runtime.retention import Retention, prune
+print(json.dumps(prune(create_engine(sys.argv[1]), Retention(jobs_days=90, audit_days=365))))
+"""
+FILL = """
+INSERT INTO jobs (id, agent, requester, channel, input, status, output, created, started, ended, attempts)
+SELECT 'old' || lpad(to_hex(n), 29, '0'), 'echo', 'user-' || (n % 500), 'api', 'hello', 'succeeded',
+       '"You said: hello"', :old - n, :old - n + 0.1, :old - n + 0.2, 1
+FROM generate_series(1, :jobs) AS n
+"""
+FILL_RECENT = """
+INSERT INTO jobs (id, agent, requester, channel, input, status, output, created, started, ended, attempts)
+SELECT 'new' || lpad(to_hex(n), 29, '0'), 'echo', 'user-' || (n % 500), 'api', 'hello', 'succeeded',
+       '"You said: hello"', :now - n * 60, :now - n * 60 + 0.1, :now - n * 60 + 0.2, 1
+FROM generate_series(1, :recent) AS n
+"""
+FILL_QUESTIONS = """
+INSERT INTO questions (job_id, step, message, answer_schema, answerers, asked_at, action, answered_by, answered_at)
+SELECT 'old' || lpad(to_hex(n), 29, '0'), 'approve', 'Ship it?', '{}', '{}', :old - n, 'accept', 'ana', :old - n
+FROM generate_series(10, :jobs, 10) AS n
+"""
+FILL_TRACE = """
+INSERT INTO job_trace (job_id, seq, kind, name, detail, ms, at)
+SELECT 'old' || lpad(to_hex(n), 29, '0'), 1, 'model', 'gpt', '{}', 120, :old - n
+FROM generate_series(10, :jobs, 10) AS n
+"""
+
+
+KINDS = ("run", "read", "search")
+
+
+def load(url: str, clients: int, recent: int, rate: float, going: Callable[[], bool]) -> dict[str, list[float]]:
+    """CLIENTS threads, each sending `rate` requests a second (paced, so this measures latency, not a
+    saturated server's queue) while `going()`: runs, reads and searches in turn; each kind's latencies in ms."""
+    took: dict[str, list[float]] = {k: [] for k in KINDS}
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        mine: dict[str, list[float]] = {k: [] for k in KINDS}
+        with httpx.Client(base_url=url, timeout=30) as http:
+            i = 0
+            due = time.monotonic() + n / (clients * rate)
+            while going():
+                i += 1
+                kind = KINDS[0] if i % 10 == 0 else KINDS[1 + i % 2]
+                start = time.perf_counter()
+                if kind == "run":
+                    r = http.post("/v1/agents/echo/runs", content=f"load {n} {i}",
+                                  headers={"content-type": "text/plain"})
+                elif kind == "read":
+                    r = http.get(f"/v1/jobs/new{(i * 7 + n) % recent + 1:029x}")
+                else:
+                    r = http.get("/v1/jobs", params={"status": "succeeded", "limit": 20})
+                mine[kind].append((time.perf_counter() - start) * 1000)
+                if r.status_code >= 400:
+                    raise SystemExit(f"request failed: {r.status_code} {r.text[:200]}")
+                due += 1 / rate
+                time.sleep(max(0.0, due - time.monotonic()))
+        with lock:
+            for k in KINDS:
+                took[k].extend(mine[k])
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return took
+
+
+def report(name: str, took: dict[str, list[float]]) -> float:
+    every = sorted(ms for k in KINDS for ms in took[k])
+    p99 = every[min(len(every) - 1, int(len(every) * 0.99))]
+    kinds = "  ".join(f"{k} max {max(took[k]):6.1f}" for k in KINDS if took[k])
+    print(f"{name:<22} {len(every):5,} requests  p50 {statistics.median(every):6.1f} ms  p99 {p99:6.1f} ms  "
+          f"max {every[-1]:6.1f} ms  ({kinds})")
+    return every[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=100_000, help="old jobs to prune (default 100,000)")
+    parser.add_argument("--recent", type=int, default=5_000, help="recent jobs kept (default 5,000)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent API clients (default 4)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="the load without the prune (default 10 s)")
+    parser.add_argument("--apart", action="store_true", help="prune from another process (default: in this one, "
+                        "beside the API, as `oz0 serve`'s daily prune runs)")
+    parser.add_argument("--rate", type=float, default=5.0, help="requests a second per client (default 5)")
+    args = parser.parse_args()
+    server = PostgresServer.start()
+    try:
+        home = Path(tempfile.mkdtemp(prefix="oz0-prune-")) / "home"
+        runtime = installed_runtime(home, database_url=server.database())
+        engine = runtime.store.engine
+        now = time.time()
+        old = now - 200 * DAY
+        start = time.perf_counter()
+        with engine.begin() as conn:
+            for sql in (FILL, FILL_RECENT, FILL_QUESTIONS, FILL_TRACE):
+                conn.execute(text(sql), {"now": now, "old": old, "jobs": args.jobs, "recent": args.recent})
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE"))
+        policy = Retention(jobs_days=90, audit_days=365)
+        print(f"filled {args.jobs:,} old jobs and {args.recent:,} recent ones in {time.perf_counter() - start:.1f} s; "
+              f"a prune would remove {count(engine, policy)}")
+        with ConsoleThread(runtime) as console:
+            def for_(seconds: float) -> Callable[[], bool]:
+                stop = time.monotonic() + seconds
+                return lambda: time.monotonic() < stop
+
+            load(console.url, args.clients, args.recent, args.rate, for_(2.0))  # warm up: connections, caches
+            quiet = report("load alone", load(console.url, args.clients, args.recent, args.rate, for_(args.seconds)))
+            removed: dict[str, int] = {}
+            pruned_in = [0.0]
+
+            def pruner() -> None:
+                began = time.perf_counter()
+                if args.apart:  # `oz0 db prune` as its own process: no share of this process's GIL
+                    done = subprocess.run([sys.executable, "-c", APART, runtime.store.url], capture_output=True,
+                                          text=True, check=True)
+                    removed.update(json.loads(done.stdout))
+                else:  # in the serving process, as the daily scheduled prune runs
+                    removed.update(prune(engine, policy))
+                pruned_in[0] = time.perf_counter() - began
+
+            thread = threading.Thread(target=pruner)
+            thread.start()
+            during = load(console.url, args.clients, args.recent, args.rate, thread.is_alive)
+            thread.join()
+            busy = report("load during the prune", during)
+        runtime.close()
+        print(f"the prune removed {removed.get('jobs', 0):,} jobs, {removed.get('questions', 0):,} questions, "
+              f"{removed.get('job_trace', 0):,} trace rows in {pruned_in[0]:.1f} s")
+        ok = busy <= 200
+        where = "another process" if args.apart else "the serving process"
+        print(f"pruned in {where}; max request latency during the prune {busy:.1f} ms vs {quiet:.1f} ms without it "
+              f"({busy / quiet:.2f}x): {'within' if ok else 'OVER'} 200 ms")
+        return 0 if ok else 1
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

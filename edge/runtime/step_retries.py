@@ -1,0 +1,45 @@
+"""The one retry rule of a job's durable steps: a fault of the database or the disk is retried.
+
+Every DBOS step of a job (its run, its card, a flow's bookkeeping, a tool loop's calls and its end)
+takes these options, so a Postgres outage or a full disk mid-job delays the job and loses nothing:
+the journal write that failed succeeds once the database is back. Any other error is the step's own
+end, not retried here (the runtime's attempts and the tool loop's rules decide about those). A step
+cut short by a fault runs again from its start: at least once, as after a crash.
+
+Kept apart from edge.runtime.durable, which imports DBOS, so the tool loop's steps read the same rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from oz0.edge.runtime.transient import is_transient
+
+if TYPE_CHECKING:
+    from dbos import StepOptions
+
+__all__ = ["STEP_RETRIES", "step_options"]
+
+log = logging.getLogger("oz0.engine")
+
+
+def _transient_step(error: BaseException) -> bool:
+    """DBOS's `should_retry` of a job's steps: a fault of the database or the disk is retried (the
+    journal write that failed succeeds once it is back); anything else is the step's own end."""
+    transient = is_transient(error)
+    if transient:
+        log.warning("a job step met a database fault (%s); the engine retries it", type(error).__name__)
+    return transient
+
+
+# A job's steps retried through a database outage: at 1 s, then 1.3 times longer each time, about 40
+# minutes in all; a 15 s outage is retried within 5 s of its end.
+STEP_RETRIES: StepOptions = {"retries_allowed": True, "should_retry": _transient_step, "interval_seconds": 1.0,
+                             "backoff_rate": 1.3, "max_attempts": 25}
+
+
+def step_options(name: str) -> StepOptions:
+    """A job step's options: its name, retried as STEP_RETRIES says."""
+    options: StepOptions = {**STEP_RETRIES, "name": name}
+    return options
