@@ -40,7 +40,8 @@ from oz0.adapters.chat.cards import CANCEL_ACTION, NO_AGENTS_TEXT, SHARE_ACTION,
 from oz0.adapters.chat.conversing import STOP_ACTION
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
-from oz0.adapters.chat.flow import AskFlow, Restarts
+from oz0.adapters.chat.flow import AskFlow
+from oz0.adapters.chat.restarts import Restarts
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
@@ -409,11 +410,11 @@ class DiscordChannel:
             elif custom_id.startswith(f"{ANSWER_ACTION}_"):
                 await self.flow.answer(to_answer_click(self._wire(interaction), interaction=interaction))
             elif interaction.type is discord.InteractionType.component and share_job(custom_id) is not None:
-                await self.flow.share(to_share_click(self._wire(interaction), interaction=interaction))
+                await self.flow.buttons.share(to_share_click(self._wire(interaction), interaction=interaction))
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(FEEDBACK_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)
-                await self.flow.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, _reply(data, asker, interaction))
+                await self.flow.buttons.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, _reply(data, asker, interaction))
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(STOP_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)

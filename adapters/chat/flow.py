@@ -31,38 +31,36 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from oz0.adapters.chat.cards import CANCEL_ACTION, agent_help_card, failure_card, help_card, working_card
+from oz0.adapters.chat.buttons import AnswerButtons
+from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
 from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
-from oz0.adapters.chat.conversing import STOP_ACTION, Conversing, stop_button
+from oz0.adapters.chat.conversing import Conversing, stop_button
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
+from oz0.adapters.chat.restarts import report_interrupted
 from oz0.adapters.chat.stopping import JobStopping
 from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import (
     AnswerClick,
     Ask,
-    ButtonClick,
     ChatRuntime,
     ChatWire,
-    ShareClick,
     StreamingWire,
     WireRefused,
 )
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job, tracing
-from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
-from oz0.edge.runtime.feedback import give_feedback
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["PROGRESS_EVERY_S", "AskFlow", "Restarts", "report_interrupted"]
+__all__ = ["PROGRESS_EVERY_S", "AskFlow"]
 
 STOP_DELIVER_S = 5.0         # how long a stopping channel tries to tell an asker their job was cut short
 ENDED_WITHIN_S = 2.0         # how long a cancelled job may take to be journaled as interrupted
@@ -87,6 +85,7 @@ class AskFlow:
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
         self.stopping = JobStopping(self)
+        self.buttons = AnswerButtons(self)  # share, feedback and the one handler of every card button
         self.names = Names(wire.platform, wire.display_name, remember=self._remember_name)
 
     def _remember_name(self, who: str, name: str) -> None:
@@ -422,58 +421,6 @@ class AskFlow:
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
 
-    # -- an answer's own buttons --
-
-    async def button(self, click: ButtonClick) -> None:
-        """A click on a working message's Stop, an answer's Stop or 👍 / 👎, for a channel that hands every
-        card button to one handler."""
-        if click.action == CANCEL_ACTION:
-            await self.stopping.click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply,
-                                      workspace=click.asker.workspace)
-        elif click.action == STOP_ACTION:
-            await self.conversing.stop_click(click.value, f"{self.wire.platform}:{click.asker.user}", click.reply)
-        elif click.action == FEEDBACK_ACTION:
-            await self.feedback(click.value, click.asker, click.reply)
-        else:
-            await self.wire.notice(click.reply, "This button is not oz0's.")
-
-    # -- feedback --
-
-    async def feedback(self, value: str, asker: Asker, reply: Any) -> None:
-        """A click on 👍 / 👎 under an answer (`value`: "good:JOB" or "bad:JOB"): audited once per person."""
-        verdict, _, job_id = value.partition(":")
-        by = f"{self.wire.platform}:{asker.user}"
-        problem = await self.jobs.call(lambda: give_feedback(self.runtime, job_id, verdict, by=by,
-                                                             platform=self.wire.platform))
-        await self.wire.notice(reply, problem or f"Thanks: your {'👍' if verdict == 'good' else '👎'} was recorded.")
-
-    # -- share --
-
-    async def share(self, click: ShareClick) -> None:
-        """Post a private answer for everyone, if the clicker asked it and it was not shared before."""
-        job = await self.jobs.call(self.runtime.job, click.job_id)
-        asker = await self.wire.with_groups(click.asker)
-        problem = None
-        if job is None or not job.finished:
-            problem = "This result is no longer available; ask again."
-        elif job.requester != f"{self.wire.platform}:{asker.user}":
-            problem = "Only the person who asked can share this result."
-        elif not self.policy.allows(job.agent, asker):
-            problem = self.policy.explain_denial(job.agent, asker)
-        elif not await self.jobs.call(self.runtime.claim, f"shared:{job.id}"):
-            problem = "This result was already shared."
-        if problem is not None or job is None:
-            await self.wire.notice(click.reply, problem or "This result is no longer available; ask again.")
-            return
-        card = await self.jobs.call(self.runtime.card, job)
-        name = await self.names.of(f"{self.wire.platform}:{asker.user}", workspace=asker.workspace)
-        note = self.wire.share_note(name, job.agent)
-        reply, files_at = self.wire.files_place(click.reply, private=False, job_id=job.id)
-        public = await self.jobs.call(self.draw, replace(card, notes=card.notes + ((note,) if note else ()),
-                                                         files_at=files_at))
-        marked = await self.jobs.call(self.draw, _share(card, job.id, shared=True))
-        await self.wire.share(replace(click, reply=reply), public, marked)
-
     # -- restart --
 
     async def report_interrupted(self, jobs: Iterable[Job]) -> None:
@@ -485,7 +432,6 @@ class AskFlow:
 
         await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
                                  deliver=deliver)
-
 
 
 class _Once:
@@ -500,53 +446,3 @@ class _Once:
             self.called = True
             if self.call is not None:
                 await self.call()
-
-
-class Restarts:
-    """Jobs `oz0 serve` found interrupted, held until the channel is up (then reported at once)."""
-
-    def __init__(self, platform: str) -> None:
-        self.platform = platform
-        self.pending: list[Job] = []
-        self.active: AskFlow | None = None
-
-    def report(self, jobs: Iterable[Job]) -> None:
-        """The `report_interrupted(jobs)` hook of a channel module for `oz0 serve`."""
-        mine = [j for j in jobs if j.reply_to is not None and j.reply_to.platform == self.platform]
-        if mine and self.active is not None:
-            self.active.tasks.spawn(self.active.report_interrupted(mine), name=f"{self.platform}-report-interrupted")
-        else:
-            self.pending.extend(mine)
-
-    def attach(self, flow: AskFlow) -> None:
-        """The channel is up: report what is pending, and from now on at once."""
-        self.active = flow
-        pending, self.pending = self.pending, []
-        self.report(pending)
-
-    def detach(self, flow: AskFlow) -> None:
-        if self.active is flow:
-            self.active = None
-
-
-async def report_interrupted(jobs: Iterable[Any], *, platform: str, log: logging.Logger,
-                             card_for: Callable[[Any], Card],
-                             deliver: Callable[[Any, Card], Awaitable[None]]) -> None:
-    """Tell each asker on `platform` whose job a restart cut short; never drop one silently.
-
-    `card_for(job)` is the runtime's card; when it fails, a plain "ask again" card stands in.
-    `deliver(job, card)` puts it where the job's `reply_to` says the ask was made.
-    """
-    for job in jobs:
-        if job.reply_to is None or job.reply_to.platform != platform:
-            continue
-        try:
-            card = card_for(job)
-        except Exception:
-            log.exception("no card for interrupted job %s", job.id)
-            card = failure_card(f"oz0 restarted while job {job.id} was running; ask again.", code="interrupted")
-        try:
-            await deliver(job, card)
-        except Exception:
-            log.exception("could not report interrupted job %s to %s channel %s", job.id, platform,
-                          getattr(job, "channel_id", None))

@@ -35,7 +35,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from oz0.adapters.chat.asking import ANSWER_ACTION, AnswerPick, pick_of
 from oz0.adapters.chat.cards import CANCEL_ACTION, SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION, suggested_prompts
-from oz0.adapters.chat.flow import AskFlow, Restarts
+from oz0.adapters.chat.flow import AskFlow
+from oz0.adapters.chat.restarts import Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
 from oz0.adapters.chat.slack_wire import COMMAND, ClickReply, ReplyTarget, SlackWire
@@ -330,11 +331,11 @@ class SlackChannel:
         await ack()
         click = to_share_click(body)   # who clicked and where: the same fields as a share's
         action = next((a for a in body.get("actions") or () if a.get("action_id") == FEEDBACK_ACTION), {})
-        await self.flow.feedback(str(action.get("value", "")), click.asker, click.reply)
+        await self.flow.buttons.feedback(str(action.get("value", "")), click.asker, click.reply)
 
     async def _on_share(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        await self.flow.share(to_share_click(body))
+        await self.flow.buttons.share(to_share_click(body))
 
     async def _on_answer(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from oz0.adapters.chat.flow import Restarts
+from oz0.adapters.chat.restarts import Restarts
 from oz0.adapters.chat.teams_settings import TeamsConfigError, TeamsSettings, configured
 from oz0.adapters.chat.wire import ChatRuntime
 

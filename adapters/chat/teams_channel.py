@@ -37,7 +37,8 @@ from microsoft_agents.activity import Activity
 from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
 from oz0.adapters.chat.cards import CANCEL_ACTION, SHARE_ACTION
 from oz0.adapters.chat.conversing import STOP_ACTION
-from oz0.adapters.chat.flow import AskFlow, Restarts
+from oz0.adapters.chat.flow import AskFlow
+from oz0.adapters.chat.restarts import Restarts
 from oz0.adapters.chat.teams_auth import InboundAuth, KeysUnavailable, TokenSource, Unauthorized
 from oz0.adapters.chat.teams_graph import GraphGroups
 from oz0.adapters.chat.teams_settings import GRAPH_SCOPE, TeamsSettings
@@ -240,9 +241,9 @@ class TeamsChannel:
             log.info("an invoke oz0 does not take: %s", exc)
             return web.json_response({"statusCode": 200, "type": MESSAGE, "value": "This button is not oz0's."})
         if isinstance(click, ShareClick):
-            await self.flow.share(click)
+            await self.flow.buttons.share(click)
         elif isinstance(click, ButtonClick):
-            await self.flow.button(click)
+            await self.flow.buttons.button(click)
         else:
             await self.flow.answer(click)
         try:

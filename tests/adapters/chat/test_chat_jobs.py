@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from oz0.adapters.chat.flow import report_interrupted
+from oz0.adapters.chat.restarts import report_interrupted
 from oz0.adapters.chat.tasks import ChannelTasks
 from oz0.edge.model.reply_ref import ReplyRef
 
