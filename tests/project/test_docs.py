@@ -23,6 +23,9 @@ from oz0.edge.runtime.access import AccessPolicy
 DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PAGES = sorted(DOCS.rglob("*.md"))
+IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_IMAGE_BYTES = 200_000
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -95,3 +98,20 @@ def test_the_access_yaml_examples_load(page: Path, tmp_path: Path) -> None:
         (tmp_path / "access.yaml").write_text(block)
         policy = AccessPolicy.load(tmp_path)
         assert policy.rules or policy.budgets, f"{page.name}: an access.yaml example with no rule or budget"
+
+
+def test_every_image_the_docs_show_is_a_png_in_docs_images_with_alt_text_and_under_200_kb() -> None:
+    shown = set()
+    for page in PAGES:
+        for alt, link in IMAGE.findall(page.read_text(encoding="utf-8")):
+            where = f"docs/{page.relative_to(DOCS)} shows {link}"
+            target = (page.parent / link).resolve()
+            assert alt.strip(), f"{where} with no alt text"
+            assert target.is_file(), f"{where}, which does not exist"
+            assert target.read_bytes()[:8] == PNG_SIGNATURE, f"{where}, which is not a PNG"
+            size = target.stat().st_size
+            assert size <= MAX_IMAGE_BYTES, f"{where}: {size} bytes; keep a docs image under {MAX_IMAGE_BYTES}"
+            shown.add(target)
+    assert shown, "no page shows an image: docs/how-to/conversations.md shows the console's screenshots"
+    unshown = sorted(p.name for p in (DOCS / "images").iterdir() if p.resolve() not in shown)
+    assert not unshown, f"docs/images/ holds {', '.join(unshown)}, which no page shows"
