@@ -7,8 +7,9 @@ second each): runs of an agent (`POST /v1/agents/echo/runs`: a journal insert an
 request in ten), job reads (`GET /v1/jobs/{id}`) and job searches (`GET /v1/jobs?status=succeeded`). The load runs first alone for SECONDS, then again while
 `edge.runtime.retention.prune` removes the old jobs (90-day retention, in its batches). It prints the
 max and p99 request latency of each phase: the target is no request slower than 200 ms during the prune.
+`--pause-ms` is the prune's pause between batches (OZ0_RETENTION_PAUSE_MS; 0 to see what it buys).
 
-    .venv/bin/python bench/prune.py [--jobs 100000] [--clients 4] [--rate 5] [--seconds 10]
+    .venv/bin/python bench/prune.py [--jobs 100000] [--clients 4] [--rate 5] [--seconds 10] [--apart] [--pause-ms 100]
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from console_plugin import ConsoleThread, installed_runtime
 from postgres_server import PostgresServer
 from sqlalchemy import text
 
-from oz0.edge.runtime.retention import Retention, count, prune
+from oz0.edge.runtime.retention import DEFAULT_PAUSE_MS, Retention, count, prune
 
 DAY = 86_400
 APART = """
 import json, sys
 from sqlalchemy import create_engine
 from oz0.edge.runtime.retention import Retention, prune
-print(json.dumps(prune(create_engine(sys.argv[1]), Retention(jobs_days=90, audit_days=365))))
+print(json.dumps(prune(create_engine(sys.argv[1]), Retention(jobs_days=90, audit_days=365, pause_ms=float(sys.argv[2])))))
 """
 FILL = """
 INSERT INTO jobs (id, agent, requester, channel, input, status, output, created, started, ended, attempts)
@@ -124,6 +125,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="the load without the prune (default 10 s)")
     parser.add_argument("--apart", action="store_true", help="prune from another process (default: in this one, "
                         "beside the API, as `oz0 serve`'s daily prune runs)")
+    parser.add_argument("--pause-ms", type=float, default=DEFAULT_PAUSE_MS,
+                        help=f"the prune's pause between batches (default {DEFAULT_PAUSE_MS:g} ms)")
     parser.add_argument("--rate", type=float, default=5.0, help="requests a second per client (default 5)")
     args = parser.parse_args()
     server = PostgresServer.start()
@@ -139,7 +142,7 @@ def main() -> int:
                 conn.execute(text(sql), {"now": now, "old": old, "jobs": args.jobs, "recent": args.recent})
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(text("ANALYZE"))
-        policy = Retention(jobs_days=90, audit_days=365)
+        policy = Retention(jobs_days=90, audit_days=365, pause_ms=args.pause_ms)
         print(f"filled {args.jobs:,} old jobs and {args.recent:,} recent ones in {time.perf_counter() - start:.1f} s; "
               f"a prune would remove {count(engine, policy)}")
         with ConsoleThread(runtime) as console:
@@ -155,7 +158,7 @@ def main() -> int:
             def pruner() -> None:
                 began = time.perf_counter()
                 if args.apart:  # `oz0 db prune` as its own process: no share of this process's GIL
-                    done = subprocess.run([sys.executable, "-c", APART, runtime.store.url], capture_output=True,
+                    done = subprocess.run([sys.executable, "-c", APART, runtime.store.url, str(args.pause_ms)], capture_output=True,
                                           text=True, check=True)
                     removed.update(json.loads(done.stdout))
                 else:  # in the serving process, as the daily scheduled prune runs

@@ -54,6 +54,7 @@ def cpu_s(pid: int) -> float:
 
 def floor(tmp: Path, url: str, seconds: float, window: int) -> float:
     """Jobs/s of the journal alone: submit + run to the end, `window` at once, in this process."""
+    from oz0.edge.model.reply_ref import ReplyRef
     from oz0.edge.runtime.runner import Runtime
 
     home = tmp / "floor"
@@ -64,7 +65,7 @@ def floor(tmp: Path, url: str, seconds: float, window: int) -> float:
         i = 0
         while time.monotonic() < deadline:
             job, _ = await asyncio.to_thread(runtime.submit, "noop", f"floor {n}-{i}", requester="bench",
-                                             channel="bench", reply_to={"platform": "slack", "channel": "C1"})
+                                             channel="bench", reply_to=ReplyRef("slack", 1, {"channel": "C1"}))
             ended = await runtime.execute_here(job.id)
             assert ended.status == "succeeded", ended
             counter[0] += 1

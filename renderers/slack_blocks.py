@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any
 
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
-from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, clip, one_line, slack_escape, utf16_len
@@ -46,7 +45,6 @@ from oz0.renderers.slack_rich_text import (
     fit_rich_text,
     preformatted,
     rich_text,
-    rt_blocks,
     rt_text,
     section,
 )
@@ -150,6 +148,9 @@ def _body_text(card: Card, room: Room) -> list[dict[str, Any]]:
     if card.text_format == "plain":
         elements = [section([rt_text(p + "\n")]) for p in clean(card.text).split("\n\n") if p.strip()]
     else:
+        from oz0.renderers import markdown_blocks as md  # the tree (~15 ms to import): only for markdown
+        from oz0.renderers.slack_markdown import rt_blocks
+
         blocks, unparsed = md.document(card.text)
         elements = rt_blocks(blocks)
     return fit_rich_text(elements, room, what="text", unparsed=unparsed)
@@ -252,7 +253,7 @@ def _fallback(card: Card, cut: list[str]) -> str:
         parts.append(f"Diff of {one_line(card.diff.before)} and {one_line(card.diff.after)} "
                      f"({count:,} {'lines' if card.diff.kind == 'lines' else 'changes'})")
     elif card.form == "text" and card.text.strip():
-        parts.append(md.plain(_first_spans(card)) if card.text_format == "markdown" else clean(card.text))
+        parts.append(_markdown_head(card.text) if card.text_format == "markdown" else clean(card.text))
     lines = [line for p in parts if p for line in p.split("\n")]
     tail = [_fallback_line(c, FALLBACK_MAX // 4) for c in cut[:1]]
     room = FALLBACK_MAX - sum(utf16_len(t) + 1 for t in tail) - _FALLBACK_MORE
@@ -285,14 +286,10 @@ def _fallback_line(line: str, room: int) -> str:
     return text
 
 
-def _first_spans(card: Card) -> tuple[md.Span, ...]:
-    spans: list[md.Span] = []
-    for block in md.document(card.text)[0][:5]:
-        if isinstance(block, (md.Paragraph, md.Heading)):
-            spans += list(block.spans) + [md.LineBreak(hard=True)]
-        elif isinstance(block, md.CodeBlock):
-            spans += [md.Code(block.text), md.LineBreak(hard=True)]
-    return tuple(spans)
+def _markdown_head(text: str) -> str:
+    from oz0.renderers.slack_markdown import markdown_head  # the tree (~15 ms to import): only for markdown
+
+    return markdown_head(text)
 
 
 def render(card: Card) -> Rendered:

@@ -1,9 +1,8 @@
-"""Slack: the shared markdown tree as rich text, and how much of Slack's block budget a body uses.
+"""Slack: rich text elements, and how much of Slack's block budget a body uses.
 
-Formatting comes only from the tree (`renderers.markdown_blocks`): paragraphs and headings become
-rich text sections with bold/italic/strike/code styles, lists and quotes their rich text elements,
-code and markdown tables preformatted text. Links are `link` elements for http, https and mailto only,
-with the URL itself visible. No text here is parsed by Slack, so `<!channel>` stays text.
+The shared markdown tree is mapped to these elements by `renderers.slack_markdown`, imported only for
+a markdown text (the tree's module and its dataclasses cost a table card's start-up ~15 ms otherwise).
+No text here is parsed by Slack, so `<!channel>` stays text.
 
 Elements are plain dicts with their keys in the order slack_sdk's `RichTextBlock(...).to_dict()`
 writes them (sorted, but a style's flags in the order given), so the payload is the one slack_sdk would make; the tests' oracle parses and
@@ -12,17 +11,14 @@ validates every block with slack_sdk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from oz0.renderers import markdown_blocks as md
-from oz0.renderers.monospace import aligned
-from oz0.renderers.safety import one_line, utf16_len
+from oz0.renderers.safety import utf16_len
 
 __all__ = ["LIST_INDENT_MAX", "TEXT_OBJECT_COST", "Room", "blocks_size", "element_size", "fit_rich_text", "preformatted",
-           "rich_text", "rt_blocks", "rt_text", "section"]
+           "rich_text", "rt_text", "section"]
 
 TEXT_OBJECT_COST = 4
 LIST_INDENT_MAX = 6
@@ -117,111 +113,6 @@ def preformatted(text: str) -> dict[str, Any]:
 def rich_text(elements: list[dict[str, Any]]) -> dict[str, Any]:
     """A `rich_text` block (what `RichTextBlock(elements=...).to_dict()` makes of these elements)."""
     return {"elements": elements, "type": "rich_text"}
-
-
-def _rt_spans(spans: tuple[md.Span, ...], style: dict[str, bool]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for span in spans:
-        if isinstance(span, md.Text):
-            if span.text:
-                out.append(rt_text(span.text, style))
-        elif isinstance(span, md.Code):
-            if span.text:
-                out.append(rt_text(span.text, {**style, "code": True}))
-        elif isinstance(span, md.LineBreak):
-            out.append(rt_text("\n"))
-        elif isinstance(span, md.Link):
-            label = md.plain(span.children)
-            if label not in ("", span.url):
-                out += _rt_spans(span.children, style)
-                out.append(rt_text(" ("))
-            out.append({"text": span.url, "type": "link", "url": span.url})
-            if label not in ("", span.url):
-                out.append(rt_text(")"))
-        else:
-            flag = {md.Strong: "bold", md.Emph: "italic", md.Strike: "strike"}[type(span)]
-            out += _rt_spans(span.children, {**style, flag: True})
-    return out
-
-
-def rt_blocks(blocks: tuple[md.Block, ...], depth: int = 0) -> list[dict[str, Any]]:
-    """Markdown blocks as rich text elements (sections, lists, quotes, preformatted)."""
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        out += _RICH_RULES[type(block)](block, depth)
-    return out
-
-
-def _rt_paragraph(block: md.Paragraph, depth: int) -> list[dict[str, Any]]:
-    return [section(_rt_spans(block.spans, {}) + [rt_text("\n")])]
-
-
-def _rt_heading(block: md.Heading, depth: int) -> list[dict[str, Any]]:
-    return [section(_rt_spans(block.spans, {"bold": True}) + [rt_text("\n")])]
-
-
-def _rt_code(block: md.CodeBlock, depth: int) -> list[dict[str, Any]]:
-    return [preformatted(block.text)]
-
-
-def _rt_list(block: md.ListBlock, depth: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    first = block.start
-
-    def flush(next_number: int) -> None:
-        nonlocal pending, first
-        if pending:
-            item: dict[str, Any] = {"elements": pending, "indent": min(depth, LIST_INDENT_MAX)}
-            if block.ordered and first > 1:
-                item["offset"] = first - 1
-            item["style"] = "ordered" if block.ordered else "bullet"
-            item["type"] = "rich_text_list"
-            out.append(item)
-        pending, first = [], next_number
-
-    for number, item in enumerate(block.items, start=block.start):
-        lead = [b for b in item if isinstance(b, (md.Paragraph, md.Heading))][:1]
-        pending.append(section(_rt_spans(lead[0].spans, {}) if lead else []))
-        rest = [b for b in item if not lead or b is not lead[0]]
-        if rest:
-            flush(number + 1)
-            out += rt_blocks(tuple(rest), depth + 1)
-    flush(0)
-    return out
-
-
-def _rt_quote(block: md.Quote, depth: int) -> list[dict[str, Any]]:
-    elements: list[dict[str, Any]] = []
-    for child in block.children:
-        for el in rt_blocks((child,), depth):
-            text = "".join(e.get("text", "") for e in el.get("elements", []) if isinstance(e, dict)) \
-                if el["type"] != "rich_text_section" else None
-            if text is None:
-                elements += el["elements"]
-            else:
-                elements.append(rt_text(text.strip("\n") + "\n"))
-    return [{"elements": elements or [rt_text(" ")], "type": "rich_text_quote"}]
-
-
-def _rt_rule(block: md.Rule, depth: int) -> list[dict[str, Any]]:
-    return [section([rt_text("──────────\n")])]
-
-
-def _rt_table(block: md.Table, depth: int) -> list[dict[str, Any]]:
-    return [preformatted(aligned([[one_line(md.plain(c)) for c in block.header]]
-                                 + [[one_line(md.plain(c)) for c in row] for row in block.rows]))]
-
-
-_RICH_RULES: dict[type, Callable[[Any, int], list[dict[str, Any]]]] = {
-    md.Paragraph: _rt_paragraph,
-    md.Heading: _rt_heading,
-    md.CodeBlock: _rt_code,
-    md.ListBlock: _rt_list,
-    md.Quote: _rt_quote,
-    md.Rule: _rt_rule,
-    md.Table: _rt_table,
-}
 
 
 # Fitting ------------------------------------------------------------------------------------------

@@ -299,6 +299,8 @@ class AskFlow:
                 await self.wire.ignore(ask)
             return
         await self.conversing.turn(ask, job.id, job.agent)
+        self.tasks.spawn(self.names.of(ask.requester, workspace=ask.asker.workspace),  # "asked by Ana Lima"
+                         name=f"{self.wire.platform}-name-{job.id}")  # on the console and every replica
         if not early:
             reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job.id))
         if reply.to_ref() != ask.reply.to_ref():

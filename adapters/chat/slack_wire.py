@@ -15,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from oz0.adapters.chat.slack_steps import StreamSteps
 from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
@@ -118,6 +119,7 @@ class SlackWire:
                              unknown_hint=f"Try {command} help.")
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # group -> (read at, members)
         self._progress_uses: dict[str, int] = {}  # a private view's response_url -> progress updates sent
+        self._steps = StreamSteps()
 
     async def with_groups(self, asker: Asker) -> Asker:
         """Fill in the asker's user groups, asking Slack only about the groups access.yaml names. When
@@ -256,7 +258,17 @@ class SlackWire:
         return stream
 
     async def stream_update(self, stream: ReplyTarget, view: StreamView) -> None:
-        piece = view.piece
+        """The next safe piece appended; a new step of the job (a tool the model calls) shown as a task
+        of the stream's timeline (`task_update` chunks: the step before marked complete)."""
+        tasks = self._steps.tasks(str(stream.ts), slack_escape(view.step)) if view.step else []
+        if tasks:
+            text = [{"type": "markdown_text", "text": view.piece[:MAX_STREAM_TEXT]}] if view.piece else []
+            await self._stream_call(self.client.chat_appendStream, channel=stream.channel, ts=stream.ts,
+                                    chunks=[*text, *tasks])
+            self._steps.shown(str(stream.ts), slack_escape(view.step))
+            piece = view.piece[MAX_STREAM_TEXT:]
+        else:
+            piece = view.piece
         while piece:   # a piece past Slack's limit goes in several calls (the caller paces them)
             await self._stream_call(self.client.chat_appendStream, channel=stream.channel, ts=stream.ts,
                                     markdown_text=piece[:MAX_STREAM_TEXT])
@@ -270,6 +282,10 @@ class SlackWire:
 
     async def _stop(self, stream: ReplyTarget, **fields: Any) -> None:
         """chat.stopStream; a stream Slack already ended (it expires when appends stop) is no error."""
+        done = self._steps.done(str(stream.ts))
+        if done:
+            fields["chunks"] = [*([{"type": "markdown_text", "text": fields.pop("markdown_text")}]
+                                  if fields.get("markdown_text") else []), *done]
         try:
             await self._stream_call(self.client.chat_stopStream, channel=stream.channel, ts=stream.ts, **fields)
         except WireRefused as exc:

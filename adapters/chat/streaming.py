@@ -15,7 +15,8 @@
   (`renderers.stream_text.showable`); a redrawn message is drawn by the card renderer, an appended
   piece escaped by `markdown_safe`. The final message is the card, drawn as every card is.
 - **Steps.** While the text is written, the job's latest progress (the tool loop's steps) is the
-  status line under it.
+  status line under it: drawn into a redrawn message, and handed to a native stream as
+  `StreamView.step` (a new step is a call of its own even with no new text).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class AnswerStream:
         self.raw = ""
         self.whole = False                  # the model's request ended: all of `raw` may show
         self.status: Progress | None = None
+        self.step_shown = ""                # the step line a native stream was last given
         self.chunks = SafeChunks()
         self.stream: Any | None = None      # the streamed message's reply target, once started
         self.redraw = self.native is None   # post then edit the working message
@@ -76,8 +78,7 @@ class AnswerStream:
 
     def step(self, progress: Progress) -> None:
         self.status = progress
-        if self.redraw:
-            self._kick()
+        self._kick()
 
     def _kick(self) -> None:
         if self.closed:
@@ -103,7 +104,8 @@ class AnswerStream:
         before = (self.chunks.shown, self.chunks.prefix)
         piece = "" if self.redraw else self.chunks.take(self.raw, final=self.whole)
         status = self.status
-        view = StreamView(piece, lambda: self._draw(shown, status))
+        line = status.message if status is not None else ""
+        view = StreamView(piece, lambda: self._draw(shown, status), step=line)
         try:
             if self.redraw:
                 await self.flow.wire.progress(self.reply, view.draw())
@@ -114,11 +116,12 @@ class AnswerStream:
                     self.redraw, self.dirty, self.every_s = True, True, EDIT_EVERY_S
                     return False
                 await self._journal(self.stream)
-            elif piece:
+            elif piece or line != self.step_shown:
                 assert self.native is not None
                 await self.native.stream_update(self.stream, view)
             else:
                 return False
+            self.step_shown = line
         except RateLimited as exc:
             self.flow.log.info("%s rate-limited the streamed answer of job %s: none for %g s", self.flow.wire.name,
                                self.job_id, exc.retry_after_s)

@@ -31,7 +31,17 @@ from microsoft_agents.hosting.core.connector.client import ConnectorClient
 from oz0.adapters.chat.asking import FORM
 from oz0.adapters.chat.teams_auth import TokenSource
 from oz0.adapters.chat.teams_graph import GraphGroups
-from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, Syntax, WireRefused
+from oz0.adapters.chat.teams_stream import (
+    STREAM_EVERY_S,
+    Streams,
+    StreamState,
+    final_activity,
+    fits,
+    piece_text,
+    refusal,
+    typing_activity,
+)
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
@@ -39,7 +49,7 @@ from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers import teams_form
 from oz0.renderers.rendered import Rendered
 
-__all__ = ["Reply", "TeamsWire"]
+__all__ = ["ConnectorRefused", "Reply", "TeamsWire"]
 
 log = logging.getLogger("oz0.teams")
 
@@ -52,6 +62,15 @@ CARD = "application/vnd.microsoft.card.adaptive"
 FILE_CONSENT = "application/vnd.microsoft.teams.card.file.consent"
 FILE_INFO = "application/vnd.microsoft.teams.card.file.info"
 REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
+MAX_STREAM_TEXT_BYTES = 20_000   # a streamed text stops growing here (the final keeps room for the card)
+
+
+class ConnectorRefused(WireRefused):
+    """The connector refused a call: its status, and its answer's body (Teams' error code and message)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"the connector answered {status}")
+        self.status, self.detail = status, detail
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,7 @@ class Reply:
     team: str | None = None
     kind: str = "personal"                 # conversationType: personal, groupChat or channel
     message: str | None = None             # our working message's activity id
+    stream: str | None = None              # the streamId of a streamed answer (personal chats, teams_stream)
     offer_job: str | None = field(default=None, compare=False)   # the job whose files are offered (files_place)
     respond: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False, repr=False)
 
@@ -76,7 +96,7 @@ class Reply:
         return ReplyRef.written("teams", REF_VERSION, {
             "service_url": self.service_url, "conversation": self.conversation, "activity": self.activity,
             "user": self.user, "channel": self.channel, "tenant": self.tenant, "team": self.team,
-            "kind": self.kind, "message": self.message})
+            "kind": self.kind, "message": self.message, **({"stream": self.stream} if self.stream else {})})
 
     @classmethod
     def from_ref(cls, ref: ReplyRef) -> Reply:
@@ -85,7 +105,8 @@ class Reply:
         return cls(service_url=str(data.get("service_url", "")), conversation=str(data.get("conversation", "")),
                    activity=str(data.get("activity", "")), user=str(data.get("user", "")),
                    channel=str(data.get("channel", "")), tenant=data.get("tenant"), team=data.get("team"),
-                   kind=str(data.get("kind", "personal")), message=data.get("message"))
+                   kind=str(data.get("kind", "personal")), message=data.get("message"),
+                   stream=data.get("stream"))
 
 
 class TeamsWire:
@@ -93,6 +114,7 @@ class TeamsWire:
 
     platform = "teams"
     name = "Teams"
+    stream_every_s = STREAM_EVERY_S
     syntax = Syntax(example=lambda agent, value: f"@oz0 {agent} {value}",
                     help_notes=("Mention @oz0 with an agent and its input; in a personal chat, no mention.",
                                 "help AGENT shows what one agent takes."),
@@ -106,6 +128,7 @@ class TeamsWire:
         self.sleep = sleep
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._places: dict[str | None, list[tuple[str, str]]] = {}   # tenant -> (serviceUrl, conversation)
+        self._streams = Streams()
 
     async def _client(self, reply: Reply) -> ConnectorClient:
         """The SDK's connector client for the activity's own serviceUrl (one HTTP session per URL)."""
@@ -122,7 +145,7 @@ class TeamsWire:
 
     async def _call(self, reply: Reply, op: str, body: Mapping[str, Any], *, wait: bool = True) -> str | None:
         """One connector call (`reply`, `update` or `send`); the new activity's id."""
-        activity = Activity.model_validate({**body, "type": "message"})
+        activity = Activity.model_validate({"type": "message", **body})
         for attempt in range(RETRIES + 1):
             client = await self._client(reply)
             try:
@@ -136,7 +159,7 @@ class TeamsWire:
                 return done.id
             except aiohttp.ClientResponseError as exc:
                 if exc.status != 429:
-                    raise WireRefused(f"the connector answered {exc.status}") from None
+                    raise ConnectorRefused(exc.status, str(exc.message)[:500]) from None
                 after = _retry_after(exc.headers)
                 if not wait or attempt == RETRIES:
                     raise RateLimited(after) from None
@@ -230,7 +253,10 @@ class TeamsWire:
         await self._call(replace(reply, message=None), "reply", {"attachments": [card]})
 
     async def deliver(self, reply: Reply, rendered: Rendered) -> None:
-        await self._call(reply, "update" if reply.message else "reply", rendered.payload)
+        if self.streaming(reply):
+            await self._end_stream(reply, rendered)
+        else:
+            await self._call(reply, "update" if reply.message else "reply", rendered.payload)
         if reply.offer_job and rendered.uploads:
             await self._offer(reply, reply.offer_job, rendered.uploads[0])
 
@@ -252,6 +278,89 @@ class TeamsWire:
 
     def reply_from(self, ref: ReplyRef) -> Reply:
         return Reply.from_ref(ref)
+
+    # -- a streamed answer (Teams' streaming protocol, personal chats: teams_stream) --
+
+    async def stream_start(self, reply: Reply, view: StreamView) -> Reply | None:
+        """The first `typing` activity of the stream (sequence 1); its id is the streamId. The working
+        message goes (the streamed message is the answer now). Not in a channel or group chat (None)."""
+        if reply.kind != "personal":
+            return None
+        text = piece_text(view.piece)
+        stream_id = await self._call(replace(reply, message=None), "send", typing_activity(text, 1, None), wait=False)
+        if not stream_id:
+            raise WireRefused("the connector gave no streamId")
+        self._streams.begin(stream_id, StreamState(text=text, sequence=1))
+        if reply.message:
+            try:
+                client = await self._client(reply)
+                await client.conversations.delete_activity(reply.conversation, reply.message)
+            except aiohttp.ClientResponseError as exc:
+                log.warning("could not remove the working message in %s: %s", reply.channel, exc.status)
+        return replace(reply, stream=stream_id, message=None)
+
+    async def stream_update(self, stream: Reply, view: StreamView) -> None:
+        """The next `typing` activity: the whole text so far, the next sequence number. None once the
+        person stopped it, near the two-minute limit, or past MAX_STREAM_TEXT_BYTES (the card has it all)."""
+        state = self._streams.get(stream.stream or "")
+        if state is None or state.ended or state.late() or not view.piece:
+            return
+        text = state.text + piece_text(view.piece)
+        if len(text.encode()) > MAX_STREAM_TEXT_BYTES:
+            return
+        try:
+            await self._call(replace(stream, message=None), "send",
+                             typing_activity(text, state.sequence + 1, stream.stream), wait=False)
+        except ConnectorRefused as exc:
+            if exc.status == 403:
+                state.ended = refusal(exc.detail)
+            raise
+        state.text, state.sequence = text, state.sequence + 1
+
+    def streaming(self, reply: Reply) -> bool:
+        return reply.stream is not None
+
+    async def stream_cut(self, stream: Reply, note: str) -> None:
+        state = self._streams.end(stream.stream or "")
+        text = f"{state.text}\n\n_{note}_" if state is not None and state.text else note
+        await self._final(stream, final_activity(str(stream.stream), text, None), state)
+
+    async def _end_stream(self, reply: Reply, rendered: Rendered) -> None:
+        """The final message: the streamed text with the card; the card alone as a message of its own
+        where Teams no longer takes the stream (Stop pressed) or the two would not fit in one."""
+        state = self._streams.end(reply.stream or "")
+        text = state.text if state is not None and state.text else str(rendered.payload.get("summary") or "")
+        here = replace(reply, message=None, stream=None)
+        if state is not None and state.ended == "cancelled":
+            await self._call(here, "send", rendered.payload)
+            return
+        final = final_activity(str(reply.stream), text, dict(rendered.payload))
+        if fits(final):
+            await self._final(reply, final, state, card=rendered.payload)
+            return
+        await self._final(reply, final_activity(str(reply.stream), text, None), state)
+        await self._call(here, "send", rendered.payload)
+
+    async def _final(self, reply: Reply, final: dict[str, Any], state: StreamState | None, *,
+                     card: Mapping[str, Any] | None = None) -> None:
+        """Send the final activity; a stream Teams ended (two minutes passed) is updated in place
+        instead, and one the person stopped gets the card as a message of its own."""
+        here = replace(reply, message=None, stream=None)
+        ended = state.ended if state is not None else None
+        if ended is None:
+            try:
+                await self._call(here, "send", final)
+                return
+            except ConnectorRefused as exc:
+                if exc.status != 403:
+                    raise
+                ended = refusal(exc.detail)
+        log.info("the Teams stream %s was %s: its message is updated in place", reply.stream, ended)
+        body = {k: v for k, v in final.items() if k != "entities"}
+        if ended == "timed_out":
+            await self._call(replace(here, message=reply.stream), "update", body)
+        elif card is not None:
+            await self._call(here, "send", card)
 
     # -- questions --
 

@@ -233,10 +233,12 @@ class ChatWire(Protocol):
 class StreamView:
     """A text answer as far as it may be shown (adapters.chat.streaming): `piece`, the safe text to
     append since the last view (for a platform that appends), and `draw()`, the whole message so far
-    drawn as a card (for one that redraws)."""
+    drawn as a card (for one that redraws); `step`, the job's latest step (a tool the model calls) as one
+    line, for a platform that shows steps beside the streamed text (Slack's task_update chunks)."""
 
     piece: str
     draw: Callable[[], Rendered]
+    step: str = ""
 
 
 @runtime_checkable

@@ -57,6 +57,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     parser = argparse.ArgumentParser(
         prog="oz0",
         description="Ask AI agents and tools; read their structured results as safe chat cards.",
+        formatter_class=_CommandList,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, entry in COMMANDS.items():
@@ -64,6 +65,20 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
         if commands is None or name in commands:
             _resolve(entry.register)(p)
     return parser
+
+
+class _CommandList(argparse.HelpFormatter):
+    """`oz0 --help`'s command list: every name on the line of its help, the longest ("schedules") too.
+    argparse measures the command names without the indent it then draws them at, so the longest one
+    would wrap onto a line of its own; this counts the indent."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        subactions = list(self._iter_indented_subactions(action)) if action.help is not argparse.SUPPRESS else []
+        if subactions:
+            longest = max(len(self._format_action_invocation(a)) for a in subactions)
+            self._action_max_length = max(self._action_max_length,
+                                          longest + self._current_indent + self._indent_increment)
 
 
 def _command_in(argv: Sequence[str]) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,8 @@ def write_files(card: Card, target: str) -> None:
     payload a channel is sent, which uploads the files itself."""
     if target != "text" or not card.files:
         return
+    import tempfile  # with shutil, random and the compressors (~5 ms): only for a card with files
+
     from oz0.renderers.attachments import files_for
 
     folder = Path(tempfile.mkdtemp(prefix="oz0-files-"))

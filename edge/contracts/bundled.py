@@ -9,9 +9,10 @@ The table is explicit: one line per schema.
 from __future__ import annotations
 
 import json
-from importlib import resources
-from importlib.resources.abc import Traversable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 __all__ = ["BUNDLED_SCHEMAS", "CONTRACT_SCHEMA_URL", "bundled_schema", "shipped_schema"]
 
@@ -25,6 +26,8 @@ _loaded: dict[str, Any] = {}
 
 def shipped_schema(name: str) -> Traversable:
     """A schema file the package ships: the repository's top-level `schemas/`, package data of `oz0`."""
+    from importlib import resources  # a costly import (a sixth of `oz0 render`'s start-up): only when read
+
     return resources.files("oz0") / "schemas" / name
 
 

@@ -22,7 +22,7 @@ from dbos._error import DBOSAwaitedWorkflowCancelledError  # a cancelled child's
 from oz0.edge.flows.runner import StepResult, child_dedupe_key, drive, journal_skipped, person_question, step_progress
 from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.model.job import Job, JobFailure
-from oz0.edge.runtime.durable import Engine, current_engine
+from oz0.edge.runtime.durable import RESULT_POLL_S, Engine, current_engine
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
 from oz0.edge.runtime.runner import Runtime
@@ -54,9 +54,9 @@ class DurableEffects:
         # the step's own reports follow its line, when the step runs in this process
         follow = engine.follow(child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
         try:
-            handle = await engine.enqueue_job(step.agent, child_dedupe_key(job.id, step.id, run), child_id)
+            handle = await engine.start_child(step.agent, child_dedupe_key(job.id, step.id, run), child_id)
             try:  # not past the tree's time (tree_timeout_s): then the child is stopped, wherever it runs
-                await runtime.tree.watch_child(job, child_id, handle.get_result())
+                await runtime.tree.watch_child(job, child_id, handle.get_result(polling_interval_sec=RESULT_POLL_S))
             except DBOSAwaitedWorkflowCancelledError:
                 if runtime.tree_reason(job) is None:  # cancelled by someone else than the tree's limits
                     raise

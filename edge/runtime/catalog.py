@@ -2,9 +2,9 @@
 
 Every job looks its agent up here (to submit, run, draw its card, walk its tree's limits), so a
 plugin is loaded from its stored copy once per installed version and kept until that version's
-stored contracts change (an MCP tool list that changed reloads it). What is installed is read from
-the store each time, so an install by another process (`oz0 plugin install` beside `oz0 serve`) is
-seen at the next lookup.
+stored contracts change (an MCP tool list that changed reloads it). What names the installed state is
+read from the store each time, and the versions only when it changed (edge.runtime.installed_cache),
+so an install by another process (`oz0 plugin install` beside `oz0 serve`) is seen at the next lookup.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from oz0.edge.model.installed import InstalledVersion
 from oz0.edge.model.job import UnknownAgent
 from oz0.edge.plugins.declared import PluginError
 from oz0.edge.plugins.manifest import Plugin, load_plugin
+from oz0.edge.runtime.installed_cache import InstalledCache
 from oz0.edge.runtime.plugin_cache import PluginCache
 from oz0.edge.runtime.store import Store
 
@@ -34,10 +35,11 @@ class Catalog:
         self.store = store
         self.cache = cache  # the installed versions' folders, filled from the database by content hash
         self._loaded: dict[int, tuple[_Key, Plugin]] = {}  # installed version id -> (its contracts, the plugin)
+        self._installed = InstalledCache(store)  # read again only when the installed state changes
 
     def installed(self) -> list[InstalledVersion]:
         """The current version of every installed plugin, with its agents and contracts as stored."""
-        return self.store.current_versions()
+        return self._installed.current()
 
     def plugins(self) -> list[Plugin]:
         """The installed plugins (current versions), loaded from their stored copies."""

@@ -1,13 +1,16 @@
 """The job engine's settings (edge.runtime.durable), apart from the engine so that reading them does not
 import DBOS: this replica's executor id, the application version DBOS records, a job's workflow id,
-the queue of an agent's jobs, the SQLite system database's place, and the numeric settings.
+the queue of an agent's jobs, the SQLite system database's place (and its write-ahead-log mode), and
+the numeric settings.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 from collections.abc import Mapping
+from contextlib import closing
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,8 @@ from oz0.edge.errors import Oz0Error
 if TYPE_CHECKING:
     from oz0.edge.model.job import Job
 
-__all__ = ["EngineError", "app_version", "positive_setting", "queue_name", "replica_id", "system_database_url", "workflow_id"]
+__all__ = ["EngineError", "app_version", "positive_setting", "queue_name", "replica_id", "system_database_url", "workflow_id",
+           "write_ahead_log"]
 
 
 class EngineError(Oz0Error, RuntimeError):
@@ -43,7 +47,9 @@ def app_version() -> str:
     return f"oz0-{package}-{_WORKFLOW_SHAPE}"
 
 
-_WORKFLOW_SHAPE = "run+deliver-3"  # 2: a durable answer wait is checkpointed slices; 3: a tool loop's end is a step
+# 2: a durable answer wait is checkpointed slices; 3: a tool loop's end is a step; 4: a tool loop's trace
+# rows ride in its steps' values (a loop cut short writes the rest in the step oz0.loop.trace)
+_WORKFLOW_SHAPE = "run+deliver-4"
 
 
 def workflow_id(job: Job | Mapping[str, Any]) -> str:
@@ -72,6 +78,18 @@ def beside_journal(url: str, home: Any) -> str:
     journal = make_url(url).database
     folder = Path(journal).parent if journal and journal != ":memory:" else Path(home)
     return f"sqlite:///{folder / 'oz0-engine.db'}"
+
+
+def write_ahead_log(url: str) -> None:
+    """The SQLite system database in write-ahead-log mode, as the journal is (edge.runtime.store): a
+    commit is one append and one sync instead of a rollback journal made, synced and deleted, and the
+    queues' polls read beside a step's write instead of waiting for it. Every job step and every poll
+    writes to this file. The mode is kept by the file, so every connection DBOS opens has it."""
+    path = make_url(url).database
+    if not path or path == ":memory:":
+        return
+    with closing(sqlite3.connect(path, timeout=30)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
 
 
 def system_database_url(url: str, home: Any) -> str | None:

@@ -1,11 +1,15 @@
 """The trace of a tool loop (edge.runtime.tool_loop): one row per model request, tool call and person
 step, in the order they happened, made by revision 0012 (migrations/versions/0012_job_trace.py).
 
-A row is written by the checkpointed step that made its call, keyed by (job, seq): a loop resumed
-after a crash replays the steps that finished (their rows are already there) and writes only the
-new ones; a step rerun after dying mid-call writes its row once (an INSERT that finds the key is a
-no-op). Arguments and results are stored redacted and clipped (MAX_DETAIL_CHARS), so the trace
-never carries a secret and stays small whatever a tool answers.
+A row is made by the checkpointed step that made its call and carried in the step's value (so the
+engine's record of the step holds it), then written with the rows of the same turn in one
+transaction (`TraceRows`) inside the loop's next model request step (so a database fault is retried
+with the step), when it asks a person, or when it ends. Rows are keyed
+by (job, seq): a loop resumed after a crash replays the finished steps, gets their rows back from
+their records and writes those not written yet (an INSERT that finds the key is a no-op), so a row
+is never lost nor doubled, and a call costs no commit of its own for its trace. Arguments and results
+are stored redacted and clipped (MAX_DETAIL_CHARS), so the trace never carries a secret and stays
+small whatever a tool answers.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, Column, Float, ForeignKey, Integer, String, Table, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.contracts.json_data import dumps_exact
@@ -23,8 +28,8 @@ from oz0.edge.runtime.store import metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["MAX_DETAIL_CHARS", "MAX_SUMMARY_CALLS", "TRACE_KINDS", "add_trace", "job_trace", "read_trace",
-           "tool_summaries", "trace_lines"]
+__all__ = ["MAX_DETAIL_CHARS", "MAX_SUMMARY_CALLS", "TRACE_KINDS", "TraceRows", "add_trace", "job_trace", "read_trace",
+           "tool_summaries", "trace_lines", "trace_row"]
 
 MAX_DETAIL_CHARS = 2_000  # of one argument list, result or error as the trace keeps it
 MAX_SUMMARY_CALLS = 8     # tool calls a conversation's later turn is told of, per earlier turn
@@ -50,11 +55,45 @@ def clip(value: Any) -> Any:
     return text[: MAX_DETAIL_CHARS - 1] + "…"
 
 
+def trace_row(job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any], ms: float) -> dict[str, Any]:
+    """One call of the loop as its trace row (JSON data, so a step's value can carry it)."""
+    return {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
+            "ms": int(ms), "at": time.time()}
+
+
+class TraceRows:
+    """The rows of a loop's calls not written yet, written together by `flush` (one transaction)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+
+    def written(self) -> None:
+        """The pending rows are in the table already: the step that wrote them was read back from its
+        record (a replay), not run again."""
+        self.pending.clear()
+
+    def flush(self) -> None:
+        """Write the pending rows; a row already there (written before a crash) is kept as it is. The
+        rows stay pending until their transaction commits, so a step retried through a database fault
+        writes them again."""
+        if not self.pending:
+            return
+        rows = list(self.pending)
+        engine = self.store.engine
+        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        with engine.begin() as conn:
+            conn.execute(dialect.insert(job_trace).on_conflict_do_nothing(), rows)
+        del self.pending[:len(rows)]
+
+
 def add_trace(store: Store, job_id: str, seq: int, kind: str, name: str, detail: Mapping[str, Any],
               ms: float) -> None:
-    """Record one call of the loop; a row already there (a step rerun) is kept as it is."""
-    row = {"job_id": job_id, "seq": seq, "kind": kind, "name": name[:200], "detail": dict(detail),
-           "ms": int(ms), "at": time.time()}
+    """Record one call of the loop now; a row already there (a step rerun) is kept as it is."""
+    row = trace_row(job_id, seq, kind, name, detail, ms)
     try:
         with store.engine.begin() as conn:
             conn.execute(insert(job_trace).values(**row))

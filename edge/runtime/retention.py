@@ -3,7 +3,8 @@ conversation turns and per-job budget rows; audit records older than `audit_days
 
 The settings are the server's (`OZ0_RETENTION_JOBS_DAYS`, default 90; `OZ0_RETENTION_AUDIT_DAYS`,
 default 365, never shorter than the jobs'). A prune deletes in batches of BATCH jobs (or audit
-records), one short transaction each, so a request waiting on a row waits for one batch at most;
+records), one short transaction each, so a request waiting on a row waits for one batch at most, and
+pauses `OZ0_RETENTION_PAUSE_MS` (default 100) between two, so the requests served beside it keep their pace;
 a job still queued, running or waiting is never pruned however old. `oz0 db prune --dry-run` counts
 what a prune would remove; `oz0 serve` prunes daily (PRUNE_CRON, a DBOS schedule in edge.runtime.durable: one run a tick
 across replicas).
@@ -12,13 +13,14 @@ across replicas).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import Select, String, Subquery, Table, delete, func, literal, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import ColumnElement, String, Table, delete, func, literal, select, tuple_
+from sqlalchemy.engine import Engine
 
 from oz0.edge.errors import Oz0Error
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budgets
@@ -34,6 +36,8 @@ BATCH = 1_000
 DAY_S = 86_400.0
 DEFAULT_JOBS_DAYS = 90
 DEFAULT_AUDIT_DAYS = 365
+DEFAULT_PAUSE_MS = 100.0
+MAX_PAUSE_MS = 10_000.0
 PRUNE_CRON = "0 17 3 * * *"  # every day at 03:17:00 UTC (DBOS's cron: seconds first)
 TABLES = ("jobs", "questions", "job_trace", "conversation_turns", "budget_holds", "budget_grants", "budgets", "audit")
 
@@ -46,6 +50,7 @@ class RetentionError(ValueError, Oz0Error):
 class Retention:
     jobs_days: float = DEFAULT_JOBS_DAYS
     audit_days: float = DEFAULT_AUDIT_DAYS
+    pause_ms: float = DEFAULT_PAUSE_MS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Retention:
@@ -54,89 +59,100 @@ class Retention:
         if audit_days < jobs_days:
             raise RetentionError(f"OZ0_RETENTION_AUDIT_DAYS={audit_days:g} is shorter than OZ0_RETENTION_JOBS_DAYS="
                                  f"{jobs_days:g}: the audit log is kept at least as long as the jobs it speaks of")
-        return cls(jobs_days, audit_days)
+        return cls(jobs_days, audit_days, _pause_ms(env, "OZ0_RETENTION_PAUSE_MS"))
 
 
-def _days(env: Mapping[str, str], name: str, default: float) -> float:
+def _number(env: Mapping[str, str], name: str, default: float, unit: str, low: float, high: float, rule: str) -> float:
     text = env.get(name, "").strip()
     if not text:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise RetentionError(f"{name}={text[:50]!r} is not a number of days") from None
-    if not value >= 1:
-        raise RetentionError(f"{name}={text[:50]!r}: keep at least 1 day")
+        raise RetentionError(f"{name}={text[:50]!r} is not a number of {unit}") from None
+    if not low <= value <= high:
+        raise RetentionError(f"{name}={text[:50]!r}: {rule}")
     return value
 
 
-def _old_jobs(cutoff: float, limit: int | None = None) -> Select[str]:
-    query = select(jobs.c.id).where(jobs.c.created < cutoff, jobs.c.status.notin_(ACTIVE_STATUSES))
-    return query.limit(limit) if limit is not None else query
+def _days(env: Mapping[str, str], name: str, default: float) -> float:
+    return _number(env, name, default, "days", 1, math.inf, "keep at least 1 day")
 
 
-def _job_budgets(ids: Subquery) -> Select[int]:
-    return select(budgets.c.id).where(budgets.c.period.in_(select(literal("job:", String) + ids.c.id)))
+def _pause_ms(env: Mapping[str, str], name: str) -> float:
+    return _number(env, name, DEFAULT_PAUSE_MS, "milliseconds", 0, MAX_PAUSE_MS,
+                   f"a pause between batches is 0 to {MAX_PAUSE_MS:,.0f} ms")
+
+
+def _old_jobs(cutoff: float) -> ColumnElement[bool]:
+    return (jobs.c.created < cutoff) & jobs.c.status.notin_(ACTIVE_STATUSES)
+
+
+def _per_job(old: ColumnElement[bool]) -> dict[Table, ColumnElement[bool]]:
+    """Each table's rows that go with the jobs `old` matches, in an order they can be deleted in (a hold or
+    grant before its budget, the jobs last: the others' subqueries read them)."""
+    ids = select(jobs.c.id).where(old)
+    per_job = select(budgets.c.id).where(budgets.c.period.in_(select(literal("job:", String) + jobs.c.id).where(old)))
+    return {
+        questions: questions.c.job_id.in_(ids),
+        job_trace: job_trace.c.job_id.in_(ids),
+        conversation_turns: conversation_turns.c.job_id.in_(ids),
+        budget_holds: budget_holds.c.job_id.in_(ids) | budget_holds.c.budget_id.in_(per_job),
+        budget_grants: budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job),
+        budgets: budgets.c.id.in_(per_job),
+        jobs: old,
+    }
 
 
 def count(engine: Engine, policy: Retention, *, now: float | None = None) -> dict[str, int]:
     """How many rows of each table a prune would remove now."""
     now = time.time() if now is None else now
-    old = _old_jobs(now - policy.jobs_days * DAY_S).subquery()
-    per_job = _job_budgets(old).subquery()
-    queries: dict[str, object] = {
-        "jobs": select(func.count()).select_from(old),
-        "questions": select(func.count()).where(questions.c.job_id.in_(select(old.c.id))),
-        "job_trace": select(func.count()).where(job_trace.c.job_id.in_(select(old.c.id))),
-        "conversation_turns": select(func.count()).where(conversation_turns.c.job_id.in_(select(old.c.id))),
-        "budget_holds": select(func.count()).where(
-            budget_holds.c.job_id.in_(select(old.c.id)) | budget_holds.c.budget_id.in_(select(per_job.c.id))),
-        "budget_grants": select(func.count()).where(
-            budget_grants.c.root_id.in_(select(old.c.id)) | budget_grants.c.budget_id.in_(select(per_job.c.id))),
-        "budgets": select(func.count()).select_from(per_job),
-        "audit": select(func.count()).where(audit.c.at < now - policy.audit_days * DAY_S),
-    }
+    where = {**_per_job(_old_jobs(now - policy.jobs_days * DAY_S)), audit: audit.c.at < now - policy.audit_days * DAY_S}
     with engine.connect() as conn:
-        return {name: int(conn.execute(q).scalar() or 0) for name, q in queries.items()}  # type: ignore[call-overload]
+        counted = {t.name: int(conn.execute(select(func.count()).select_from(t).where(w)).scalar() or 0)
+                   for t, w in where.items()}
+    return {name: counted[name] for name in TABLES}
 
 
 def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch: int = BATCH) -> dict[str, int]:
-    """Delete what retention no longer keeps, `batch` jobs (or audit records) per transaction; the rows
-    removed per table."""
+    """Delete what retention no longer keeps, `batch` jobs (or audit records) per transaction, `policy.pause_ms`
+    apart; the rows removed per table.
+
+    Every delete runs inside the database (`DELETE ... WHERE job_id IN (SELECT ...)`): no row id comes back
+    to Python, so a batch costs this process a few statements whatever its size and the GIL stays free for
+    the requests served beside it. A batch is a range of the (created, id) index, from the end of the last
+    one to its `batch`-th old job (one row read), so each of its statements sees the same jobs and none
+    scans again what the batches before it deleted."""
     now = time.time() if now is None else now
     removed = dict.fromkeys(TABLES, 0)
-    cutoff = now - policy.jobs_days * DAY_S
+    old = _old_jobs(now - policy.jobs_days * DAY_S)
+    after: tuple[float, str] | None = None
     while True:
         with engine.begin() as conn:
-            ids = list(conn.execute(_old_jobs(cutoff, batch)).scalars())
-            if ids:
-                _prune_jobs(conn, ids, removed)
-        if len(ids) < batch:
+            since = old if after is None else old & (tuple_(jobs.c.created, jobs.c.id) > tuple_(*after))
+            upto = conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
+                                .offset(batch - 1).limit(1)).first()
+            in_batch = since if upto is None else since & (tuple_(jobs.c.created, jobs.c.id) <= tuple_(*upto))
+            for table, where in _per_job(in_batch).items():
+                removed[table.name] += conn.execute(delete(table).where(where)).rowcount
+        if upto is None:
             break
+        after = (upto.created, upto.id)
+        _pause(policy)
     audit_cutoff = now - policy.audit_days * DAY_S
     while True:
         with engine.begin() as conn:
-            ids = list(conn.execute(select(audit.c.id).where(audit.c.at < audit_cutoff).limit(batch)).scalars())
-            if ids:
-                removed["audit"] += conn.execute(delete(audit).where(audit.c.id.in_(ids))).rowcount
-        if len(ids) < batch:
+            gone = conn.execute(delete(audit).where(audit.c.id.in_(
+                select(audit.c.id).where(audit.c.at < audit_cutoff).order_by(audit.c.id).limit(batch)))).rowcount
+        removed["audit"] += gone
+        if gone < batch:
             return removed
+        _pause(policy)
 
 
-def _prune_jobs(conn: Connection, ids: list[str], removed: dict[str, int]) -> None:
-    per_job = list(conn.execute(select(budgets.c.id).where(budgets.c.period.in_([f"job:{i}" for i in ids])))
-                   .scalars())
-
-    def gone(table: Table, *conditions: object) -> None:
-        removed[table.name] += conn.execute(delete(table).where(*conditions)).rowcount  # type: ignore[arg-type]
-
-    gone(questions, questions.c.job_id.in_(ids))
-    gone(job_trace, job_trace.c.job_id.in_(ids))
-    gone(conversation_turns, conversation_turns.c.job_id.in_(ids))
-    gone(budget_holds, budget_holds.c.job_id.in_(ids) | budget_holds.c.budget_id.in_(per_job))
-    gone(budget_grants, budget_grants.c.root_id.in_(ids) | budget_grants.c.budget_id.in_(per_job))
-    gone(budgets, budgets.c.id.in_(per_job))
-    gone(jobs, jobs.c.id.in_(ids))
+def _pause(policy: Retention) -> None:
+    """Between two batches: the requests served beside the prune get the database (and the GIL) to themselves."""
+    time.sleep(policy.pause_ms / 1000)
 
 
 def prune_by_settings(engine: Engine) -> dict[str, int]:

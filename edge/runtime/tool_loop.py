@@ -7,7 +7,8 @@ tool call is one step (edge.runtime.loop_steps: a DBOS step under `oz0 serve`), 
 checks the loop's limits (`max_steps` model requests, `max_children` tool calls), validates the
 arguments against the tool's contract (a violation goes back to the model, the tool is not called),
 asks a person to confirm a destructive tool, reserves against the budgets, makes the call, settles
-with the reported usage, checks the result against its contract and writes the trace row. Tool calls
+with the reported usage, checks the result against its contract and makes the trace row, which its
+value carries (edge.runtime.loop_trace writes a turn's rows together, not one commit a call). Tool calls
 of one answer run one after another, so a replay takes the same steps in the same order.
 
 This module imports pydantic-ai (a second or so); edge.runtime.kinds imports it only when a model
@@ -59,7 +60,7 @@ from oz0.edge.runtime.budgets import CallNeed, budget_call, model_need
 from oz0.edge.runtime.context import RunContext
 from oz0.edge.runtime.loop_steps import Checkpoints, checkpoints_for, failure_of, raise_failure
 from oz0.edge.runtime.loop_tools import LoopTool, arguments_error, call_label, list_tools
-from oz0.edge.runtime.loop_trace import add_trace, clip
+from oz0.edge.runtime.loop_trace import TraceRows, add_trace, clip, trace_row
 from oz0.edge.runtime.person_loop import LoopPerson
 from oz0.edge.runtime.redact import Redactor
 from oz0.edge.runtime.text_out import TextOut
@@ -103,6 +104,7 @@ class _Loop:
         self.tool_calls = 0
         self.seq = 0
         self.last_reason = ""
+        self.rows = TraceRows(self.runtime.store)
         self.text = TextOut(ctx.on_text, redactor)
 
     @property
@@ -114,7 +116,36 @@ class _Loop:
         return self.seq
 
     def _trace(self, seq: int, kind: str, name: str, detail: dict[str, Any], ms: float) -> None:
+        """A row written now (a person step's: its wait may be long), after the rows before it."""
+        self.rows.flush()
         add_trace(self.runtime.store, self.job.id, seq, kind, name, self.redactor.data(detail), ms)
+
+    def _row(self, seq: int, kind: str, name: str, detail: dict[str, Any], ms: float) -> dict[str, Any]:
+        return trace_row(self.job.id, seq, kind, name, self.redactor.data(detail), ms)
+
+    def _traced(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A step's value without its trace row, which waits in `rows` (a step recorded by an earlier
+        release carries none: it wrote its row itself)."""
+        row = value.pop("trace", None)
+        if row is not None:
+            self.rows.add(row)
+        return value
+
+    async def _write_rest(self) -> None:
+        """The rows a loop cut short left unwritten (a failure mid-turn), in a step of their own so a
+        database fault is retried; a loop that answered wrote them in its last model request. A
+        cancelled loop writes them at once (its steps are cancelled with it)."""
+        if not self.rows.pending:
+            return
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            self.rows.flush()
+            return
+        await self.steps.step("oz0.loop.trace", self._rest_step)
+
+    async def _rest_step(self) -> dict[str, Any]:
+        self.rows.flush()
+        return {}
 
     async def run(self, value: Any, key: str | None) -> Any:
         listed = await self.steps.step("oz0.loop.tools", self._tools_step)
@@ -123,7 +154,10 @@ class _Loop:
         prompt = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         try:
             with ToolManager.parallel_execution_mode("sequential"):  # one call at a time: a replay takes the same steps
-                result = await agent.run(prompt, message_history=_history(self.ctx) or None)
+                try:
+                    result = await agent.run(prompt, message_history=_history(self.ctx) or None)
+                finally:
+                    await self._write_rest()
         except JobFailure:
             raise
         except UnexpectedModelBehavior as exc:
@@ -183,12 +217,14 @@ class _Loop:
         seq = self._next_seq()
         self.ctx.progress(f"step {self.requests} of ≤{self.max_steps}: asking the model", self.requests,
                           self.max_steps)
-        value = raise_failure(await self.steps.step("oz0.loop.model", self._request_step, model, seq, messages,
-                                                    settings, params))
+        made = await self.steps.step("oz0.loop.model", self._request_step, model, seq, messages, settings, params)
+        self.rows.written()  # the step wrote the turn before (read back from its record: written then)
+        value = raise_failure(self._traced(made))
         return ModelMessagesTypeAdapter.validate_python([value["response"]])[0]  # type: ignore[return-value]
 
     async def _request_step(self, model: Model, seq: int, messages: list[ModelMessage],
                             settings: ModelSettings | None, params: ModelRequestParameters) -> dict[str, Any]:
+        self.rows.flush()  # the turn before: its model request and tool calls, in one transaction
         size = len(ModelMessagesTypeAdapter.dump_json(messages)) + len(json.dumps(
             [t.parameters_json_schema for t in params.function_tools]))
         started = time.monotonic()
@@ -210,10 +246,15 @@ class _Loop:
         except JobFailure as failure:
             return failure_of(self.redactor.failure(failure))
         calls = [p.tool_name for p in response.parts if p.part_kind == "tool-call"]
-        self._trace(seq, "model", str(self.spec.config.get("model")),
-                    {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
-                    (time.monotonic() - started) * 1000)
-        return {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]}
+        row = self._row(seq, "model", str(self.spec.config.get("model")),
+                        {"tokens": {"input": usage.input_tokens, "output": usage.output_tokens}, "tool_calls": calls},
+                        (time.monotonic() - started) * 1000)
+        made = {"response": ModelMessagesTypeAdapter.dump_python([response], mode="json")[0]}
+        if calls:  # written with the tool calls it asks for, by the next request
+            return {**made, "trace": row}
+        self.rows.add(row)  # a final answer: its row written now, in its own step, as the loop ends here
+        self.rows.flush()
+        return made
 
     async def _model_answer(self, model: Model, messages: list[ModelMessage], settings: ModelSettings | None,
                             params: ModelRequestParameters) -> ModelResponse:
@@ -238,7 +279,7 @@ class _Loop:
         seq = self._next_seq()
         error = arguments_error(tool, arguments)
         if error is not None:  # never reaches the tool: the model gets the reason, as a step of its own
-            self._trace(seq, "tool", tool.name, {"arguments": clip(arguments), "error": error}, 0)
+            self.rows.add(self._row(seq, "tool", tool.name, {"arguments": clip(arguments), "error": error}, 0))
             raise ModelRetry(error)
         self.tool_calls += 1
         limit = self.spec.limits.max_children
@@ -251,7 +292,8 @@ class _Loop:
             return await self.person.ask(seq, arguments)
         if tool.destructive and not await self.person.confirm(seq, tool, arguments):
             return f"The person declined: {tool.name} was not run. Do not call it again unless they ask."
-        value = raise_failure(await self.steps.step("oz0.loop.tool", self._tool_step, seq, tool, arguments))
+        value = raise_failure(self._traced(await self.steps.step("oz0.loop.tool", self._tool_step, seq, tool,
+                                                                 arguments)))
         if "error" in value:
             raise ModelRetry(value["error"])
         return value["result"]
@@ -272,9 +314,9 @@ class _Loop:
                 violations = load_contract(dict(tool.output), source=f"tool {tool.name}").validate(result)
                 if violations:  # an answer that breaks its contract is an error, never data
                     outcome = {"error": violation_sentence(violations, subject=f"the result of {tool.name}")}
-        self._trace(seq, "tool", tool.name, {"arguments": clip(arguments), **{k: clip(v) for k, v in outcome.items()}},
-                    (time.monotonic() - started) * 1000)
-        return outcome
+        return {**outcome, "trace": self._row(seq, "tool", tool.name,
+                                              {"arguments": clip(arguments), **{k: clip(v) for k, v in outcome.items()}},
+                                              (time.monotonic() - started) * 1000)}
 
     async def _agent_call(self, seq: int, tool: LoopTool, arguments: dict[str, Any]) -> Any:
         text = arguments["input"] if tool.text_input else json.dumps(arguments, ensure_ascii=False)

@@ -4,6 +4,7 @@ the SQLite layer), then the ended job printed as JSON.
 
     python fault_steps_engine.py flow    the flow `release`: its start and its end refused twice each
     python fault_steps_engine.py loop    the tool loop `triage`: its end (the job's result) refused twice
+    python fault_steps_engine.py trace   the tool loop `triage`: its first turn's trace rows refused twice
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sqlite3
 import sys
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
@@ -43,9 +44,22 @@ class FullDisk:
                 raise sqlite3.OperationalError("database or disk is full")
 
 
+class FullTrace(FullDisk):
+    """Refuses the first FAULTS writes of trace rows (edge.runtime.loop_trace) while `job_id` runs."""
+
+    def __call__(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if self.job_id is None or not statement.lstrip().upper().startswith("INSERT INTO JOB_TRACE"):
+            return
+        if self.left["trace"] > 0:
+            self.left["trace"] -= 1
+            self.refused.append("trace")
+            raise sqlite3.OperationalError("database or disk is full")
+
+
 async def main(mode: str) -> None:
     runtime = Runtime(flow_engine=FLOW_ENGINE)
-    full = FullDisk(("running", "succeeded") if mode == "flow" else ("succeeded",))
+    full = {"flow": FullDisk(("running", "succeeded")), "loop": FullDisk(("succeeded",)),
+            "trace": FullTrace(("trace",))}[mode]
     event.listen(runtime.store.engine, "before_cursor_execute", full)
     await asyncio.to_thread(runtime.launch_engine)
     error = None
@@ -63,9 +77,17 @@ async def main(mode: str) -> None:
         ended = runtime.job(job.id)
         print(json.dumps({"status": ended.status, "output": ended.output, "reason": ended.failure_reason,
                           "refused": full.refused, "error": error,
-                          "children": [(c.agent, c.status) for c in runtime.children(job.id)]}), flush=True)
+                          "children": [(c.agent, c.status) for c in runtime.children(job.id)],
+                          "trace": _trace(runtime, job.id)}), flush=True)
     finally:
         await asyncio.to_thread(runtime.close)
+
+
+def _trace(runtime: Runtime, job_id: str) -> list[list[str]]:
+    """The job's trace rows as written (kind, name), in order."""
+    with runtime.store.engine.connect() as conn:
+        return [[r.kind, r.name] for r in conn.execute(
+            text("SELECT kind, name FROM job_trace WHERE job_id = :job ORDER BY seq"), {"job": job_id})]
 
 
 if __name__ == "__main__":

@@ -271,6 +271,34 @@ class SlackStandIn:
             return "message_not_in_streaming_state"
         return None
 
+    def _chunks(self, args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]] | str:
+        """The text and the task updates of a call's `chunks` (markdown_text, task_update, plan_update,
+        blocks, as docs.slack.dev lists them), or the error Slack answers a malformed one with."""
+        text, tasks = "", []
+        for chunk in args.get("chunks") or ():
+            kind = chunk.get("type") if isinstance(chunk, dict) else None
+            if kind == "markdown_text" and isinstance(chunk.get("text"), str):
+                text += chunk["text"]
+            elif kind == "task_update" and chunk.get("id") and chunk.get("title") \
+                    and chunk.get("status") in ("pending", "in_progress", "complete", "error"):
+                tasks.append(chunk)
+            elif kind not in ("plan_update", "blocks"):
+                return "invalid_chunks"
+        if len(text) > MAX_MARKDOWN:
+            return "msg_too_long"
+        return text, tasks
+
+    def _take_chunks(self, ts: str, args: dict[str, Any]) -> str | None:
+        taken = self._chunks(args)
+        if isinstance(taken, str):
+            return taken
+        text, tasks = taken
+        stream = self.streams[ts]
+        stream["text"] += text
+        for task in tasks:
+            stream.setdefault("tasks", {})[task["id"]] = (task["title"], task["status"])
+        return None
+
     def _stream_too_fast(self, ts: str) -> bool:
         now = time.monotonic()
         last = self._stream_last.get(ts)
@@ -295,6 +323,9 @@ class SlackStandIn:
             return _error(problem)
         if self._stream_too_fast(args["ts"]):
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        problem = self._take_chunks(args["ts"], args)
+        if problem:
+            return _error(problem)
         self.streams[args["ts"]]["text"] += str(args.get("markdown_text") or "")
         return _ok(channel=args["channel"], ts=args["ts"])
 
@@ -304,6 +335,9 @@ class SlackStandIn:
             return _error(problem)
         if self._stream_too_fast(args["ts"]):
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "1"})
+        problem = self._take_chunks(args["ts"], args)
+        if problem:
+            return _error(problem)
         stream = self.streams[args["ts"]]
         stream["text"] += str(args.get("markdown_text") or "")
         stream["streaming"], stream["blocks"] = False, args.get("blocks")

@@ -11,7 +11,16 @@
 - the Bot Framework connector at the activity's `serviceUrl` (`/v3/conversations/{id}/activities[/{id}]`):
   reply (POST), send (POST), update (PUT), and a member by id (`GET .../members/{id}`), each needing the
   token it issued; `throttle(n, after_s)`
-  makes the next n calls answer 429 with `Retry-After`, as the connector does.
+  makes the next n calls answer 429 with `Retry-After`, as the connector does;
+- Teams' streaming protocol in personal chats (`typing` activities with a `streaminfo` entity, then
+  the `final` message), checked as Teams documents it: a stream only in a personal chat; the start
+  (no streamId) with sequence 1 and text, answered 201 with the streamId; each update naming it with a
+  higher sequence (a stale one is answered 202 `ContentStreamSequenceOrderPreConditionFailed` and
+  dropped), its text containing the text before, at most one a second (else 429 "API calls quota
+  exceeded"), no attachments; the final without a sequence, ending the stream (anything after it:
+  403 "...already completed streamed message"); past `stream_max_s` 403 "Content stream finished due
+  to exceeded streaming time."; `stop_stream(id)` is the person's Stop button (then 403 "Content
+  stream was cancelled by user.").
 """
 
 from __future__ import annotations
@@ -68,6 +77,12 @@ class TeamsStandIn:
         self.changed = asyncio.Event()
         self.uploaded: dict[str, tuple[bytes, str]] = {}
         self.members: dict[str, dict[str, str]] = {}   # Entra object id -> the member's account, in every conversation
+        self.personal: set[str] = set()                 # conversation ids of personal chats
+        self.streams: dict[str, dict[str, Any]] = {}   # streamId -> its texts, sequence, final, state
+        self.stream_min_gap_s = 0.9                     # Teams throttles a stream to one request a second
+        self.stream_max_s = 120.0                       # and ends it after two minutes
+        self.deleted: list[str] = []
+        self.stream_refusals: list[tuple[int, str]] = []   # what the streaming protocol refused, in order
 
     async def start(self) -> TeamsStandIn:
         app = web.Application()
@@ -180,17 +195,84 @@ class TeamsStandIn:
         auth = request.headers.get("Authorization", "")
         if not auth.startswith("Bearer bot-token-"):
             return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
-        body = await request.json()
+        body = await request.json() if request.method != "DELETE" else {}
         self.calls.append(Call(request.method, request.path, body, auth))
         self.changed.set()
         if self._throttle:
             after = self._throttle.pop(0)
             return web.json_response({"error": {"code": "TooManyRequests"}}, status=429,
                                      headers={"Retry-After": f"{after:g}"})
+        if request.method == "DELETE":
+            self.deleted.append(request.match_info["activity"])
+            return web.json_response({})
+        info = next((e for e in body.get("entities") or () if e.get("type") == "streaminfo"), None)
+        if request.method == "POST" and info is not None:
+            return self._stream(request.match_info["conversation"], body, info)
         if request.method == "PUT":
             return web.json_response({"id": request.match_info["activity"]})
         self._ids += 1
         return web.json_response({"id": f"1:{self._ids}"})
+
+    # -- the streaming protocol --
+
+    def stop_stream(self, stream_id: str) -> None:
+        """The person pressed Stop on this streamed message."""
+        self.streams[stream_id]["cancelled"] = True
+
+    def _stream(self, conversation: str, body: dict[str, Any], info: dict[str, Any]) -> web.Response:
+        def refuse(status: int, code: str, message: str, **headers: str) -> web.Response:
+            self.stream_refusals.append((status, message))
+            return web.json_response({"error": {"code": code, "message": message}}, status=status, headers=headers)
+
+        kind, text, sequence = info.get("streamType", "streaming"), body.get("text"), info.get("streamSequence")
+        if body.get("type") not in ("typing", "message") or (body["type"] == "message") != (kind == "final"):
+            return refuse(400, "BadRequest", "A final streaming activity is a message, the others typing activities")
+        if conversation not in self.personal:
+            return refuse(403, "ContentStreamNotAllowed", "Content stream is not allowed")
+        stream_id = info.get("streamId")
+        if stream_id is None:
+            if kind == "final" or sequence != 1:
+                return refuse(400, "BadRequest", "Start streaming activities should have streamSequence 1")
+            if not text:
+                return refuse(400, "BadRequest", "Start streaming activities should include text")
+            self._ids += 1
+            stream_id = f"stream-{self._ids}"
+            self.streams[stream_id] = {"conversation": conversation, "texts": [text], "sequence": 1, "final": None,
+                                       "started": time.monotonic(), "last": time.monotonic(), "cancelled": False,
+                                       "dropped": 0}
+            return web.json_response({"id": stream_id}, status=201)
+        stream = self.streams.get(stream_id)
+        if stream is None or stream["conversation"] != conversation:
+            return refuse(400, "BadRequest", "Unknown streamId")
+        if stream["final"] is not None:
+            return refuse(403, "ContentStreamNotAllowed",
+                          "Content stream is not allowed on an already completed streamed message")
+        if stream["cancelled"]:
+            return refuse(403, "ContentStreamNotAllowed", "Content stream was cancelled by user.")
+        now = time.monotonic()
+        if now - stream["started"] > self.stream_max_s:
+            return refuse(403, "ContentStreamNotAllowed", "Content stream finished due to exceeded streaming time.")
+        if now - stream["last"] < self.stream_min_gap_s:
+            return refuse(429, "TooManyRequests", "API calls quota exceeded", **{"Retry-After": "1"})
+        if kind == "final":
+            if sequence is not None:
+                return refuse(400, "BadRequest", "The final streaming activity must not have a streamSequence")
+            if not text:
+                return refuse(400, "BadRequest", "Final streaming activities should include text")
+            stream["final"], stream["last"] = body, now
+            return web.json_response({}, status=202)
+        if body.get("attachments"):
+            return refuse(400, "BadRequest", "Attachments are allowed only in the final streaming message")
+        if not isinstance(sequence, int) or sequence <= stream["sequence"]:
+            stream["dropped"] += 1
+            return web.json_response({"error": {"code": "ContentStreamSequenceOrderPreConditionFailed", "message":
+                                                "PreCondition failed exception when processing streaming activity."}},
+                                     status=202)
+        if not text or not text.startswith(stream["texts"][-1]):
+            return refuse(400, "BadRequest", "A streaming update must contain the content streamed before it")
+        stream["texts"].append(text)
+        stream["sequence"], stream["last"] = sequence, now
+        return web.json_response({}, status=202)
 
     def member(self, user: str, name: str) -> None:
         """A person in the tenant's conversations, as the connector describes a member (TeamsChannelAccount)."""
@@ -235,6 +317,8 @@ class TeamsStandIn:
         """A message activity as Teams sends it. In a channel, the conversation id names the root post
         of the reply chain (`;messageid=ROOT`): `thread`, or the message itself for a new post."""
         activity_id = activity_id or f"act-{uuid.uuid4().hex[:8]}"
+        if kind == "personal":
+            self.personal.add(conversation)
         conversation_id = f"{conversation};messageid={thread or activity_id}" if kind == "channel" else conversation
         body: dict[str, Any] = {
             "type": "message", "id": activity_id, "channelId": "msteams",

@@ -3,6 +3,7 @@ Slack's users.info and feedback buttons, Discord's member names and 👍 / 👎,
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from slack_harness import running_channel
@@ -96,3 +97,30 @@ def test_discord_thumbs_down_is_audited(home: Path) -> None:
             [record] = [r for r in h.runtime.audit_log() if r.action == "job.feedback"]
             assert record.detail["value"] == "bad" and record.actor == "discord:2000"
     run(main())
+
+
+def test_an_ordinary_slack_ask_names_its_asker_on_the_console(home: Path) -> None:
+    import httpx
+    from console_plugin import ConsoleThread
+    from slack_standin import SlackStandIn
+
+    people = {"U0ASKER": {"name": "ana", "real_name": "Ana Lima", "display_name": "Ana Lima"}}
+
+    async def main() -> str:
+        async with SlackStandIn(people=people) as slack, running_channel(home, slack=slack) as h:
+            await h.mention("echo hi", event_id="Ev1", ts="1700000000.000100")
+            await h.slack.wait_for("chat.update")
+            await h.slack.wait_for("users.info")
+            for _ in range(100):
+                if h.runtime.people.names(["slack:U0ASKER"]):
+                    break
+                await asyncio.sleep(0.05)
+            return h.runtime.jobs(limit=1)[0].id
+    job_id = run(main())
+    runtime = Runtime(home, flow_engine=FLOW_ENGINE)
+    try:
+        with ConsoleThread(runtime) as console, httpx.Client(base_url=console.url, timeout=20) as http:
+            page = http.get(f"/jobs/{job_id}").text
+            assert "Ana Lima" in page
+    finally:
+        runtime.close()

@@ -146,3 +146,31 @@ def test_a_stream_slack_refuses_to_start_falls_back_to_editing_the_working_messa
     assert all("<!channel>" not in e.args["text"] for e in edits)
     times = [e.at for e in edits]
     assert min(b - a for a, b in zip(times, times[1:])) >= 0.9   # an edit a second at most
+
+
+def test_a_tool_loop_step_during_the_stream_shows_as_a_task_of_its_timeline(home, tmp_path):
+    first = ("Let me ", "look up ", "build 4411 ", "first. ")
+    script = [Turn(text="".join(first), pieces=first, calls=(("lookup", {"input": "4411"}),)),
+              Turn(text="Build 4411 failed in test_login.")]
+    with ModelStandin(script, token_s=0.3) as model:
+        stream_plugin(tmp_path / "plugin", home, model.url).close()
+
+        async def main():
+            async with running_channel(home) as h:
+                await h.mention("researcher why did main fail?")
+                started = (await h.slack.wait_for("chat.startStream", timeout=20))[0]
+                ts = started.args.get("ts") or next(iter(h.slack.streams))
+                await answered(h.slack, ts)
+                return h.slack, ts
+
+        slack, ts = asyncio.run(main())
+    appends = [c for c in slack.of("chat.appendStream") if c.args.get("chunks")]
+    assert appends, slack.methods()
+    tasks = [t for c in appends for t in c.args["chunks"] if t["type"] == "task_update"]
+    started = [t for t in tasks if t["status"] == "in_progress"]
+    assert [t["id"] for t in started] == [f"step-{n}" for n in range(1, len(started) + 1)]
+    assert started and all(t["title"].startswith("step ") and "▓" not in t["title"] for t in started), tasks
+    # each step is complete once the next one shows, the last once the stream ends
+    assert slack.streams[ts]["tasks"] == {t["id"]: (t["title"], "complete") for t in started}
+    update = next(c for c in stream_calls(slack, ts) if c.method == "chat.update")
+    assert "Build 4411 failed in test_login." in update.args["text"]

@@ -167,3 +167,10 @@ def test_render_of_a_table_card_loads_neither_markdown_nor_rich(to: str, tmp_pat
     """A table card has no markdown to parse, and the terminal draws a small ASCII table itself."""
     _assert_loads_none(["render", SMALL, "--to", to], ("markdown_it", "rich"), tmp_path)
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("markdown_it", "rich"), tmp_path)
+
+
+def test_render_of_a_table_card_to_slack_loads_no_markdown_tree(tmp_path: Path) -> None:
+    """The shared markdown tree (renderers.markdown_blocks, a dozen dataclasses) is Slack's only for a
+    markdown text; a table card's start-up does without it (bench/startup.py)."""
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "slack"], ("oz0.renderers.markdown_blocks",),
+                       tmp_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from engine_script import run_script
 from flow_kit import flow_plugin
@@ -36,7 +37,7 @@ def test_a_flow_whose_start_and_end_meet_a_full_disk_ends_once_the_disk_takes_wr
     assert ended["children"] == [["acme-reviewer", "succeeded"], ["merger", "succeeded"], ["merger", "skipped"]]
 
 
-def test_a_tool_loop_whose_end_meets_a_full_disk_keeps_its_answer_and_calls_no_tool_again(tmp_path):
+def _run_loop(tmp_path: Path, mode: str) -> tuple[dict[str, Any], Path, ModelStandin]:
     calls = tmp_path / "calls.txt"
     script = [Turn(calls=(("ci_log", {"run_id": 4411}),)), Turn(text='{"verdict": "flaky", "run_id": 4411}')]
     env = _env(tmp_path / "home", OZ0_TEST_CALLS=str(calls), OZ0_TEST_MODEL_KEY="sk-test-faults-0123456789")
@@ -46,9 +47,24 @@ def test_a_tool_loop_whose_end_meets_a_full_disk_keeps_its_answer_and_calls_no_t
             loop_plugin(tmp_path / "p", tmp_path / "home", model.url).close()
         finally:
             del os.environ["OZ0_TEST_CALLS"]
-        ended = run_script(SCRIPT, "loop", env=env, timeout_s=120)
+        ended = run_script(SCRIPT, mode, env=env, timeout_s=120)
+    return ended, calls, model
+
+
+def test_a_tool_loop_whose_end_meets_a_full_disk_keeps_its_answer_and_calls_no_tool_again(tmp_path):
+    ended, calls, model = _run_loop(tmp_path, "loop")
     assert ended["refused"] == ["succeeded", "succeeded"], ended
     assert ended["error"] is None, ended
     assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
     assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']  # the end was retried, not the loop
     assert len(model.requests) == 2
+
+
+def test_a_tool_loop_whose_trace_rows_meet_a_full_disk_keeps_every_row_and_calls_nothing_again(tmp_path):
+    ended, calls, model = _run_loop(tmp_path, "trace")
+    assert ended["refused"] == ["trace", "trace"], ended
+    assert ended["error"] is None, ended
+    assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
+    assert [kind for kind, _ in ended["trace"]] == ["model", "tool", "model"], ended
+    assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']
+    assert len(model.requests) == 2  # the turn's rows were retried inside the next request, before its call

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from paths import SUPPORT
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, func, insert, select
 
 from oz0.edge.runtime.budget_tables import budget_holds, budgets
 from oz0.edge.runtime.conversations import conversation_turns
@@ -68,8 +68,39 @@ def test_the_dry_run_counts_and_the_real_run_removes_only_what_retention_no_long
     assert count(store.engine, Retention(), now=NOW) == dict.fromkeys(expected, 0)
 
 
+def test_a_prune_deletes_inside_the_database_in_statements_whose_size_does_not_grow_with_the_batch(store):
+    _fill(store, old=90)
+    sent: list[tuple[str, int]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append((statement.lstrip().split()[0].upper(), len(parameters or ())))
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        removed = prune(store.engine, Retention(pause_ms=0), now=NOW, batch=40)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    assert removed["jobs"] == removed["questions"] == removed["budgets"] == 90 and removed["audit"] == 1
+    assert [verb for verb, _ in sent].count("DELETE") == 3 * 7 + 1  # three batches of seven tables, one of audit
+    assert [verb for verb, _ in sent].count("SELECT") == 3  # one row each: where a batch ends
+    assert max(n for _, n in sent) < 40  # no statement carries a batch's ids: they stay in the database
+    assert _left(store) == {"jobs": 2, "questions": 2, "job_trace": 2, "conversation_turns": 2, "budgets": 2, "budget_holds": 2, "audit": 2}
+
+
+def test_a_prune_pauses_between_batches_so_requests_beside_it_keep_their_pace(store):
+    _fill(store, old=30)
+    start = time.monotonic()
+    assert prune(store.engine, Retention(pause_ms=150), now=NOW, batch=10)["jobs"] == 30
+    assert time.monotonic() - start >= 3 * 0.150  # four batches of jobs (the last one empty), three pauses
+
+
 def test_settings_come_from_the_server_environment_and_bad_ones_are_named():
-    assert Retention.from_env({}) == Retention(90, 365)
+    assert Retention.from_env({}) == Retention(90, 365, 100)
+    assert Retention.from_env({"OZ0_RETENTION_PAUSE_MS": "0"}).pause_ms == 0
+    with pytest.raises(RetentionError, match="OZ0_RETENTION_PAUSE_MS='soon' is not a number of milliseconds"):
+        Retention.from_env({"OZ0_RETENTION_PAUSE_MS": "soon"})
+    with pytest.raises(RetentionError, match="OZ0_RETENTION_PAUSE_MS='60000': a pause between batches is 0 to 10,000 ms"):
+        Retention.from_env({"OZ0_RETENTION_PAUSE_MS": "60000"})
     assert Retention.from_env({"OZ0_RETENTION_JOBS_DAYS": "30", "OZ0_RETENTION_AUDIT_DAYS": "60"}) == Retention(30, 60)
     with pytest.raises(RetentionError, match="OZ0_RETENTION_JOBS_DAYS='soon' is not a number of days"):
         Retention.from_env({"OZ0_RETENTION_JOBS_DAYS": "soon"})
@@ -121,3 +152,4 @@ def test_the_engine_schedules_a_daily_prune_that_prunes(oz0_home, tmp_path):
     said = json.loads(done.stdout.strip().splitlines()[-1])
     assert said["schedules"] == [["oz0.retention.prune", PRUNE_CRON]]
     assert said["removed"]["jobs"] == 1
+    assert said["pruned_on_an_event_loop"] is False  # DBOS's thread pool: the loops serving requests run on
