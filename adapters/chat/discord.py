@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,14 +34,30 @@ import yarl
 from discord import app_commands
 from discord.http import Route
 
-from oz0.adapters.chat.asking import ANSWER_ACTION, pick_of
-from oz0.adapters.chat.cards import CANCEL_ACTION, NO_AGENTS_TEXT, SHARE_ACTION, failure_card
+from oz0.adapters.chat.asking import ANSWER_ACTION
+from oz0.adapters.chat.cards import CANCEL_ACTION, NO_AGENTS_TEXT, failure_card
 from oz0.adapters.chat.conversing import STOP_ACTION
+from oz0.adapters.chat.discord_events import (
+    AGENT_FIELD,
+    INPUT_FIELD,
+    SHARE_PREFIX,
+    asker_of,
+    referenced,
+    reply_of,
+    share_job,
+    snowflake_time,
+    str_or_none,
+    to_answer_click,
+    to_ask,
+    to_direct_message,
+    to_share_click,
+    to_thread_message,
+)
 from oz0.adapters.chat.discord_settings import DiscordConfigError, DiscordSettings, api_base, configured
 from oz0.adapters.chat.discord_wire import ASK_MESSAGE_COMMAND, INTERACTION_TOKEN_S, DiscordWire, ReplyTarget
 from oz0.adapters.chat.flow import AskFlow
 from oz0.adapters.chat.restarts import Restarts
-from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
+from oz0.adapters.chat.wire import ChatRuntime
 from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.renderers import discord_modal
@@ -71,185 +86,9 @@ log = logging.getLogger("oz0.discord")
 
 MAX_CHOICES = 25                 # autocomplete answers and select options: at most 25
 STOP_GRACE_S = 5.0               # how long running jobs may finish when the channel stops
-SHARE_PREFIX = f"{SHARE_ACTION}:"   # a button's custom_id is f"{Action.id}:{Action.value}"
-LEGACY_SHARE_PREFIX = "oz0:share:"  # buttons posted before 0.x still work
 STOP_PREFIX = f"{STOP_ACTION}:"     # the Stop button under an answer in a conversation
 CANCEL_PREFIX = f"{CANCEL_ACTION}:"  # the Stop button on a working message: stops its job
 FEEDBACK_PREFIX = f"{FEEDBACK_ACTION}:"   # 👍 / 👎 under an answer
-THREAD_TYPES = (10, 11, 12)         # announcement, public and private threads
-AGENT_FIELD = discord_modal.ASK_AGENT_ID
-INPUT_FIELD = discord_modal.ASK_INPUT_ID
-
-
-# ---- pure translations ----------------------------------------------------------------------
-
-def asker_of(data: Mapping[str, Any]) -> Asker:
-    """Who asks and where, from an interaction payload: guild, channel, user and role ids."""
-    member = data.get("member") or {}
-    user = member.get("user") or data.get("user") or {}
-    channel = data.get("channel_id") or (data.get("channel") or {}).get("id")
-    return Asker("discord", workspace=_str(data.get("guild_id")), channel=_str(channel),
-                 user=_str(user.get("id")), groups=tuple(str(r) for r in member.get("roles") or ()))
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def snowflake_time(snowflake: Any) -> float:
-    """When Discord made this id (Unix seconds)."""
-    return discord.utils.snowflake_time(int(snowflake)).timestamp()
-
-
-def to_ask(data: Mapping[str, Any], *, interaction: Any = None) -> Ask:
-    """Translate `/ask`, `/agents` or the submit of the "Ask an agent about this" modal.
-
-    `data` is the interaction as Discord sends it (INTERACTION_CREATE); `interaction` the live object
-    the answer goes through. ValueError names what is missing.
-    """
-    kind = data.get("type")
-    body = data.get("data") or {}
-    wants_help = False
-    if kind == 2 and body.get("type", 1) == 1 and body.get("name") == "agents":
-        agent, text, wants_help = None, "", True
-    elif kind == 2 and body.get("type", 1) == 1:
-        options = {o.get("name"): o.get("value") for o in body.get("options") or []}
-        agent, text = options.get("agent"), options.get("input")
-    elif kind == 5:
-        values = _modal_values(body.get("components") or [])
-        agent, text = values.get(AGENT_FIELD), values.get(INPUT_FIELD)
-    else:
-        raise ValueError(f"not an ask: interaction type {kind}")
-    if not wants_help and (not isinstance(agent, str) or not agent.strip()):
-        raise ValueError("the ask names no agent")
-    asker = asker_of(data)
-    if not data.get("id") or not data.get("token") or asker.user is None or asker.channel is None:
-        raise ValueError("interaction without id, token, user or channel")
-    reply = _reply(data, asker, interaction)
-    in_thread = (data.get("channel") or {}).get("type") in THREAD_TYPES
-    return Ask(agent.strip() if isinstance(agent, str) else None, text if isinstance(text, str) else "", asker,
-               f"discord:interaction:{data['id']}", reply, help=wants_help,
-               source="modal" if kind == 5 else "command", thread=asker.channel if in_thread else None)
-
-
-def to_direct_message(data: Mapping[str, Any]) -> Ask:
-    """A direct message to the bot (access.yaml `dms: true`): `AGENT INPUT` or `help`, no mention
-    needed; the DM is one conversation, so words that name no agent follow it up."""
-    author = data.get("author") or {}
-    content = str(data.get("content") or "").strip()
-    if author.get("bot") or not author.get("id") or not data.get("id") or not content:
-        raise ValueError("a bot's direct message, or one without author, id or text")
-    channel = str(data["channel_id"])
-    asker = Asker("discord", workspace=None, channel=channel, user=str(author["id"]))
-    reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
-                        message_id=str(data["id"]))
-    words = content.split(None, 1)
-    wants_help = words[0].lower() in ("help", "?", "/agents")
-    return Ask(None if wants_help else words[0], "" if wants_help or len(words) < 2 else words[1].strip(), asker,
-               f"discord:message:{data['id']}", reply, help=wants_help, source="mention", thread=channel)
-
-
-def to_thread_message(data: Mapping[str, Any], *, bot_id: str) -> Ask:
-    """A person's message in a guild channel (MESSAGE_CREATE). In a thread, a mention of the bot asks
-    like `/ask` (`@oz0 AGENT INPUT`, or words that follow up the thread's conversation); without one it
-    is a follow-up, whose content Discord sends only with the message-content intent. In a plain
-    channel a mention asks too, answered as a reply to it (the root of a reply chain), and a reply to
-    the bot's answer there (`message_reference`) continues that chain's conversation (`Ask.chain`).
-    ValueError for anything else."""
-    author = data.get("author") or {}
-    if author.get("bot") or not author.get("id") or not data.get("id") or not data.get("channel_id"):
-        raise ValueError("a bot's message, or one without author, id or channel")
-    in_thread = data.get("channel_type") in THREAD_TYPES
-    answered = data.get("referenced") or {}
-    chain = (f"discord:message:{answered['reply_to']}" if not in_thread and answered.get("author") == bot_id
-             and answered.get("reply_to") else None)
-    content = str(data.get("content") or "")
-    mentioned = any(str(m.get("id")) == bot_id for m in data.get("mentions") or ())
-    if not in_thread and not mentioned and chain is None:
-        raise ValueError("a message outside a thread that neither mentions the bot nor replies to its answer")
-    if not content.strip():
-        raise ValueError("a message without content (no message-content intent, or only attachments)")
-    channel = str(data["channel_id"])
-    asker = Asker("discord", workspace=_str(data.get("guild_id")), channel=channel, user=str(author["id"]),
-                  groups=tuple(str(r) for r in (data.get("member") or {}).get("roles") or ()))
-    reply = ReplyTarget(application_id="", token="", channel_id=channel, user_id=str(author["id"]),
-                        guild_id=asker.workspace, message_id=str(data["id"]))
-    delivery = f"discord:message:{data['id']}"
-    thread = channel if in_thread else str(data["id"])   # a plain channel: this message roots a reply chain
-    if mentioned:
-        words = re.sub(rf"<@!?{re.escape(bot_id)}>", " ", content).strip().split(None, 1)
-        agent, text = (words[0] if words else None), (words[1].strip() if len(words) > 1 else "")
-        wants_help = agent is None or agent.lower() in ("help", "?")
-        return Ask(None if wants_help else agent, "" if wants_help else text, asker, delivery, reply,
-                   help=wants_help, source="mention", thread=thread, chain=chain)
-    return Ask(None, content.strip(), asker, delivery, reply, source="reply", thread=channel if in_thread else None,
-               follow_up=True, chain=chain)
-
-
-def _reply(data: Mapping[str, Any], asker: Asker, interaction: Any) -> ReplyTarget:
-    return ReplyTarget(application_id=str(data.get("application_id", "")), token=str(data["token"]),
-                       channel_id=str(asker.channel), user_id=str(asker.user), guild_id=asker.workspace,
-                       created=snowflake_time(data["id"]), interaction=interaction)
-
-
-def _referenced(message: discord.Message) -> dict[str, str | None] | None:
-    """The message this one replies to, as far as a reply chain needs it: its author, and the message
-    it replied to in turn (Discord sends the replied-to message with its own `message_reference`)."""
-    ref = message.reference
-    answered = ref.resolved if ref is not None else None
-    if not isinstance(answered, discord.Message):
-        return None
-    before = answered.reference.message_id if answered.reference is not None else None
-    return {"id": str(answered.id), "author": str(answered.author.id), "reply_to": _str(before)}
-
-
-def share_job(custom_id: str) -> str | None:
-    """The job a "Share in channel" button's custom_id names, or None for another component."""
-    for prefix in (SHARE_PREFIX, LEGACY_SHARE_PREFIX):
-        if custom_id.startswith(prefix):
-            return custom_id[len(prefix):]
-    return None
-
-
-def to_share_click(data: Mapping[str, Any], *, interaction: Any = None) -> ShareClick:
-    """A click on "Share in channel" (a component interaction); ValueError for another component."""
-    job_id = share_job(str((data.get("data") or {}).get("custom_id", "")))
-    if job_id is None:
-        raise ValueError("not a share button")
-    asker = asker_of(data)
-    return ShareClick(job_id, asker, _reply(data, asker, interaction))
-
-
-def to_answer_click(data: Mapping[str, Any], *, interaction: Any = None) -> AnswerClick:
-    """A click on a question's button (a component interaction) or its modal's submit; ValueError
-    for another component or modal."""
-    custom_id = str((data.get("data") or {}).get("custom_id", ""))
-    prefix, _, value = custom_id.partition(":")
-    pick = pick_of(value) if prefix.startswith(f"{ANSWER_ACTION}_") else None
-    if pick is None:
-        raise ValueError("not a question's button or modal")
-    asker = asker_of(data)
-    if not data.get("token") or asker.user is None or asker.channel is None:
-        raise ValueError("interaction without token, user or channel")
-    form = _modal_values((data.get("data") or {}).get("components") or []) if data.get("type") == 5 else None
-    return AnswerClick(pick, asker, _reply(data, asker, interaction), form=form)
-
-
-def _modal_values(components: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """custom_id -> value of a modal submit (text inputs and selects, inside labels or action rows)."""
-    out: dict[str, str] = {}
-    for comp in components:
-        if comp.get("type") == 18 and comp.get("component"):
-            out.update(_modal_values([comp["component"]]))
-        elif comp.get("type") == 1:
-            out.update(_modal_values(comp.get("components") or []))
-        elif comp.get("custom_id"):
-            value = comp.get("value")
-            if value is None and isinstance(comp.get("values"), list):
-                value = ",".join(str(v) for v in comp["values"])  # a select's chosen indices (renderers.discord_modal)
-            if isinstance(value, str):
-                out[str(comp["custom_id"])] = value
-    return out
 
 
 # ---- the channel ----------------------------------------------------------------------------
@@ -342,8 +181,8 @@ class DiscordChannel:
         roles = [str(r.id) for r in getattr(user, "roles", ()) if not r.is_default()]
         channel_type = getattr(getattr(interaction.channel, "type", None), "value", None)
         return {"id": str(interaction.id), "type": interaction.type.value, "token": interaction.token,
-                "application_id": str(interaction.application_id), "guild_id": _str(interaction.guild_id),
-                "channel_id": _str(interaction.channel_id), "channel": {"type": channel_type},
+                "application_id": str(interaction.application_id), "guild_id": str_or_none(interaction.guild_id),
+                "channel_id": str_or_none(interaction.channel_id), "channel": {"type": channel_type},
                 "data": interaction.data or {},
                 "member": {"user": {"id": str(user.id)}, "roles": roles}}
 
@@ -383,10 +222,10 @@ class DiscordChannel:
         me = self.client.user
         if me is None or message.author.id == me.id:
             return
-        data = {"id": str(message.id), "channel_id": str(message.channel.id), "guild_id": _str(message.guild and
+        data = {"id": str(message.id), "channel_id": str(message.channel.id), "guild_id": str_or_none(message.guild and
                 message.guild.id), "channel_type": getattr(message.channel.type, "value", None),
                 "content": message.content, "author": {"id": str(message.author.id), "bot": message.author.bot},
-                "mentions": [{"id": str(m.id)} for m in message.mentions], "referenced": _referenced(message),
+                "mentions": [{"id": str(m.id)} for m in message.mentions], "referenced": referenced(message),
                 "member": {"roles": [str(r.id) for r in getattr(message.author, "roles", ()) if not r.is_default()]}}
         try:
             if message.guild is None:
@@ -414,17 +253,17 @@ class DiscordChannel:
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(FEEDBACK_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)
-                await self.flow.buttons.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, _reply(data, asker, interaction))
+                await self.flow.buttons.feedback(custom_id[len(FEEDBACK_PREFIX):], asker, reply_of(data, asker, interaction))
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(STOP_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)
                 await self.flow.conversing.stop_click(custom_id[len(STOP_PREFIX):], f"discord:{asker.user}",
-                                                      _reply(data, asker, interaction))
+                                                      reply_of(data, asker, interaction))
             elif interaction.type is discord.InteractionType.component and custom_id.startswith(CANCEL_PREFIX):
                 data = self._wire(interaction)
                 asker = asker_of(data)
                 await self.flow.stopping.click(custom_id[len(CANCEL_PREFIX):], f"discord:{asker.user}",
-                                               _reply(data, asker, interaction), workspace=asker.workspace)
+                                               reply_of(data, asker, interaction), workspace=asker.workspace)
         except Exception as exc:
             await self.on_error(interaction, exc)
 
