@@ -315,7 +315,7 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
                          spacing="Small"))
     uploads += files_for(card)
     elements = head + ([{**body[0], "separator": True}] + body[1:] if head and body else body) + notes + tail
-    payload = _activity(elements or [rich([run("(empty result)")])], actions, summary)
+    payload = _activity(elements or ([] if actions else [rich([run("(empty result)")])]), actions, summary)
     size = payload_bytes(payload)
     problem = f"{size:,} bytes, over Teams' {MAX_BYTES:,}" if size > MAX_BYTES else None
     return Rendered(payload, uploads, tuple(all_cuts)), problem

@@ -15,7 +15,16 @@ import discord
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
-from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
+from oz0.adapters.chat.wire import (
+    AnswerClick,
+    Ask,
+    RateLimited,
+    ShareClick,
+    StreamEnd,
+    StreamView,
+    Syntax,
+    WireRefused,
+)
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
@@ -164,6 +173,9 @@ class DiscordWire:
 
     def streaming(self, reply: ReplyTarget) -> bool:
         return reply.streamed_id is not None
+
+    async def stream_end(self, stream: ReplyTarget, end: StreamEnd) -> None:
+        await self.deliver(stream, end.card)   # the message is redrawn, never appended: it becomes the card
 
     async def stream_cut(self, stream: ReplyTarget, note: str) -> None:
         shown = await self._streamed_call(Route("GET", "/channels/{channel_id}/messages/{message_id}",

@@ -40,13 +40,14 @@ from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.restarts import report_interrupted
 from oz0.adapters.chat.stopping import JobStopping
-from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream
+from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream, safe_whole, tail_card, wait_whole
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import (
     AnswerClick,
     Ask,
     ChatRuntime,
     ChatWire,
+    StreamEnd,
     StreamingWire,
     WireRefused,
 )
@@ -125,6 +126,8 @@ class AskFlow:
             except WireRefused as exc:
                 self.log.error("%s refused to show a question of job %s: %s", self.wire.name, job_id, exc)
                 count_channel_error(self.wire.platform, "refused")
+        if answer is not None:
+            await answer.finish_text()   # the rest of a text streamed here, for whichever replica ends it
 
     async def answer(self, click: AnswerClick) -> None:
         """A click on a question's button, or its modal's submit."""
@@ -398,7 +401,9 @@ class AskFlow:
         answer = self._answers.pop(job_id, None)
         streamed = await answer.close(card.text if card.form == "text" else None) if answer is not None else None
         reply = streamed if streamed is not None else reply
-        if interrupted and isinstance(self.wire, StreamingWire) and self.wire.streaming(reply):
+        stream = isinstance(self.wire, StreamingWire) and self.wire.streaming(reply)
+        if interrupted and stream:
+            assert isinstance(self.wire, StreamingWire)
             await self.wire.stream_cut(reply, INTERRUPTED_NOTE)
             return
         private = self.wire.private(reply)
@@ -410,18 +415,37 @@ class AskFlow:
         if shareable:
             card = replace(card, feedback=job_id)
         reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
-        rendered = await self.jobs.call(self.draw, replace(card, files_at=files_at))  # drawn once
+        card = replace(card, files_at=files_at)
+        rendered = await self.jobs.call(self.draw, card)  # drawn once
         job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
         try:
             with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
                               platform=self.wire.platform, job_id=job_id):
-                await self.wire.deliver(reply, rendered)
+                if stream:
+                    await self._end_stream(reply, rendered, card, answer, job_id)
+                else:
+                    await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
             self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
             count_channel_error(self.wire.platform, "refused")
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
+
+    async def _end_stream(self, stream: Any, rendered: Rendered, card: Card, answer: AnswerStream | None,
+                          job_id: str) -> None:
+        """A streamed message ended with `card`: its tail under the text once every piece of the text is
+        in it (appended here, or by the replica that streamed it), else the whole card in its place."""
+        assert isinstance(self.wire, StreamingWire)
+        if card.form != "text":
+            whole = False
+        elif answer is not None and answer.stream is not None:
+            whole = answer.appended
+        else:
+            whole = await wait_whole(self, job_id)
+        under = tail_card(card)
+        tail = await self.jobs.call(self.draw, under) if under is not None else None
+        await self.wire.stream_end(stream, StreamEnd(rendered, tail, safe_whole(card), whole))
 
     # -- restart --
 

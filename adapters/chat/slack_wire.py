@@ -16,7 +16,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from oz0.adapters.chat.slack_steps import StreamSteps
-from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
+from oz0.adapters.chat.wire import (
+    AnswerClick,
+    Ask,
+    RateLimited,
+    ShareClick,
+    StreamEnd,
+    StreamView,
+    Syntax,
+    WireRefused,
+)
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import AccessPolicy, Asker
@@ -280,8 +289,17 @@ class SlackWire:
     async def stream_cut(self, stream: ReplyTarget, note: str) -> None:
         await self._stop(stream, markdown_text=f"\n\n_{note}_")
 
-    async def _stop(self, stream: ReplyTarget, **fields: Any) -> None:
-        """chat.stopStream; a stream Slack already ended (it expires when appends stop) is no error."""
+    async def stream_end(self, stream: ReplyTarget, end: StreamEnd) -> None:
+        """chat.stopStream with the card's tail (status, actions, feedback) under the streamed text; the
+        whole card in its place when the text is not all there, or the stream had already ended."""
+        blocks = end.tail.payload.get("blocks") if end.tail is not None else None
+        if not (end.whole and await self._stop(stream, **({"blocks": blocks} if blocks else {}))):
+            await self.deliver(stream, end.card)
+            return
+        await self._upload(end.card.uploads, channel=stream.channel, thread_ts=stream.thread_ts)
+
+    async def _stop(self, stream: ReplyTarget, **fields: Any) -> bool:
+        """chat.stopStream; a stream Slack already ended (it expires when appends stop) is no error (False)."""
         done = self._steps.done(str(stream.ts))
         if done:
             fields["chunks"] = [*([{"type": "markdown_text", "text": fields.pop("markdown_text")}]
@@ -294,6 +312,8 @@ class SlackWire:
             if fields.get("markdown_text"):
                 await self.client.chat_postMessage(channel=stream.channel, thread_ts=stream.thread_ts,
                                                    text=slack_escape(fields["markdown_text"].strip().strip("_")))
+            return False
+        return True
 
     async def _stream_call(self, method: Callable[..., Any], **args: Any) -> Any:
         try:

@@ -17,32 +17,76 @@
 - **Steps.** While the text is written, the job's latest progress (the tool loop's steps) is the
   status line under it: drawn into a redrawn message, and handed to a native stream as
   `StreamView.step` (a new step is a call of its own even with no new text).
+- **The end, on any replica.** The replica that streamed the text appends the rest of it when the
+  job ends (`finish_text`, on its `JobEnded`) and marks the journaled reply `whole`; the replica that
+  delivers the card (the one whose workflow finished the job: this one or another) ends the streamed
+  message with the card's tail under the text (`StreamEnd`), waiting up to WHOLE_WAIT_S for that
+  mark. Without it (the streaming replica is gone) the message becomes the whole card.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.cards import streaming_card
 from oz0.adapters.chat.wire import RateLimited, StreamingWire, StreamView
 from oz0.adapters.chat.working import due
+from oz0.edge import Card
 from oz0.edge.model.progress import Progress
+from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.events import TextDelta
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.runtime.transient import is_transient
 from oz0.renderers.rendered import Rendered
-from oz0.renderers.stream_text import SafeChunks, showable
+from oz0.renderers.stream_text import SafeChunks, markdown_safe, showable
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["EDIT_EVERY_S", "INTERRUPTED_NOTE", "MAX_STREAM_CHARS", "AnswerStream"]
+__all__ = ["EDIT_EVERY_S", "INTERRUPTED_NOTE", "MAX_STREAM_CHARS", "WHOLE_WAIT_S", "AnswerStream", "safe_whole",
+           "shown_whole", "tail_card", "wait_whole"]
 
 EDIT_EVERY_S = 1.0              # a message redrawn with the text so far: at most one edit a second
 INTERRUPTED_NOTE = "(interrupted; ask again)"
 MAX_STREAM_CHARS = 40_000       # the text kept for a message while it is written (the card has the rest)
+WHOLE_WAIT_S = 5.0              # how long the replica delivering a card waits for another to finish its text
+WHOLE_POLL_S = 0.1
+WHOLE = "oz0_stream_whole"      # the flow's mark in a streamed reply's reference: all its text is appended
+
+
+def tail_card(card: Card) -> Card | None:
+    """The card as it goes under its streamed text: without the text (nor its title), the rest kept;
+    None when nothing would be left to show."""
+    if not (card.actions or card.feedback or card.notes or card.files or card.status or card.attachment):
+        return None
+    return replace(card, text="", title=None)
+
+
+def safe_whole(card: Card) -> str:
+    """The whole answer of a text card, made safe as the streamed pieces are."""
+    return markdown_safe(card.text) if card.form == "text" else ""
+
+
+def shown_whole(ref: ReplyRef | None) -> bool:
+    """Whether a journaled reply says its streamed message has all of its text."""
+    return ref is not None and bool(ref.data.get(WHOLE))
+
+
+async def wait_whole(flow: AskFlow, job_id: str) -> bool:
+    """Wait (up to WHOLE_WAIT_S) for the replica streaming the job's text to mark it whole."""
+    deadline = time.monotonic() + WHOLE_WAIT_S
+    while True:
+        job = await flow.jobs.call(flow.runtime.job, job_id)
+        if job is not None and shown_whole(job.reply_to):
+            return True
+        if time.monotonic() > deadline:
+            flow.log.warning("job %s: the replica streaming its answer did not finish it within %g s; its message "
+                             "becomes the card", job_id, WHOLE_WAIT_S)
+            return False
+        await asyncio.sleep(WHOLE_POLL_S)
 
 
 class AnswerStream:
@@ -63,6 +107,8 @@ class AnswerStream:
         self.next_at = 0.0
         self.dirty = False
         self.closed = False
+        self.appended = False               # the rest of the final text was appended: the message has it all
+        self.closing = asyncio.Lock()
         self.stopping = asyncio.Event()
         self.task: asyncio.Task[Any] | None = None
 
@@ -142,10 +188,13 @@ class AnswerStream:
     def _draw(self, shown: str, status: Progress | None) -> Rendered:
         return self.flow.draw(streaming_card(self.agent, shown, status))
 
-    async def _journal(self, stream: Any) -> None:
+    async def _journal(self, stream: Any, *, whole: bool = False) -> None:
         """The streamed message becomes the job's reply target: its card ends it, on any replica."""
+        ref: ReplyRef = stream.to_ref()
+        if whole:
+            ref = ReplyRef(ref.platform, ref.version, {**ref.data, WHOLE: True})
         try:
-            await self.flow.jobs.call(self.flow.runtime.set_reply_to, self.job_id, stream.to_ref())
+            await self.flow.jobs.call(self.flow.runtime.set_reply_to, self.job_id, ref)
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -154,26 +203,44 @@ class AnswerStream:
 
     async def close(self, final_text: str | None = None) -> Any | None:
         """No more updates (the one under way finishes); with `final_text` (the card's), the rest of it
-        appended to a streamed message first, so the whole text shows before the card replaces it.
-        The streamed message's reply target, if any; what follows on the same message comes at least
-        `every_s` after the last update."""
-        self.closed = True
-        self.stopping.set()
-        if self.task is not None:
-            await asyncio.gather(self.task, return_exceptions=True)
-        if self.stream is not None and final_text and not self.chunks.rewound:
-            piece = self.chunks.rest(final_text)
-            if piece:
-                await self._paced()
+        appended to a streamed message first, so the whole text shows before the card's tail goes
+        under it (`appended`). The streamed message's reply target, if any; what follows on the same
+        message comes at least `every_s` after the last update. Called again, it waits for the first."""
+        async with self.closing:
+            self.closed = True
+            self.stopping.set()
+            if self.task is not None:
+                await asyncio.gather(self.task, return_exceptions=True)
+            if self.stream is not None and final_text is not None and not self.appended and not self.chunks.rewound:
+                piece = self.chunks.rest(final_text)
                 try:
-                    assert self.native is not None
-                    await self.native.stream_update(self.stream, StreamView(piece, lambda: self._draw(final_text, None)))
-                except Exception as exc:   # the card follows anyway, with the whole text
+                    if piece:
+                        await self._paced()
+                        assert self.native is not None
+                        await self.native.stream_update(self.stream, StreamView(piece, lambda: self._draw(final_text,
+                                                                                                          None)))
+                        self.next_at = time.monotonic() + self.every_s
+                    self.appended = True
+                except Exception as exc:   # the whole card replaces the message instead
                     self.flow.log.info("could not append the rest of job %s's answer: %s", self.job_id, exc)
-                self.next_at = time.monotonic() + self.every_s
-        if self.stream is not None or self.redraw:
-            await self._paced()
-        return self.stream
+            if self.stream is not None or self.redraw:
+                await self._paced()
+            return self.stream
+
+    async def finish_text(self) -> None:
+        """The job ended (its `JobEnded` read here): the rest of a text this replica streamed appended,
+        and the journaled reply marked whole, for the replica that delivers the card, here or not."""
+        if self.stream is None or self.appended:
+            return
+        job = await self.flow.jobs.call(self.flow.runtime.job, self.job_id)
+        if job is None or not job.finished:
+            return
+        card = await self.flow.jobs.call(self.flow.runtime.card, job)
+        if card.form != "text":
+            return   # its card replaces the streamed message, wherever it is delivered
+        stream = await self.close(card.text)
+        if stream is not None and self.appended:
+            await self._journal(stream, whole=True)
 
     async def _paced(self) -> None:
         wait = self.next_at - time.monotonic()

@@ -41,7 +41,16 @@ from oz0.adapters.chat.teams_stream import (
     refusal,
     typing_activity,
 )
-from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamView, Syntax, WireRefused
+from oz0.adapters.chat.wire import (
+    AnswerClick,
+    Ask,
+    RateLimited,
+    ShareClick,
+    StreamEnd,
+    StreamView,
+    Syntax,
+    WireRefused,
+)
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker
@@ -254,7 +263,7 @@ class TeamsWire:
 
     async def deliver(self, reply: Reply, rendered: Rendered) -> None:
         if self.streaming(reply):
-            await self._end_stream(reply, rendered)
+            await self._end_stream(reply, StreamEnd(rendered, rendered, "", whole=False))
         else:
             await self._call(reply, "update" if reply.message else "reply", rendered.payload)
         if reply.offer_job and rendered.uploads:
@@ -325,21 +334,33 @@ class TeamsWire:
         text = f"{state.text}\n\n_{note}_" if state is not None and state.text else note
         await self._final(stream, final_activity(str(stream.stream), text, None), state)
 
-    async def _end_stream(self, reply: Reply, rendered: Rendered) -> None:
-        """The final message: the streamed text with the card; the card alone as a message of its own
-        where Teams no longer takes the stream (Stop pressed) or the two would not fit in one."""
+    async def stream_end(self, stream: Reply, end: StreamEnd) -> None:
+        await self._end_stream(stream, end)
+
+    async def _end_stream(self, reply: Reply, end: StreamEnd) -> None:
+        """The final message: the whole text once, the card's tail (status, actions) attached, or the
+        whole card when its body is not that text; the card alone as a message of its own where Teams
+        no longer takes the stream (Stop pressed) or the two would not fit in one. The text is what
+        this replica streamed when it streamed it all, else the card's whole text (Teams' final
+        message replaces the streamed one: a replica that did not stream it ends it the same)."""
         state = self._streams.end(reply.stream or "")
-        text = state.text if state is not None and state.text else str(rendered.payload.get("summary") or "")
+        streamed = state.text if state is not None and state.text else ""
+        if end.text and not (end.whole and streamed):
+            streamed = piece_text(end.text)
+        text = streamed or str(end.card.payload.get("summary") or "")
+        attached = end.tail if end.text else end.card   # the text once: its card's body is that text
         here = replace(reply, message=None, stream=None)
         if state is not None and state.ended == "cancelled":
-            await self._call(here, "send", rendered.payload)
+            await self._call(here, "send", end.card.payload)
             return
-        final = final_activity(str(reply.stream), text, dict(rendered.payload))
+        summary = end.card.payload.get("summary")
+        final = final_activity(str(reply.stream), text,
+                               {**attached.payload, "summary": summary} if attached is not None else None)
         if fits(final):
-            await self._final(reply, final, state, card=rendered.payload)
+            await self._final(reply, final, state, card=end.card.payload)
             return
         await self._final(reply, final_activity(str(reply.stream), text, None), state)
-        await self._call(here, "send", rendered.payload)
+        await self._call(here, "send", end.card.payload)
 
     async def _final(self, reply: Reply, final: dict[str, Any], state: StreamState | None, *,
                      card: Mapping[str, Any] | None = None) -> None:

@@ -19,7 +19,7 @@ from oz0.edge.runtime.questions import RefusedWhy
 from oz0.renderers.rendered import Rendered
 
 __all__ = ["AnswerClick", "Ask", "ButtonClick", "ChatRuntime", "ChatWire", "RateLimited", "Reply", "ShareClick",
-           "StreamView", "StreamingWire", "Syntax", "WireRefused"]
+           "StreamEnd", "StreamView", "StreamingWire", "Syntax", "WireRefused"]
 
 
 class Reply(Protocol):
@@ -241,6 +241,20 @@ class StreamView:
     step: str = ""
 
 
+@dataclass(frozen=True)
+class StreamEnd:
+    """How a streamed answer ends (adapters.chat.streaming): `tail`, the card without its text (its
+    status, notes, actions and feedback), goes under the streamed text when `whole` (every piece of the
+    text was appended, by whichever replica streamed it); else the message becomes `card`, the whole
+    card. `text` is the whole answer made safe as the pieces were, for a platform whose end carries
+    the whole text (Teams)."""
+
+    card: Rendered
+    tail: Rendered | None   # None: nothing goes under the text
+    text: str
+    whole: bool
+
+
 @runtime_checkable
 class StreamingWire(Protocol):
     """What a wire may add to `ChatWire` to stream a text answer into a message of its own (Slack's
@@ -264,4 +278,8 @@ class StreamingWire(Protocol):
 
     async def stream_cut(self, stream: Any, note: str) -> None:
         """End a streamed message whose job was cut short, what it showed kept, `note` after it."""
+        ...
+
+    async def stream_end(self, stream: Any, end: StreamEnd) -> None:
+        """End a streamed message with its job's card (`StreamEnd`), on whichever replica finished the job."""
         ...

@@ -43,7 +43,8 @@ async def answered(slack, ts, timeout=20.0):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        if any(c.method == "chat.update" for c in stream_calls(slack, ts)):
+        if any(c.method == "chat.update" or (c.method == "chat.stopStream" and c.args.get("blocks"))
+               for c in stream_calls(slack, ts)):
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"the streamed message was not ended with the card: {slack.methods()}")
@@ -71,13 +72,16 @@ def test_a_mention_streams_in_its_thread_safely_and_ends_as_the_card(home, tmp_p
     assert "](" not in stream["text"] and "the docs (https://evil.example/x)" in stream["text"]
     assert stream["text"].endswith("and rerun.")
     assert not stream["streaming"]
-    # the working message went; the streamed message became the card, its text as any card draws it
+    # the working message went; the streamed message ended with its whole text, the card's actions under it
     assert [m for m in slack.methods() if m.startswith("chat.")][:3] == ["chat.postMessage", "chat.startStream",
                                                                          "chat.delete"]
     assert len(slack.deleted) == 1 and slack.deleted[0][1] != ts
-    update = next(c for c in stream_calls(slack, ts) if c.method == "chat.update")
-    assert_valid_blocks(update.args["blocks"])
-    assert update.args["text"].endswith("Ping &lt;!channel&gt; now, read the docs (https://evil.example/x) and rerun.")
+    assert "chat.update" not in [c.method for c in stream_calls(slack, ts)]
+    assert stream["text"].endswith("Ping &lt;!channel&gt; now, read the docs (https://evil.example/x) and rerun.")
+    assert stream["text"].count("rerun.") == 1
+    assert_valid_blocks(stream["blocks"])
+    assert "rerun" not in str(stream["blocks"])   # the text once: the card's body is not repeated under it
+    assert any(b["type"] == "context_actions" for b in stream["blocks"])   # its feedback buttons
     # one call per message at most every 0.25 s: none was refused as too fast
     times = [c.at for c in stream_calls(slack, ts)]
     gaps = [b - a for a, b in zip(times, times[1:])]

@@ -78,11 +78,14 @@ def test_a_personal_chat_answer_streams_as_teams_streams_and_ends_with_the_safe_
     assert "&lt;at&gt;everyone&lt;/at&gt;" in final["text"]
     assert final["text"].endswith("the docs (https://evil.example/x) first, then rerun.")
     assert final["text"].startswith(texts[-1])
-    # the final message: streamType final, no sequence, the card attached
+    # the final message: streamType final, no sequence; the text once, the card's buttons under it
     [info] = final["entities"]
     assert info["streamType"] == "final" and "streamSequence" not in info and info["streamId"] in standin.streams
-    card = runs_text(final["attachments"][0]["content"])
-    assert "rerun." in card and "msteams" not in str(final)   # TextRuns, no mention entity: inert
+    [attached] = final["attachments"]
+    assert "rerun." not in runs_text(attached["content"]) and "msteams" not in str(final)   # inert, not repeated
+    assert final["text"].count("rerun.") == 1
+    assert [a["title"] for a in attached["content"]["actions"]] == ["Stop", "👍", "👎"]   # the card's actions
+    assert final["summary"] != "(empty result)" and "(empty result)" not in str(attached)
     # one request a second at most: sequences 1, 2, 3 ... as sent
     sent = [c for c in standin.calls if c.body.get("type") == "typing"]
     assert [c.body["entities"][0]["streamSequence"] for c in sent] == list(range(1, len(sent) + 1))
