@@ -34,6 +34,7 @@ __all__ = [
     "mention_event_body",
     "signed_headers",
     "slash_command_body",
+    "thread_message_body",
     "view_submission_body",
 ]
 
@@ -514,6 +515,16 @@ def mention_event_body(text: str, *, event_id: str = "Ev0001", user: str = "U0AS
         "authorizations": [{"team_id": team, "user_id": BOT_USER, "is_bot": True, "is_enterprise_install": False}],
         "is_ext_shared_channel": False,
     })
+
+
+def thread_message_body(text: str, *, event_id: str, thread_ts: str, ts: str, user: str = "U0ASKER",
+                        channel: str = "C0GENERAL", **extra: Any) -> str:
+    """A `message` event in a thread, without a mention (a follow-up in a conversation)."""
+    event = {"type": "message", "user": user, "text": text, "ts": ts, "thread_ts": thread_ts, "channel": channel,
+             "channel_type": "channel", "event_ts": ts, "team": TEAM, **extra}
+    return json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A0OZ0", "event": event, "type": "event_callback",
+                       "event_id": event_id, "event_time": int(float(ts)),
+                       "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]})
 
 
 def block_action_body(*, action_id: str, value: str, response_url: str, user: str = "U0ASKER",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from chat_plugin import install_chat_plugin
 from slack_harness import running_channel
-from slack_standin import BOT_USER, TEAM, signed_headers
+from slack_standin import BOT_USER, TEAM, signed_headers, thread_message_body
 from sqlalchemy import create_engine, inspect, text
 from test_migrations import schema_drift
 
@@ -85,13 +85,7 @@ def install(home: Path, runtime: Runtime | None = None) -> None:
             runtime.close()
 
 
-def thread_message(text_: str, *, event_id: str, thread_ts: str, ts: str, user: str = "U0ASKER",
-                   channel: str = "C0GENERAL", **extra: Any) -> str:
-    event = {"type": "message", "user": user, "text": text_, "ts": ts, "thread_ts": thread_ts, "channel": channel,
-             "channel_type": "channel", "event_ts": ts, "team": TEAM, **extra}
-    return json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A0OZ0", "event": event, "type": "event_callback",
-                       "event_id": event_id, "event_time": int(float(ts)),
-                       "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]})
+thread_message = thread_message_body
 
 
 async def reply(h: Any, text_: str, **kw: Any) -> int:

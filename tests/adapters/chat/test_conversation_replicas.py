@@ -1,0 +1,174 @@
+"""Conversations and streamed answers over two real `oz0 serve` replicas sharing one real Postgres, with
+the Slack stand-in and a model stand-in streaming over SSE: a follow-up delivered to the other replica
+is the next turn of the same conversation (the model is given the earlier turn), and an answer
+streamed by the replica holding the chat message while the job runs on the other ends as one
+message with the whole text, the card's actions under it, once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import aiohttp
+from model_standins import ModelStandin, Turn
+from replica_harness import Replica, install_replica_plugin
+from slack_harness import free_port
+from slack_standin import SlackStandIn, mention_event_body, signed_headers, thread_message_body
+from sqlalchemy import create_engine, text
+from stream_kit import KEY, KEY_ENV
+
+WRITER = ("description: Writes an answer\nkind: model\nbase_url: {url}\nmodel: writer-1\n"
+          f"api_key_env: {KEY_ENV}\ninput: text\n")
+ASK_TS = "1700000000.000100"
+FIRST = "The nightly build failed in test_login after the schema change."
+SECOND = ("Yesterday's build passed; the change landed at 02:10, so rerun with the old schema and compare. "
+          "Ping <!channel> only if it fails again.")
+
+
+def replicas(tmp_path: Path, slack: SlackStandIn, database_url: str, model_url: str) -> list[Replica]:
+    made = []
+    for name in ("replica-a", "replica-b"):
+        home = tmp_path / f"home-{name}"
+        install_replica_plugin(home, database_url=database_url,
+                               extra={"agents/writer.yaml": WRITER.format(url=model_url)})
+        made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+                                 runs_file=tmp_path / "runs.txt", database_url=database_url, **{KEY_ENV: KEY}))
+    return made
+
+
+async def post(http: aiohttp.ClientSession, replica: Replica, body: str) -> None:
+    async with http.post(replica.events_url, data=body.encode(),
+                         headers=signed_headers(body, content_type="application/json")) as resp:
+        assert resp.status == 200, await resp.text()
+
+
+async def until(check, timeout: float = 30.0, what: str = "") -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never happened: {what}")
+
+
+def ended(slack: SlackStandIn) -> list[str]:
+    """The streamed messages that were ended (chat.stopStream), by ts."""
+    return [ts for ts, s in slack.streams.items() if not s["streaming"]]
+
+
+def test_a_follow_up_delivered_to_the_other_replica_is_the_next_turn_of_the_conversation(tmp_path, postgres_url):
+    with ModelStandin([Turn(text=FIRST), Turn(text=SECOND)], token_s=0.01) as model:
+        async def main() -> SlackStandIn:
+            async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+                a, b = replicas(tmp_path, slack, postgres_url, model.url)
+                try:
+                    await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                    await post(http, a, mention_event_body("writer why did the nightly build fail?",
+                                                           event_id="EvAsk", ts=ASK_TS))
+                    await until(lambda: len(ended(slack)) == 1, what="the first answer")
+                    await post(http, b, thread_message_body("and yesterday's?", event_id="EvFollow",
+                                                            thread_ts=ASK_TS, ts="1700000000.000200"))
+                    await until(lambda: len(ended(slack)) == 2, what="the follow-up's answer")
+                    await asyncio.sleep(1.5)   # room for a second run or answer, which must not come
+                finally:
+                    a.stop()
+                    b.stop()
+                return slack
+
+        slack = asyncio.run(asyncio.wait_for(main(), 150))
+        requests = [r["json"] for r in model.requests]
+    # the model was asked twice: the second time with the first turn, as messages
+    assert len(requests) == 2, [r.get("messages") for r in requests]
+    turns = [(m["role"], m["content"]) for m in requests[1]["messages"] if m["role"] in ("user", "assistant")]
+    assert turns[:2] == [("user", "why did the nightly build fail?"), ("assistant", FIRST)]
+    assert turns[-1] == ("user", "and yesterday's?")
+    # one answer each, in the thread of the ask, never twice
+    assert len(slack.streams) == 2 and all(s["thread_ts"] == ASK_TS for s in slack.streams.values())
+    first, second = slack.streams.values()
+    assert first["text"].count("test_login") == 1 and "Yesterday" not in first["text"]
+    assert second["text"].count("Yesterday's build passed") == 1 and "&lt;!channel&gt;" in second["text"]
+    assert len(slack.of("chat.stopStream")) == 2
+    assert not [c for c in slack.of("chat.update") if c.args.get("ts") in slack.streams]
+    assert "oz0_stop" in json.dumps(second["blocks"])   # the conversation's Stop button under the answer
+
+
+def _writer_workflows(conn) -> list[tuple[str, str]]:
+    return [(r.status, r.executor_id) for r in conn.execute(text(
+        "select status, executor_id from dbos.workflow_status where queue_name = 'oz0-agent-writer' "
+        "and status in ('ENQUEUED', 'PENDING')"))]
+
+
+def _held_off(a: Replica, database_url: str) -> bool:
+    """Pause replica A (SIGSTOP) as soon as it has queued the job, so that B runs it; True once B
+    does, False when A had taken it first (then A goes on and the ask is made again)."""
+    assert a.process is not None
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            deadline = time.monotonic() + 30
+            while not _writer_workflows(conn):
+                assert time.monotonic() < deadline, "the job was never queued"
+                conn.rollback()
+                time.sleep(0.005)
+            os.kill(a.process.pid, signal.SIGSTOP)
+            try:
+                while not (running := [w for w in _writer_workflows(conn) if w[0] == "PENDING"]):
+                    assert time.monotonic() < deadline, "the job was never dequeued"
+                    conn.rollback()
+                    time.sleep(0.02)
+                return running == [("PENDING", "replica-b")]
+            finally:
+                os.kill(a.process.pid, signal.SIGCONT)
+    finally:
+        engine.dispose()
+
+
+def test_an_answer_streamed_by_one_replica_and_finished_by_the_other_ends_as_one_message(tmp_path, postgres_url):
+    words = " ".join(f"word{i}" for i in range(40))
+    answer = f"Build 4411 failed. {words} and rerun."
+    with ModelStandin([Turn(text=answer)], token_s=0.06) as model:
+        async def main() -> tuple[SlackStandIn, str]:
+            async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
+                slack.stream_min_gap_s = 0.2   # calls on one message closer than this are refused
+                a, b = replicas(tmp_path, slack, postgres_url, model.url)
+                try:
+                    await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                    for attempt in range(5):
+                        ts = f"1700000000.00{attempt}100"
+                        model.token_times.clear()
+                        await post(http, a, mention_event_body("writer why did main fail?", event_id=f"Ev{attempt}",
+                                                               ts=ts))
+                        crossed = await asyncio.to_thread(_held_off, a, postgres_url)
+                        await until(lambda: any(s["thread_ts"] == ts and not s["streaming"]  # noqa: B023
+                                                for s in slack.streams.values()), what="the streamed answer ended")
+                        if crossed:
+                            break
+                        slack.calls.clear()
+                        slack.streams.clear()
+                        slack.deleted.clear()
+                    else:
+                        raise AssertionError("replica A ran the job each time: B never did")
+                    await asyncio.sleep(1.5)   # room for a second card or stop, which must not come
+                finally:
+                    a.stop()
+                    b.stop()
+                return slack, ts
+
+        slack, ask_ts = asyncio.run(asyncio.wait_for(main(), 240))
+    [(ts, stream)] = slack.streams.items()
+    assert stream["thread_ts"] == ask_ts
+    # the whole text once, streamed in pieces as the model wrote it on the other replica
+    assert stream["text"].count("Build 4411 failed.") == 1 and stream["text"].endswith("and rerun.")
+    assert words in stream["text"]
+    assert len(slack.of("chat.appendStream")) >= 2
+    # then the card's actions under it, once: the stream was ended, never replaced by the card
+    [stop] = slack.of("chat.stopStream")
+    assert stop.args["ts"] == ts and "word1 " not in json.dumps(stop.args["blocks"])
+    assert any(b["type"] == "context_actions" for b in stream["blocks"])   # the feedback buttons
+    assert not [c for c in slack.of("chat.update") if c.args.get("ts") == ts]
+    assert len(slack.of("chat.postMessage")) == 1 and len(slack.deleted) == 1   # the working message, gone
