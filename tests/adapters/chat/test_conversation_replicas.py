@@ -97,13 +97,15 @@ def test_a_follow_up_delivered_to_the_other_replica_is_the_next_turn_of_the_conv
     assert "oz0_stop" in json.dumps(second["blocks"])   # the conversation's Stop button under the answer
 
 
-def _writer_workflows(conn) -> list[tuple[str, str]]:
-    return [(r.status, r.executor_id) for r in conn.execute(text(
-        "select status, executor_id from dbos.workflow_status where queue_name = 'oz0-agent-writer' "
-        "and status in ('ENQUEUED', 'PENDING')"))]
+def _writer_workflows(conn, old: set[str]) -> list[tuple[str, str]]:
+    """The writer's queued or running workflows, but those of earlier asks (`old`)."""
+    rows = conn.execute(text("select workflow_uuid, status, executor_id from dbos.workflow_status "
+                             "where queue_name = 'oz0-agent-writer' and status in ('ENQUEUED', 'PENDING')"))
+    conn.rollback()
+    return [(r.status, r.executor_id) for r in rows if r.workflow_uuid not in old]
 
 
-def _held_off(a: Replica, database_url: str) -> bool:
+def _held_off(a: Replica, database_url: str, old: set[str]) -> bool:
     """Pause replica A (SIGSTOP) as soon as it has queued the job, so that B runs it; True once B
     does, False when A had taken it first (then A goes on and the ask is made again)."""
     assert a.process is not None
@@ -111,19 +113,19 @@ def _held_off(a: Replica, database_url: str) -> bool:
     try:
         with engine.connect() as conn:
             deadline = time.monotonic() + 30
-            while not _writer_workflows(conn):
+            while not _writer_workflows(conn, old):
                 assert time.monotonic() < deadline, "the job was never queued"
-                conn.rollback()
                 time.sleep(0.005)
             os.kill(a.process.pid, signal.SIGSTOP)
             try:
-                while not (running := [w for w in _writer_workflows(conn) if w[0] == "PENDING"]):
+                while not (running := [w for w in _writer_workflows(conn, old) if w[0] == "PENDING"]):
                     assert time.monotonic() < deadline, "the job was never dequeued"
-                    conn.rollback()
                     time.sleep(0.02)
                 return running == [("PENDING", "replica-b")]
             finally:
                 os.kill(a.process.pid, signal.SIGCONT)
+                old.update(r.workflow_uuid for r in conn.execute(text("select workflow_uuid from dbos.workflow_status")))
+                conn.rollback()
     finally:
         engine.dispose()
 
@@ -138,12 +140,13 @@ def test_an_answer_streamed_by_one_replica_and_finished_by_the_other_ends_as_one
                 a, b = replicas(tmp_path, slack, postgres_url, model.url)
                 try:
                     await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+                    old: set[str] = set()
                     for attempt in range(5):
                         ts = f"1700000000.00{attempt}100"
                         model.token_times.clear()
                         await post(http, a, mention_event_body("writer why did main fail?", event_id=f"Ev{attempt}",
                                                                ts=ts))
-                        crossed = await asyncio.to_thread(_held_off, a, postgres_url)
+                        crossed = await asyncio.to_thread(_held_off, a, postgres_url, old)
                         await until(lambda: any(s["thread_ts"] == ts and not s["streaming"]  # noqa: B023
                                                 for s in slack.streams.values()), what="the streamed answer ended")
                         if crossed:
