@@ -3,8 +3,9 @@ conversation turns and per-job budget rows; audit records older than `audit_days
 
 The settings are the server's (`OZ0_RETENTION_JOBS_DAYS`, default 90; `OZ0_RETENTION_AUDIT_DAYS`,
 default 365, never shorter than the jobs'). A prune deletes in batches of at most BATCH jobs (or audit
-records), one short transaction each, so a request waiting on a row waits for one batch at most: a batch
-that took longer than BATCH_MS makes the next one smaller (a loaded database gets smaller bites), and on
+records), one short transaction each, so a request waiting on a row waits for one batch at most: batches
+start at FIRST_BATCH jobs and grow while quick, a batch that took longer than BATCH_MS makes the next one
+smaller (a loaded database gets smaller bites), and on
 Postgres each batch gives up on a lock after LOCK_TIMEOUT_MS and on a statement after STATEMENT_TIMEOUT_MS
 (its range is then retried in halves, down to MIN_BATCH jobs, then left for the next prune). It pauses
 `OZ0_RETENTION_PAUSE_MS` (default 100) between two, so the requests served beside it keep their pace;
@@ -38,6 +39,7 @@ log = logging.getLogger("oz0.retention")
 
 BATCH = 1_000
 MIN_BATCH = 50
+FIRST_BATCH = 100  # a prune starts small and grows while its batches stay quick
 BATCH_MS = 50.0  # a batch's transaction should take no longer; a slower one makes the next smaller
 LOCK_TIMEOUT_MS = 200  # Postgres: a batch waits no longer on a row another transaction holds
 STATEMENT_TIMEOUT_MS = 5_000  # Postgres: nor on one of its statements
@@ -136,7 +138,7 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
     removed = dict.fromkeys(TABLES, 0)
     old = _old_jobs(now - policy.jobs_days * DAY_S)
     after: tuple[float, str] | None = None
-    size = batch
+    size = min(batch, FIRST_BATCH)
     while True:
         began = time.perf_counter()
         since = old if after is None else old & (tuple_(jobs.c.created, jobs.c.id) > tuple_(*after))
