@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, String, Table, delete, func, literal, select, text, tuple_
-from sqlalchemy.engine import Connection, Engine, Row
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from oz0.edge.errors import Oz0Error
@@ -145,8 +145,7 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
         try:
             with engine.begin() as conn:
                 _bounded(conn)
-                upto = conn.execute(select(jobs.c.created, jobs.c.id).where(since)
-                                    .order_by(jobs.c.created, jobs.c.id).offset(size - 1).limit(1)).first()
+                upto = _batch_end(conn, since, size)
                 in_batch = since if upto is None else since & (tuple_(jobs.c.created, jobs.c.id) <= tuple_(*upto))
                 gone = {table.name: conn.execute(delete(table).where(where)).rowcount
                         for table, where in _per_job(in_batch).items()}
@@ -158,7 +157,8 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
                 log.info("retention: a batch gave up waiting (%s); retrying its jobs %d at a time", _code(exc), size)
                 _pause(policy)
                 continue
-            upto = _batch_end(engine, since, size)
+            with engine.connect() as conn:
+                upto = _batch_end(conn, since, size)
             log.warning("retention: %d jobs after %s left for the next prune: their batch gave up waiting (%s)",
                         size, after, _code(exc))
             gone = {}
@@ -168,7 +168,7 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
         log.debug("retention: a batch of %d jobs (at most %d) in %.1f ms", gone.get("jobs", 0), size, took_ms)
         if upto is None:
             break
-        after = (upto.created, upto.id)
+        after = upto
         size = _next_size(size, took_ms, batch)
         _pause(policy)
     audit_cutoff = now - policy.audit_days * DAY_S
@@ -202,10 +202,11 @@ def _bounded(conn: Connection) -> None:
         conn.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
 
 
-def _batch_end(engine: Engine, since: ColumnElement[bool], size: int) -> Row[tuple[float, str]] | None:
-    with engine.connect() as conn:
-        return conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
-                            .offset(size - 1).limit(1)).first()
+def _batch_end(conn: Connection, since: ColumnElement[bool], size: int) -> tuple[float, str] | None:
+    """The (created, id) of the `size`-th job `since` matches (one row read); None when fewer match."""
+    found = conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
+                         .offset(size - 1).limit(1)).first()
+    return None if found is None else (float(found[0]), str(found[1]))
 
 
 def _code(exc: OperationalError) -> str | None:
