@@ -276,18 +276,25 @@ def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
     assert schema_drift(url) == []
 
 
-def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
+def _upgrade_with_a_job(engine, *, made_by: str, to: str) -> None:
+    """A database made by revision `made_by` holding one failed job, then upgraded to `to`."""
     from alembic import command
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), made_by)
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), to)
+
+
+def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
     from sqlalchemy import inspect, text
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0013")
-            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
-                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0016")
+        _upgrade_with_a_job(engine, made_by="0013", to="0016")
         indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("jobs")}
         assert indexes["ix_jobs_agent_created_id"] == ["agent", "created", "id"]
         assert {"ix_jobs_created_id", "ix_jobs_status_created_id", "ix_jobs_requester_created_id"} <= set(indexes)
@@ -386,13 +393,7 @@ def test_revision_0025_indexes_search_by_agent_and_status_on_a_database_made_by_
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0024")
-            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
-                              "VALUES ('j1', 'echo', 'ana', 'cli', 'hi', 'failed', 1.0, 1)"))
-        assert "ix_jobs_agent_status_created_id" not in {i["name"] for i in inspect(engine).get_indexes("jobs")}
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0025")
+        _upgrade_with_a_job(engine, made_by="0024", to="0025")
         indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("jobs")}
         assert indexes["ix_jobs_agent_status_created_id"] == ["agent", "status", "created", "id"]
         with engine.connect() as conn:
