@@ -15,16 +15,7 @@ import discord
 from discord.http import Route
 
 from oz0.adapters.chat.asking import ANSWER_ACTION, FORM
-from oz0.adapters.chat.wire import (
-    AnswerClick,
-    Ask,
-    RateLimited,
-    ShareClick,
-    StreamEnd,
-    StreamView,
-    Syntax,
-    WireRefused,
-)
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamEnd, StreamView, Syntax, WireRefused
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker

@@ -16,16 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from oz0.adapters.chat.slack_steps import StreamSteps
-from oz0.adapters.chat.wire import (
-    AnswerClick,
-    Ask,
-    RateLimited,
-    ShareClick,
-    StreamEnd,
-    StreamView,
-    Syntax,
-    WireRefused,
-)
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamEnd, StreamView, Syntax, WireRefused
 from oz0.edge import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import AccessPolicy, Asker

@@ -41,16 +41,7 @@ from oz0.adapters.chat.teams_stream import (
     refusal,
     typing_activity,
 )
-from oz0.adapters.chat.wire import (
-    AnswerClick,
-    Ask,
-    RateLimited,
-    ShareClick,
-    StreamEnd,
-    StreamView,
-    Syntax,
-    WireRefused,
-)
+from oz0.adapters.chat.wire import AnswerClick, Ask, RateLimited, ShareClick, StreamEnd, StreamView, Syntax, WireRefused
 from oz0.edge.cards.model import Attachment
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.runtime.access import Asker

@@ -20,6 +20,7 @@ from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers, thread_message_body
 from sqlalchemy import create_engine, text
 from stream_kit import KEY, KEY_ENV
+from waits import eventually
 
 WRITER = ("description: Writes an answer\nkind: model\nbase_url: {url}\nmodel: writer-1\n"
           f"api_key_env: {KEY_ENV}\ninput: text\n")
@@ -46,16 +47,6 @@ async def post(http: aiohttp.ClientSession, replica: Replica, body: str) -> None
         assert resp.status == 200, await resp.text()
 
 
-async def until(check, timeout: float = 30.0, what: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
-
-
 def ended(slack: SlackStandIn) -> list[str]:
     """The streamed messages that were ended (chat.stopStream), by ts."""
     return [ts for ts, s in slack.streams.items() if not s["streaming"]]
@@ -70,10 +61,10 @@ def test_a_follow_up_delivered_to_the_other_replica_is_the_next_turn_of_the_conv
                     await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
                     await post(http, a, mention_event_body("writer why did the nightly build fail?",
                                                            event_id="EvAsk", ts=ASK_TS))
-                    await until(lambda: len(ended(slack)) == 1, what="the first answer")
+                    await eventually(lambda: len(ended(slack)) == 1, within=30)
                     await post(http, b, thread_message_body("and yesterday's?", event_id="EvFollow",
                                                             thread_ts=ASK_TS, ts="1700000000.000200"))
-                    await until(lambda: len(ended(slack)) == 2, what="the follow-up's answer")
+                    await eventually(lambda: len(ended(slack)) == 2, within=30)
                     await asyncio.sleep(1.5)   # room for a second run or answer, which must not come
                 finally:
                     a.stop()
@@ -147,8 +138,8 @@ def test_an_answer_streamed_by_one_replica_and_finished_by_the_other_ends_as_one
                         await post(http, a, mention_event_body("writer why did main fail?", event_id=f"Ev{attempt}",
                                                                ts=ts))
                         crossed = await asyncio.to_thread(_held_off, a, postgres_url, old)
-                        await until(lambda: any(s["thread_ts"] == ts and not s["streaming"]  # noqa: B023
-                                                for s in slack.streams.values()), what="the streamed answer ended")
+                        await eventually(lambda: any(s["thread_ts"] == ts and not s["streaming"]  # noqa: B023
+                                                for s in slack.streams.values()), within=30)
                         if crossed:
                             break
                         slack.calls.clear()
