@@ -40,14 +40,13 @@ from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
 from oz0.adapters.chat.restarts import report_interrupted
 from oz0.adapters.chat.stopping import JobStopping
-from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream, safe_whole, tail_card, wait_whole
+from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream, end_stream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import (
     AnswerClick,
     Ask,
     ChatRuntime,
     ChatWire,
-    StreamEnd,
     StreamingWire,
     WireRefused,
 )
@@ -422,7 +421,7 @@ class AskFlow:
             with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
                               platform=self.wire.platform, job_id=job_id):
                 if stream:
-                    await self._end_stream(reply, rendered, card, answer, job_id)
+                    await end_stream(self, reply, card, rendered, answer, job_id)
                 else:
                     await self.wire.deliver(reply, rendered)
         except WireRefused as exc:
@@ -431,21 +430,6 @@ class AskFlow:
             fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
                                     "is in the journal.", code=f"{self.wire.platform}_refused")
             await self.wire.deliver(reply, self.draw(fallback))
-
-    async def _end_stream(self, stream: Any, rendered: Rendered, card: Card, answer: AnswerStream | None,
-                          job_id: str) -> None:
-        """A streamed message ended with `card`: its tail under the text once every piece of the text is
-        in it (appended here, or by the replica that streamed it), else the whole card in its place."""
-        assert isinstance(self.wire, StreamingWire)
-        if card.form != "text":
-            whole = False
-        elif answer is not None and answer.stream is not None:
-            whole = answer.appended
-        else:
-            whole = await wait_whole(self, job_id)
-        under = tail_card(card)
-        tail = await self.jobs.call(self.draw, under) if under is not None else None
-        await self.wire.stream_end(stream, StreamEnd(rendered, tail, safe_whole(card), whole))
 
     # -- restart --
 

@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.chat.cards import streaming_card
-from oz0.adapters.chat.wire import RateLimited, StreamingWire, StreamView
+from oz0.adapters.chat.wire import RateLimited, StreamEnd, StreamingWire, StreamView
 from oz0.adapters.chat.working import due
 from oz0.edge import Card
 from oz0.edge.model.progress import Progress
@@ -46,8 +46,8 @@ from oz0.renderers.stream_text import SafeChunks, markdown_safe, showable
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
 
-__all__ = ["EDIT_EVERY_S", "INTERRUPTED_NOTE", "MAX_STREAM_CHARS", "WHOLE_WAIT_S", "AnswerStream", "safe_whole",
-           "shown_whole", "tail_card", "wait_whole"]
+__all__ = ["EDIT_EVERY_S", "INTERRUPTED_NOTE", "MAX_STREAM_CHARS", "WHOLE_WAIT_S", "AnswerStream", "end_stream",
+           "safe_whole", "shown_whole", "tail_card", "wait_whole"]
 
 EDIT_EVERY_S = 1.0              # a message redrawn with the text so far: at most one edit a second
 INTERRUPTED_NOTE = "(interrupted; ask again)"
@@ -73,6 +73,24 @@ def safe_whole(card: Card) -> str:
 def shown_whole(ref: ReplyRef | None) -> bool:
     """Whether a journaled reply says its streamed message has all of its text."""
     return ref is not None and bool(ref.data.get(WHOLE))
+
+
+async def end_stream(flow: AskFlow, stream: Any, card: Card, rendered: Rendered, answer: AnswerStream | None,
+                     job_id: str) -> None:
+    """A job's streamed message ended with its `card` (`rendered`, as the flow drew it): the card's tail
+    under the text once every piece of the text is in it (appended here, or by the replica that
+    streamed it), else the whole card in its place."""
+    wire = flow.wire
+    assert isinstance(wire, StreamingWire)
+    if card.form != "text":
+        whole = False
+    elif answer is not None and answer.stream is not None:
+        whole = answer.appended
+    else:
+        whole = await wait_whole(flow, job_id)
+    under = tail_card(card)
+    tail = await flow.jobs.call(flow.draw, under) if under is not None else None
+    await wire.stream_end(stream, StreamEnd(rendered, tail, safe_whole(card), whole))
 
 
 async def wait_whole(flow: AskFlow, job_id: str) -> bool:
