@@ -146,6 +146,7 @@ class Engine(Leases):
         self.postgres = url.startswith("postgresql")
         self.system_url = url if self.postgres else beside_journal(url, runtime.home)
         self._queues: dict[str, int | None] = {}
+        self._direct = 0  # jobs `execute` started at once, not through their queue, running now
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
         self._progress: dict[str, ProgressSink] = {}
@@ -238,6 +239,7 @@ class Engine(Leases):
         wid = workflow_id(job)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
+        direct = False
         with self._lock:
             self._waiters.setdefault(job.id, []).append((loop, done))
             if on_progress is not None:
@@ -245,9 +247,9 @@ class Engine(Leases):
         try:
             if resume:
                 handle = await DBOS.resume_workflow_async(wid, queue_name=self.own_queue)
-            elif self.private:
-                with SetWorkflowID(wid):
-                    handle = await DBOS.start_workflow_async(self._workflow_for(job.agent), job.id)
+            elif self.private or (direct := self._start_at_once(job.agent)):
+                await asyncio.to_thread(self._start_here, wid, job)
+                handle = await DBOS.retrieve_workflow_async(wid)
             else:
                 queue = await self._queue_for(job.agent)
                 with SetWorkflowID(wid):
@@ -262,6 +264,7 @@ class Engine(Leases):
                          type(polled.exception()).__name__)
         finally:
             with self._lock:
+                self._direct -= direct
                 waiters = self._waiters.get(job.id, [])
                 if (loop, done) in waiters:
                     waiters.remove((loop, done))
@@ -400,6 +403,29 @@ class Engine(Leases):
             return job is not None and bool(self.runtime.agent(job.agent).loops)
         except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
             return False
+
+    def _start_here(self, wid: str, job: Job) -> None:
+        """The job's workflow started now in this process, on the engine's own loop (where a queue's
+        workflows run), not the caller's."""
+        with SetWorkflowID(wid):
+            DBOS.start_workflow(self._workflow_for(job.agent), job.id)
+
+    def _start_at_once(self, agent: str) -> bool:
+        """Whether `execute` starts the job's workflow at once instead of through its queue: a job (not
+        a flow) of an agent with no `limits.concurrency`, while fewer than OZ0_WORKER_CONCURRENCY jobs
+        started so are running here. Its queue would only make it wait for the queue's next poll; a
+        duplicate start of the same workflow id joins the one run (DBOS runs a workflow id once)."""
+        if self._kind(agent) in (None, "flow"):
+            return False
+        try:
+            unlimited = self.runtime.agent(agent).limits.concurrency is None
+        except UnknownAgent:
+            return False
+        with self._lock:
+            if not unlimited or self._direct >= self.worker_concurrency:
+                return False
+            self._direct += 1
+            return True
 
     def _workflow_for(self, agent: str) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
