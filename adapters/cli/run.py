@@ -257,7 +257,8 @@ def _answer(args: argparse.Namespace) -> int:
                                error_code="invalid_answer" if exc.why == "invalid" else "answer_refused") from None
         row = runtime.store.job(job.id) or {}
         if row.get("runner") != PARKED_RUNNER or row.get("status") != "running":
-            said = f"answered step {step!r} of job {job.id}; it goes on where it runs"
+            said = (f"answered step {step!r} of job {job.id}: recorded; the job resumes in the process that runs it "
+                    "(its oz0 serve, or the oz0 run still asking)")
             if args.json:
                 return emit_result("jobs answer", True, said + ".", started=started)
             print(said)
