@@ -248,7 +248,7 @@ class Engine(Leases):
             if resume:
                 handle = await DBOS.resume_workflow_async(wid, queue_name=self.own_queue)
             elif self.private or (direct := self._start_at_once(job.agent)):
-                await asyncio.to_thread(self._start_here, wid, job)
+                await self._start_here(wid, job)
                 handle = await DBOS.retrieve_workflow_async(wid)
             else:
                 queue = await self._queue_for(job.agent)
@@ -404,11 +404,20 @@ class Engine(Leases):
         except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
             return False
 
-    def _start_here(self, wid: str, job: Job) -> None:
+    async def _start_here(self, wid: str, job: Job) -> None:
         """The job's workflow started now in this process, on the engine's own loop (where a queue's
-        workflows run), not the caller's."""
-        with SetWorkflowID(wid):
-            DBOS.start_workflow(self._workflow_for(job.agent), job.id)
+        workflows run, and DBOS's stop waits for them), not the caller's."""
+        async def start() -> None:
+            with SetWorkflowID(wid):
+                await DBOS.start_workflow_async(self._workflow_for(job.agent), job.id)
+
+        from dbos._dbos import _get_dbos_instance  # DBOS's own loop has no public accessor
+
+        loop = _get_dbos_instance()._background_event_loop.target_loop()
+        if loop is None or loop is asyncio.get_running_loop():
+            await start()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(start(), loop))
 
     def _start_at_once(self, agent: str) -> bool:
         """Whether `execute` starts the job's workflow at once instead of through its queue: a job (not
