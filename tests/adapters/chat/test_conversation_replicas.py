@@ -22,8 +22,10 @@ from sqlalchemy import create_engine, text
 from stream_kit import KEY, KEY_ENV
 from waits import eventually
 
+# limited, so its jobs go through its queue and may run on either replica (an unlimited agent's job
+# starts at once on the replica that took the ask)
 WRITER = ("description: Writes an answer\nkind: model\nbase_url: {url}\nmodel: writer-1\n"
-          f"api_key_env: {KEY_ENV}\ninput: text\n")
+          f"api_key_env: {KEY_ENV}\ninput: text\n" "limits: {{concurrency: 4}}\n")
 ASK_TS = "1700000000.000100"
 FIRST = "The nightly build failed in test_login after the schema change."
 SECOND = ("Yesterday's build passed; the change landed at 02:10, so rerun with the old schema and compare. "
