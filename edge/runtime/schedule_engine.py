@@ -33,7 +33,7 @@ from oz0.edge.runtime.durable import Engine, _current, workflow_id
 from oz0.edge.runtime.plugin_store import InstalledState
 from oz0.edge.runtime.plugin_watch import PluginWatch
 from oz0.edge.runtime.schedules import ENGINE_PREFIX, channel_ref, engine_name, tick_key
-from oz0.edge.runtime.step_retries import step_options
+from oz0.edge.runtime.step_retries import retried, step_options
 
 __all__ = ["apply_schedules", "follow_installs"]
 
@@ -116,8 +116,9 @@ def follow_installs(watch: PluginWatch, engine: Engine) -> None:
     an idempotent upsert by name, so they agree."""
 
     def reapply(_state: InstalledState) -> None:
-        if engine.launched:
-            apply_schedules(engine, launched_at=None)
+        if engine.launched:   # a database fault is retried (step_retries.retried): the schedules never stay stale
+            retried("re-applying the schedules", lambda: apply_schedules(engine, launched_at=None),
+                    go_on=lambda: engine.launched)
 
     watch.watch(reapply)
 
