@@ -1,5 +1,4 @@
-"""What a chat channel may answer from memory: the installed agents and flows as last read, and the
-"working..." message drawn once per agent.
+"""What a chat channel may answer from memory: the installed agents and flows as last read.
 
 Reading the installed plugins is a database query (two, agents and flows): measured with
 bench/slack_ack.py it was most of a slash command's ack, run on the channel's loop before the ack.
@@ -14,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from oz0.adapters.chat.wire import ChatRuntime
 from oz0.edge import AgentSpec
-from oz0.renderers.rendered import Rendered
 
-__all__ = ["CATALOG_TTL_S", "MAX_DRAWN", "Catalog"]
+__all__ = ["CATALOG_TTL_S", "Catalog"]
 
 log = logging.getLogger("oz0.chat")
 
 CATALOG_TTL_S = 2.0     # how old the snapshot of installed agents may get before it is read again
-MAX_DRAWN = 512         # working messages kept drawn; past it the drawings start over
 
 
 class Catalog:
@@ -38,7 +34,6 @@ class Catalog:
         self._specs: list[AgentSpec] | None = None
         self._read_at = 0.0
         self._reading: asyncio.Task[list[AgentSpec]] | None = None
-        self._drawn: dict[str, Rendered] = {}
 
     def _read(self) -> list[AgentSpec]:
         return [*self.runtime.agents(), *self.runtime.flows()]
@@ -65,15 +60,6 @@ class Catalog:
             self._reading = asyncio.ensure_future(self._refresh())
             self._reading.add_done_callback(_retrieve)
         return specs
-
-    def working(self, agent: str, draw: Callable[[], Rendered]) -> Rendered:
-        """The working message of `agent`, drawn once (`draw`) and kept."""
-        drawn = self._drawn.get(agent)
-        if drawn is None:
-            if len(self._drawn) >= MAX_DRAWN:
-                self._drawn.clear()
-            drawn = self._drawn[agent] = draw()
-        return drawn
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -6,8 +6,8 @@ and `DiscordWire` turns the flow's calls into Discord calls. What is decided (ac
 the job, share, restart reports) is in `oz0.adapters.chat.flow`, the same for every chat channel.
 
 What is Discord's here:
-- Discord wants an answer within 3 seconds: an ask is deferred ("thinking", ephemeral) and the
-  original response edited into the card; a refusal is an ephemeral line. The delivery id is the
+- Discord wants an answer within 3 seconds: an ask is answered with the working message (ephemeral,
+  with the job's Stop) and that original response edited into the card; a refusal is an ephemeral line. The delivery id is the
   interaction id (a gateway resume replays INTERACTION_CREATE).
 - The renderer's Create Message body goes out as it is through discord.py's own HTTP client
   (`client.http.request(Route(...))`): the same rate-limit buckets, 429 handling and multipart

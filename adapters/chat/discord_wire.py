@@ -28,6 +28,7 @@ __all__ = ["ASK_MESSAGE_COMMAND", "INTERACTION_TOKEN_S", "DiscordWire", "ReplyTa
 log = logging.getLogger("oz0.discord")
 
 EPHEMERAL = 1 << 6              # a message's flag: seen by the person it answers alone
+MESSAGE = 4                      # interaction callback type: answer with a message
 MODAL = 9                        # interaction callback type: open a modal
 INTERACTION_TOKEN_S = 15 * 60    # Discord: an interaction token may be used for 15 minutes
 TOKEN_MARGIN_S = 30.0            # stop using it a little before, so a slow edit does not land after
@@ -35,9 +36,6 @@ ASK_MESSAGE_COMMAND = "Ask an agent about this"
 STREAM_EDIT_S = 1.0              # a streamed answer's message is edited at most once a second
 
 REF_VERSION = 1                  # the reply reference this wire writes (edge.model.reply_ref); it reads only this one
-
-
-EPHEMERAL = 1 << 6   # a message flag only an interaction's answer may carry
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,8 @@ class DiscordWire:
         return False   # an interaction takes one answer: a replayed one must find the journal first
 
     async def working(self, ask: Ask, rendered: Rendered) -> ReplyTarget:
-        # An interaction's "thinking..." is Discord's own working message: the card replaces it.
+        """The interaction answered with the working message itself (with the job's Stop; Discord's own
+        "thinking..." could carry no button), privately; the card replaces it."""
         if ask.reply.interaction is None:   # a message: "oz0 is typing..." until the answer is posted
             try:
                 await self.client.http.request(Route("POST", "/channels/{channel_id}/typing",
@@ -136,7 +135,10 @@ class DiscordWire:
             except discord.HTTPException as exc:
                 log.warning("could not show typing in %s: %s", ask.reply.channel_id, exc.status)
             return ask.reply
-        await ask.reply.interaction.response.defer(ephemeral=True, thinking=True)
+        callback = Route("POST", "/interactions/{interaction_id}/{interaction_token}/callback",
+                         interaction_id=ask.reply.interaction.id, interaction_token=ask.reply.token)
+        flags = int(rendered.payload.get("flags") or 0) | EPHEMERAL
+        await self._send(callback, {"type": MESSAGE, "data": {**rendered.payload, "flags": flags}})
         return ask.reply
 
     def private(self, reply: ReplyTarget) -> bool:

@@ -55,6 +55,7 @@ from oz0.edge import AgentSpec, Card, Job, tracing
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
+from oz0.edge.runtime.jobs import new_job_id
 from oz0.edge.runtime.metrics import count_channel_error
 from oz0.edge.runtime.transient import UNAVAILABLE, is_transient, unavailable_reason
 from oz0.renderers import render
@@ -287,13 +288,14 @@ class AskFlow:
             return
         ahead = await self.jobs.call(self.runtime.backlog.queued, spec.name)
         early = self.wire.working_first(ask)
-        reply = await self.wire.working(ask, self._working(ask.agent, ahead)) if early else ask.reply
+        job_id = new_job_id()   # the working message carries the job's Stop from the start, early or not
+        reply = await self.wire.working(ask, self._working(ask.agent, ahead, job_id=job_id)) if early else ask.reply
         if early:
             shown.append(reply)
         job, new = await self.jobs.call(self.runtime.submit, ask.agent, ask.text, requester=ask.requester,
                                         channel=ask.channel_name, dedupe_key=ask.delivery,
                                         reply_to=reply.to_ref(), workspace=ask.asker.workspace,
-                                        channel_id=ask.asker.channel)
+                                        channel_id=ask.asker.channel, job_id=job_id)
         await recorded()
         if not new:
             self.log.info("redelivered %s ignored: job %s already %s", ask.delivery, job.id, job.status)
@@ -315,12 +317,10 @@ class AskFlow:
                                  "posted as a new message", job.id, type(exc).__name__)
         self.tasks.spawn(self.finish(job.id, job.agent, reply), name=f"{self.wire.platform}-job-{job.id}")
 
-    def _working(self, agent: str, ahead: int = 0, *, job_id: str | None = None) -> Rendered:
-        """The working message of `agent`, drawn once per channel; with asks ahead of it in the queue,
-        its place, or with the job's Stop button (drawn each time)."""
-        if ahead or job_id:
-            return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
-        return self.catalog.working(agent, lambda: self.draw(working_card(agent)))
+    def _working(self, agent: str, ahead: int, *, job_id: str) -> Rendered:
+        """The working message of `agent` with the job's Stop button; with asks ahead of it in the
+        queue, its place."""
+        return self.draw(working_card(agent, ahead=ahead, job_id=job_id))
 
     async def _first(self, ask: Ask, recorded: _Once) -> bool:
         """Journal this delivery; False (and the platform acked, nobody answered) for a redelivery."""

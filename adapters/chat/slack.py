@@ -39,7 +39,8 @@ from oz0.adapters.chat.flow import AskFlow
 from oz0.adapters.chat.restarts import Restarts
 from oz0.adapters.chat.slack_http import Listener, SlackHttp
 from oz0.adapters.chat.slack_settings import SlackConfigError, SlackSettings, configured, web_client
-from oz0.adapters.chat.slack_wire import COMMAND, ClickReply, ReplyTarget, SlackWire
+from oz0.adapters.chat.slack_targets import ClickReply, ReplyTarget
+from oz0.adapters.chat.slack_wire import COMMAND, SlackWire
 from oz0.adapters.chat.wire import AnswerClick, Ask, ChatRuntime, ShareClick
 from oz0.edge.cards.model import FEEDBACK_ACTION
 from oz0.edge.runtime.access import AccessPolicy, Asker

@@ -102,11 +102,20 @@ class Reply:
     def from_ref(cls, ref: ReplyRef) -> Reply:
         """A journaled reference read back; ReplyRefError for another platform's or an unknown version."""
         data = ref.data_for("teams", (REF_VERSION,))
-        return cls(service_url=str(data.get("service_url", "")), conversation=str(data.get("conversation", "")),
+        conversation = str(data.get("conversation", ""))
+        return cls(service_url=str(data.get("service_url", "")), conversation=conversation,
                    activity=str(data.get("activity", "")), user=str(data.get("user", "")),
                    channel=str(data.get("channel", "")), tenant=data.get("tenant"), team=data.get("team"),
-                   kind=str(data.get("kind", "personal")), message=data.get("message"),
+                   kind=str(data.get("kind") or _kind_of(conversation)), message=data.get("message"),
                    stream=data.get("stream"))
+
+
+def _kind_of(conversation: str) -> str:
+    """The conversationType of a reference that names a conversation alone (a schedule's, which posts
+    there unasked): a personal chat's id starts `a:`, a group chat's ends `@thread.v2`, else a channel."""
+    if conversation.startswith("a:"):
+        return "personal"
+    return "groupChat" if conversation.split(";", 1)[0].endswith("@thread.v2") else "channel"
 
 
 class TeamsWire:

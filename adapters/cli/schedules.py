@@ -50,7 +50,7 @@ def _list(args: argparse.Namespace) -> int:
         result = "" if last is None else f"{last.status} (job {last.id})"
         upcoming = "" if s.status == "paused" else s.next_runs[0].strftime("%Y-%m-%d %H:%M:%S %Z")
         rows.append((s.spec.name, s.spec.agent, f"{s.spec.cron} {s.spec.timezone}", s.status, upcoming, result,
-                     ", ".join(f"{p} {c}" for p, c in s.spec.post_to)))
+                     ", ".join(f"{p.platform} {p.where}" for p in s.spec.post_to)))
     card = Card(form="table", title="Schedules", rows=tuple(rows),
                 columns=("name", "agent", "cron", "status", "next run", "last result", "posts to"))
     print(render_payload(card, "text").rstrip("\n"))

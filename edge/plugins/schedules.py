@@ -7,7 +7,8 @@ channel.
     timezone: Europe/Lisbon      # IANA; default UTC
     agent: standup               # or flow: NAME
     input: {team: core}          # checked against the agent's input contract (text for a text agent)
-    slack: {channel: C0123ABCD}  # where the result goes; discord: {channel: "1234..."} too
+    slack: {channel: C0123ABCD}  # where the result goes; discord: {channel: "1234..."} and
+                                 # teams: {conversation: "19:...@thread.tacv2", service_url: ...} too
     catch_up: true               # a tick missed while every replica was down runs once at start
 
 Why a file per schedule and not a key of plugin.yaml: a schedule names its agent, its input and
@@ -29,14 +30,64 @@ from croniter import croniter  # type: ignore[import-untyped]  # ships no stubs
 
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, read_yaml
 
-__all__ = ["CHANNEL_KEYS", "ScheduleSpec", "lint_schedule", "load_schedules", "schedule_files"]
+__all__ = ["CHANNEL_KEYS", "DESTINATIONS", "Place", "Post", "ScheduleSpec", "lint_schedule", "load_schedules",
+           "schedule_files"]
 
-CHANNEL_KEYS = ("slack", "discord")  # Teams posts need its conversation's serviceUrl: not from a channel id
-KEYS = ("description", "cron", "timezone", "agent", "flow", "input", *CHANNEL_KEYS, "catch_up")
 MAX_INPUT_CHARS = 20_000   # a schedule's input, as the job journals it (JSON or text)
-_CHANNEL_RE = {"slack": re.compile(r"^[CGD][A-Z0-9]{2,30}$"), "discord": re.compile(r"^[0-9]{15,25}$")}
-_CHANNEL_HINT = {"slack": "a Slack channel id such as C0123ABCD (channel details, at the bottom)",
-                 "discord": "a Discord channel id: digits (Developer Mode, Copy Channel ID)"}
+TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/teams/"   # the connector's global endpoint (the Teams SDK's default)
+# A Teams post sends the bot's token to its service URL: only the Bot Framework connector's hosts (public,
+# GCC, GCC High, DoD), or loopback (a stand-in), never a host a plugin names.
+_SERVICE_URL_RE = re.compile(
+    r"^(?:https://(?:smba\.trafficmanager\.net|[a-z0-9-]+\.botframework\.com|smba\.infra\.gcc\.teams\.microsoft\.com"
+    r"|smba\.infra\.(?:gov|dod)\.teams\.microsoft\.us)|https?://(?:127\.0\.0\.1|localhost)(?::[0-9]{1,5})?)"
+    r"(?:/[A-Za-z0-9_.~-]*)*/?$")
+
+
+@dataclass(frozen=True)
+class Place:
+    """One key of a destination's mapping: what it must look like, what it is (said when it does not),
+    and its default (None: required)."""
+
+    key: str
+    pattern: re.Pattern[str]
+    what: str
+    default: str | None = None
+
+
+# Where a schedule may post: one line per platform, its key in the file and the keys of its mapping
+# (the first names the place; together they are the reply reference the platform's wire reads).
+DESTINATIONS: dict[str, tuple[Place, ...]] = {
+    "slack": (Place("channel", re.compile(r"^[CGD][A-Z0-9]{2,30}$"),
+                    "a Slack channel id such as C0123ABCD (channel details, at the bottom)"),),
+    "discord": (Place("channel", re.compile(r"^[0-9]{15,25}$"),
+                      "a Discord channel id: digits (Developer Mode, Copy Channel ID)"),),
+    "teams": (Place("conversation", re.compile(r"^(?:19:|a:)[A-Za-z0-9_.@:;=-]{1,400}$"),
+                    "a Teams conversation id such as 19:...@thread.tacv2 (the conversation.id of an activity "
+                    "from there, or the channel link's id, URL-decoded)"),
+              Place("service_url", _SERVICE_URL_RE,
+                    f"the Bot Framework connector's service URL of the tenant, such as {TEAMS_SERVICE_URL} (the "
+                    "serviceUrl of an activity from there; the bot's token is sent there, so only the "
+                    "connector's hosts)", default=TEAMS_SERVICE_URL)),
+}
+CHANNEL_KEYS = tuple(DESTINATIONS)
+KEYS = ("description", "cron", "timezone", "agent", "flow", "input", *CHANNEL_KEYS, "catch_up")
+
+
+@dataclass(frozen=True)
+class Post:
+    """One place a schedule posts its result: a platform, and its destination's keys and values (defaults
+    filled in), as the platform's reply reference names it."""
+
+    platform: str
+    place: tuple[tuple[str, str], ...]
+
+    @property
+    def where(self) -> str:
+        """The place's first key's value: the channel or conversation id."""
+        return self.place[0][1]
+
+    def to_dict(self) -> dict[str, str]:
+        return {"platform": self.platform, **dict(self.place)}
 
 Add = Callable[[str, str, str], None]   # (JSON path, message, how to mend)
 
@@ -52,7 +103,7 @@ class ScheduleSpec:
     timezone: str
     agent: str                     # the agent or flow it runs
     input: Any                     # text, or JSON data
-    post_to: tuple[tuple[str, str], ...]   # (platform, channel id)
+    post_to: tuple[Post, ...]      # in the order the file names them: the first is the job's own reply
     catch_up: bool
     description: str = ""
 
@@ -118,24 +169,36 @@ def lint_schedule(data: Any, add: Add, *, input_check: Callable[[Any], list[tupl
                 add("$.input" + path.removeprefix("$"), message, f"give an input that {name}'s input contract takes")
     if "input" in data and _too_long(data["input"]):
         add("$.input", f"the input is over {MAX_INPUT_CHARS:,} characters", "keep a schedule's input short")
-    posted = 0
-    for key in CHANNEL_KEYS:
-        if key not in data:
-            continue
-        where = data[key]
-        channel = where.get("channel") if isinstance(where, dict) else None
-        if not isinstance(where, dict) or set(where) != {"channel"}:
-            add(f"$.{key}", f"{key}: is a mapping with one key, channel", f"{key}: {{channel: ...}}")
-        elif not isinstance(channel, str) or not _CHANNEL_RE[key].match(channel):
-            add(f"$.{key}.channel", f"{channel!r} is not {_CHANNEL_HINT[key]}", "quote it as text")
-        else:
-            posted += 1
-    if posted == 0 and not any(k in data for k in CHANNEL_KEYS):
-        add("$", "the schedule posts nowhere", "add slack: {channel: C...} or discord: {channel: ...}")
+    for key, places in DESTINATIONS.items():
+        if key in data:
+            _lint_destination(key, places, data[key], add)
+    if not any(k in data for k in CHANNEL_KEYS):
+        add("$", "the schedule posts nowhere", "add " + " or ".join(
+            f"{k}: {{{', '.join(f'{p.key}: ...' for p in places if p.default is None)}}}"
+            for k, places in DESTINATIONS.items()))
     if "catch_up" in data and not isinstance(data["catch_up"], bool):
         add("$.catch_up", f"catch_up is true or false, not {data['catch_up']!r}", "catch_up: true")
     if "description" in data and not isinstance(data["description"], str):
         add("$.description", "description is text", "describe the schedule in one line")
+
+
+def _lint_destination(key: str, places: tuple[Place, ...], where: Any, add: Add) -> None:
+    keys = {p.key for p in places}
+    needed = [p.key for p in places if p.default is None]
+    shape = f"{key}: {{{', '.join(f'{k}: ...' for k in needed)}}}"
+    if not isinstance(where, dict) or not set(needed) <= set(where) or not set(where) <= keys:
+        optional = sorted(keys - set(needed))
+        add(f"$.{key}", f"{key}: is a mapping with {'one key' if len(needed) == 1 else 'the keys'} {', '.join(needed)}"
+            + (f" (and optionally {', '.join(optional)})" if optional else ""), shape)
+        return
+    for place in places:
+        value = where.get(place.key, place.default)
+        if not isinstance(value, str) or not place.pattern.match(value):
+            add(f"$.{key}.{place.key}", f"{value!r} is not {place.what}", "quote it as text")
+
+
+def _post(key: str, where: Mapping[str, Any]) -> Post:
+    return Post(key, tuple((p.key, str(where.get(p.key, p.default))) for p in DESTINATIONS[key]))
 
 
 def _too_long(value: Any) -> bool:
@@ -168,5 +231,5 @@ def _spec(file: Path, plugin: str, data: Mapping[str, Any]) -> ScheduleSpec:
     return ScheduleSpec(
         name=file.stem, plugin=plugin, file=f"schedules/{file.name}", cron=" ".join(str(data["cron"]).split()),
         timezone=str(data.get("timezone", "UTC")), agent=str(data.get("agent") or data.get("flow")),
-        input=data.get("input", ""), post_to=tuple((k, str(data[k]["channel"])) for k in CHANNEL_KEYS if k in data),
+        input=data.get("input", ""), post_to=tuple(_post(k, data[k]) for k in data if k in DESTINATIONS),
         catch_up=bool(data.get("catch_up", False)), description=str(data.get("description", "")))

@@ -32,7 +32,7 @@ from oz0.edge.runtime.job_traces import ask_trace
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.store import Store
 
-__all__ = ["LIMIT_EXCEEDED", "MAX_HELD_INPUTS", "MAX_REASON_CHARS", "Jobs"]
+__all__ = ["LIMIT_EXCEEDED", "MAX_HELD_INPUTS", "MAX_REASON_CHARS", "Jobs", "new_job_id"]
 
 LIMIT_EXCEEDED = "LimitExceeded"
 MAX_REASON_CHARS = 2000
@@ -41,6 +41,11 @@ MAX_HELD_INPUTS = 1000  # inputs checked at submit held for their run (a job not
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def new_job_id() -> str:
+    """A job's id: 12 hex digits of a random UUID."""
+    return uuid.uuid4().hex[:12]
 
 
 class Jobs:
@@ -59,9 +64,11 @@ class Jobs:
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
                channel_id: str | None = None, parent_id: str | None = None,
-               checked: Checked | None = None) -> tuple[Job, bool]:
+               checked: Checked | None = None, job_id: str | None = None) -> tuple[Job, bool]:
         """Journal a queued job. With a dedupe key already seen: (that job, False); it never runs twice.
-        `checked`: its input as the way in checked it (edge.runtime.input_check), so it is not checked again."""
+        `checked`: its input as the way in checked it (edge.runtime.input_check), so it is not checked again.
+        `job_id`: the id `new_job_id` gave before (a working message shown before the journal, with the
+        job's Stop button), else a new one."""
         plugin = version = contract = contract_version = None
         try:
             spec, found = self.catalog.lookup(agent)
@@ -71,7 +78,7 @@ class Jobs:
             pass  # journaled anyway; its run ends it with UnknownAgent
         parent = self.store.job(parent_id) if parent_id is not None else None
         row = {
-            "id": uuid.uuid4().hex[:12], "agent": agent, "plugin": plugin, "plugin_version": version,
+            "id": job_id or new_job_id(), "agent": agent, "plugin": plugin, "plugin_version": version,
             "requester": requester, "channel": channel, "input": text, "status": "queued", "output": None,
             "failure_kind": None, "failure_reason": None, "created": time.time(), "started": None, "ended": None,
             "attempts": 0, "dedupe_key": dedupe_key, "reply_to": reply_to.to_json() if reply_to else None,

@@ -237,11 +237,11 @@ class Runtime:
     def submit(self, agent: str, text: str, *, requester: str = "cli", channel: str = "cli",
                dedupe_key: str | None = None, reply_to: ReplyRef | None = None, workspace: str | None = None,
                channel_id: str | None = None, parent_id: str | None = None,
-               checked: Checked | None = None) -> tuple[Job, bool]:
+               checked: Checked | None = None, job_id: str | None = None) -> tuple[Job, bool]:
         """Journal a queued job (Jobs.submit): with a dedupe key already seen, (that job, False)."""
         return self.journal.submit(agent, text, requester=requester, channel=channel, dedupe_key=dedupe_key,
                                    reply_to=reply_to, workspace=workspace, channel_id=channel_id,
-                                   parent_id=parent_id, checked=checked)
+                                   parent_id=parent_id, checked=checked, job_id=job_id)
 
     def set_reply_to(self, job_id: str, reply_to: ReplyRef) -> None:
         self.journal.set_reply_to(job_id, reply_to)

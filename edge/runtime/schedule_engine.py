@@ -28,12 +28,12 @@ from zoneinfo import ZoneInfo
 from croniter import croniter  # type: ignore[import-untyped]  # ships no stubs
 from dbos import DBOS, SetWorkflowID
 
-from oz0.edge.plugins.schedules import ScheduleSpec
+from oz0.edge.plugins.schedules import Post, ScheduleSpec
 from oz0.edge.runtime.durable import Engine, _current, workflow_id
 from oz0.edge.runtime.plugin_store import InstalledState
 from oz0.edge.runtime.plugin_watch import PluginWatch
 from oz0.edge.runtime.schedules import ENGINE_PREFIX, channel_ref, engine_name, tick_key
-from oz0.edge.runtime.step_retries import step_options
+from oz0.edge.runtime.step_retries import retried, step_options
 
 __all__ = ["apply_schedules", "follow_installs"]
 
@@ -66,24 +66,27 @@ def _submit(engine: Engine, name: str, tick: str) -> dict[str, Any] | None:
     if spec is None:
         log.warning("schedule %s fired at %s but is no longer installed; nothing runs", name, tick)
         return None
-    first, *rest = spec.post_to or (("", ""),)
+    first, *rest = spec.post_to or (None,)
     job, created = runtime.submit(spec.agent, spec.input_text(), requester=f"schedule:{name}", channel="schedule",
                                   dedupe_key=tick_key(name, tick),
-                                  reply_to=channel_ref(*first) if first[0] else None,
-                                  channel_id=first[1] or None)
+                                  reply_to=channel_ref(first) if first else None,
+                                  channel_id=first.where if first else None)
     if created:
         log.info("schedule %s: tick %s is job %s (%s)", name, tick, job.id, spec.agent)
-    return {"id": job.id, "also": [list(p) for p in rest]}
+    return {"id": job.id, "also": [[p.platform, dict(p.place)] for p in rest]}
 
 
-async def _post_copy(engine: Engine, job_id: str, platform: str, channel: str) -> bool:
-    """The tick's card in a further channel of the schedule, by that platform's delivery."""
+async def _post_copy(engine: Engine, job_id: str, platform: str, place: str | dict[str, str]) -> bool:
+    """The tick's card in a further place of the schedule, by that platform's delivery. `place` is the
+    destination's keys (edge.plugins.schedules.DESTINATIONS), or a channel id alone (a tick journaled
+    before there were other keys)."""
+    post = Post(platform, tuple(place.items()) if isinstance(place, dict) else (("channel", place),))
     job = engine.runtime.job(job_id)
     deliver = engine.runtime.deliverer(platform)
     if job is None or deliver is None:
-        log.warning("schedule job %s: no %s channel here to post its card to %s", job_id, platform, channel)
+        log.warning("schedule job %s: no %s channel here to post its card to %s", job_id, platform, post.where)
         return False
-    await deliver(replace(job, reply_to=channel_ref(platform, channel), channel_id=channel))
+    await deliver(replace(job, reply_to=channel_ref(post), channel_id=post.where))
     return True
 
 
@@ -116,8 +119,9 @@ def follow_installs(watch: PluginWatch, engine: Engine) -> None:
     an idempotent upsert by name, so they agree."""
 
     def reapply(_state: InstalledState) -> None:
-        if engine.launched:
-            apply_schedules(engine, launched_at=None)
+        if engine.launched:   # a database fault is retried (step_retries.retried): the schedules never stay stale
+            retried("re-applying the schedules", lambda: apply_schedules(engine, launched_at=None),
+                    go_on=lambda: engine.launched)
 
     watch.watch(reapply)
 

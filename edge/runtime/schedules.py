@@ -26,7 +26,7 @@ from oz0.edge.errors import Oz0Error
 from oz0.edge.model.job import Job
 from oz0.edge.model.reply_ref import ReplyRef
 from oz0.edge.plugins.declared import PluginError
-from oz0.edge.plugins.schedules import ScheduleSpec, load_schedules
+from oz0.edge.plugins.schedules import Post, ScheduleSpec, load_schedules
 from oz0.edge.runtime.engine_settings import system_database_url
 from oz0.edge.runtime.store import jobs
 
@@ -62,10 +62,11 @@ def tick_key(name: str, tick: str) -> str:
     return f"schedule:{name}:{tick}"
 
 
-def channel_ref(platform: str, channel: str) -> ReplyRef:
-    """Where a schedule's result goes: a new message in `channel`, as each channel's wire reads a
-    reference that names a channel alone (no message, thread or interaction)."""
-    return ReplyRef.written(platform, REF_VERSION, {"channel": channel})
+def channel_ref(post: Post) -> ReplyRef:
+    """Where a schedule's result goes: a new message in the place `post` names (a channel, or a Teams
+    conversation at its service URL), as each channel's wire reads a reference that names a place alone
+    (no message, thread or interaction)."""
+    return ReplyRef.written(post.platform, REF_VERSION, dict(post.place))
 
 
 class SchedulesRuntime(Protocol):
@@ -94,7 +95,7 @@ class ScheduleState:
         spec, last = self.spec, self.last_job
         return {"name": spec.name, "plugin": spec.plugin, "file": spec.file, "cron": spec.cron,
                 "timezone": spec.timezone, "agent": spec.agent, "catch_up": spec.catch_up,
-                "post_to": [{"platform": p, "channel": c} for p, c in spec.post_to],
+                "post_to": [p.to_dict() for p in spec.post_to],
                 "description": spec.description, "status": self.status,
                 "next_runs": [t.isoformat() for t in self.next_runs] if self.status != "paused" else [],
                 "last_fired": self.last_fired,

@@ -12,16 +12,20 @@ Kept apart from edge.runtime.durable, which imports DBOS, so the tool loop's ste
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from oz0.edge.runtime.transient import is_transient
 
 if TYPE_CHECKING:
     from dbos import StepOptions
 
-__all__ = ["STEP_RETRIES", "step_options"]
+__all__ = ["STEP_RETRIES", "retried", "step_options"]
 
 log = logging.getLogger("oz0.engine")
+
+T = TypeVar("T")
 
 
 def _transient_step(error: BaseException) -> bool:
@@ -43,3 +47,26 @@ def step_options(name: str) -> StepOptions:
     """A job step's options: its name, retried as STEP_RETRIES says."""
     options: StepOptions = {**STEP_RETRIES, "name": name}
     return options
+
+
+def retried(what: str, call: Callable[[], T], *, go_on: Callable[[], bool] = lambda: True,
+            sleep: Callable[[float], None] = time.sleep) -> T | None:
+    """`call()` outside a workflow (a schedule re-apply on the plugin watch's thread), retried through a
+    database fault as a job's steps are (STEP_RETRIES: the same waits, the same number of attempts):
+    a fault delays it, never leaves it undone until something else happens. Any other error, and the
+    fault of the last attempt, is raised. None when `go_on()` turns False while it waits (the engine
+    stopped)."""
+    wait, attempts = STEP_RETRIES["interval_seconds"], STEP_RETRIES["max_attempts"]
+    for attempt in range(1, attempts):
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning("%s met a database fault (%s); tried again in %.1f s (attempt %d of %d)", what,
+                        type(exc).__name__, wait, attempt + 1, attempts)
+        sleep(wait)
+        if not go_on():
+            return None
+        wait *= STEP_RETRIES["backoff_rate"]
+    return call()   # the last attempt: its fault is raised

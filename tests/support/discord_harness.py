@@ -20,7 +20,8 @@ from oz0.adapters.chat import discord as discord_client
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["CHANNEL", "GUILD", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts"]
+__all__ = ["CHANNEL", "GUILD", "ROLE", "Harness", "buttons", "install_test_plugin", "running_channel", "texts",
+           "working_stop"]
 
 GUILD = snowflake()
 CHANNEL = snowflake()
@@ -168,3 +169,19 @@ def texts(components: list[dict[str, Any]]) -> str:
             out.append(node["content"])
         stack[0:0] = node.get("components") or []
     return "\n".join(out)
+
+
+MESSAGE_WITH_SOURCE = 4
+EPHEMERAL = 1 << 6
+
+
+def working_stop(callback: Recorded, agent: str) -> dict[str, Any]:
+    """The interaction's own answer, at once: the working message of `agent`, private to the asker, with
+    its job's Stop button (never Discord's bare "thinking...", which could carry no button). Its Stop."""
+    assert callback.body["type"] == MESSAGE_WITH_SOURCE, callback.body
+    data = callback.body["data"]
+    assert data["flags"] & EPHEMERAL, data
+    assert f"Working on {agent}" in texts(data["components"]) or f"Queued for {agent}" in texts(data["components"])
+    [stop] = buttons(data["components"])
+    assert stop["label"] == "Stop" and stop["custom_id"].startswith("oz0_cancel:"), stop
+    return stop

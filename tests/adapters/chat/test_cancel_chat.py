@@ -1,5 +1,5 @@
-"""The Stop button on Discord's working message (the Discord stand-in, a real discord.py client): only
-the asker may stop the job; the command's processes end and the working message becomes the card
+"""The Stop button on Discord's working message (the Discord stand-in, a real discord.py client): the
+interaction's first answer carries it; only the asker may stop the job; the command's processes end and the working message becomes the card
 "stopped by Ana Lima", once."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from cancel_kit import install_sleeper, started, wait_gone
-from discord_harness import buttons, install_test_plugin, running_channel, texts
+from discord_harness import install_test_plugin, running_channel, texts, working_stop
 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.runtime.runner import Runtime
@@ -32,12 +32,10 @@ def test_the_discord_stop_button_stops_the_askers_job_and_refuses_anyone_else(tm
     async def scenario() -> None:
         async with running_channel(home, runtime=runtime) as h:
             ask = await h.send(h.standin.slash("ask", {"agent": "sleeper", "input": "zzz"}, **h.where()))
+            working = (await h.callback(ask)).body["data"]   # the interaction's own answer, at once
+            stop = working_stop(await h.callback(ask), "sleeper")
             sleeper = await asyncio.to_thread(started, tmp_path / "pids.jsonl")
-            working = (await h.edit(ask)).body  # its first progress: Discord's own "thinking…" until then
-            assert "Working on sleeper" in texts(working["components"])
-            assert "sleeping until stopped" in texts(working["components"])
-            [stop] = buttons(working["components"])
-            assert stop["custom_id"] == f"oz0_cancel:{sleeper['job']}" and stop["label"] == "Stop"
+            assert stop["custom_id"] == f"oz0_cancel:{sleeper['job']}"
             message = h.standin.message_from(working, channel_id=h.where()["channel_id"])
 
             stranger = await h.send(_component(h, stop["custom_id"], message, user_id="666"))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts
+from discord_harness import CHANNEL, GUILD, ROLE, TOKEN, running_channel, texts, working_stop
 from discord_standin import DiscordStandIn, snowflake
 
 from oz0.adapters.chat import discord as discord_client
@@ -66,7 +66,7 @@ def assert_within_discord_limits(body: dict[str, Any]) -> None:
     assert sum(len(t.encode("utf-16-le")) // 2 for t in displays) <= 4000
 
 
-def test_ask_defers_at_once_then_edits_the_original_response_into_the_card(home):
+def test_ask_answers_at_once_with_the_working_message_then_edits_it_into_the_card(home):
     async def scenario():
         async with running_channel(home) as h:
             sync = h.standin.calls("PUT", f"/guilds/{GUILD}/commands")
@@ -81,16 +81,17 @@ def test_ask_defers_at_once_then_edits_the_original_response_into_the_card(home)
             started = time.monotonic()
             ask = await h.send(h.standin.slash("ask", {"agent": "deploys", "input": '{"service": "api", "rows": 2}'},
                                                **h.where()))
-            defer = await h.callback(ask)
+            working = await h.callback(ask)
             assert time.monotonic() - started < 3
-            assert defer.body == {"type": DEFERRED_WITH_SOURCE, "data": {"flags": EPHEMERAL}}
+            stop = working_stop(working, "deploys")
+            job = h.runtime.jobs(limit=1)[0]
+            assert stop["custom_id"] == f"oz0_cancel:{job.id}"
             edit = await h.edit(ask)
             assert_within_discord_limits(edit.body)
             shown = texts(edit.body["components"])
             assert "deploys" in shown and "api" in shown
             share = buttons(edit.body["components"])
             assert [b["label"] for b in share] == ["Share in channel"]
-            job = h.runtime.jobs(limit=1)[0]
             assert sorted(b["custom_id"] for b in buttons(edit.body["components"], feedback=True)
                           if b not in share) == [f"oz0_feedback:bad:{job.id}", f"oz0_feedback:good:{job.id}"]
             assert share[0]["custom_id"].startswith(discord_client.SHARE_PREFIX)
@@ -155,7 +156,7 @@ def test_a_denied_ask_gets_an_ephemeral_explanation_and_an_audit_record(home):
 
             allowed = await h.send(h.standin.slash("ask", {"agent": "ops-restart", "input": "api"},
                                                    **h.where(roles=(ROLE,))))
-            assert (await h.callback(allowed)).body["type"] == DEFERRED_WITH_SOURCE
+            working_stop(await h.callback(allowed), "ops-restart")
             assert "echo: api" in texts((await h.edit(allowed)).body["components"])
     run(scenario())
 
@@ -264,7 +265,7 @@ def test_the_message_command_asks_about_the_message_text_through_a_modal(home):
                 {"type": 18, "component": {"type": 4, "custom_id": discord_client.INPUT_FIELD,
                                            "value": "why is api slow?"}},
             ]}, **h.where()))
-            assert (await h.callback(submit)).body == {"type": DEFERRED_WITH_SOURCE, "data": {"flags": EPHEMERAL}}
+            working_stop(await h.callback(submit), "echo")
             edit = await h.edit(submit)
             assert_within_discord_limits(edit.body)
             assert "echo: why is api slow?" in texts(edit.body["components"])

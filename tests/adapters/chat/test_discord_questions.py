@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 from ask_plugin import install_ask_plugin
-from discord_harness import CHANNEL, buttons, running_channel, texts
+from discord_harness import CHANNEL, buttons, running_channel, texts, working_stop
 
 from oz0.adapters.chat import discord as discord_client
 
-DEFERRED_WITH_SOURCE = 5
 DEFERRED_UPDATE = 6
 MODAL = 9
 EPHEMERAL = 1 << 6
@@ -38,7 +37,7 @@ def channel(home: Path):
 async def asked(h: Any, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """/ask approve TEXT: the ask's interaction and the question's follow-up body."""
     ask = await h.send(h.standin.slash("ask", {"agent": "approve", "input": text}, **h.where()))
-    assert (await h.callback(ask)).body == {"type": DEFERRED_WITH_SOURCE, "data": {"flags": EPHEMERAL}}
+    working_stop(await h.callback(ask), "approve")
     followup = f"/webhooks/{h.standin.app_id}/{ask['token']}"
     [posted] = await h.standin.wait_for(lambda r: r.method == "POST" and r.path == followup)
     return ask, posted.body

@@ -422,7 +422,7 @@ def test_a_run_from_the_api_or_the_console_checks_its_input_once(tmp_path, monke
             assert bad.status_code == 422 and bad.json()["details"]["path"] == "$.environment"
             assert calls == ["deploys", "deploys"] and len(runtime.jobs()) == 1  # refused before it is journaled
 
-    monkeypatch.setattr("oz0.adapters.console.api.edge_check_input", counted)
+    monkeypatch.setattr("oz0.adapters.console.input_refusal.edge_check_input", counted)
     monkeypatch.setattr("oz0.edge.runtime.jobs.check_input", counted)
     asyncio.run(scenario())
     runtime.close()
