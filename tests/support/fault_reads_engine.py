@@ -6,7 +6,7 @@ cards posted and the workflow's steps printed as JSON.
     python fault_reads_engine.py flow-job      the flow `release`: the first FAULTS reads of its job's row
                                                once it runs (after its start step claimed it)
     python fault_reads_engine.py flow-catalog  the flow `release`: the first FAULTS reads of the installed
-                                               plugins once it runs
+                                               plugins once its start step has read its flow
     python fault_reads_engine.py loop          the tool loop `triage`: the first FAULTS reads of its job's row
                                                by its workflow (the caller's read before it passes)
     python fault_reads_engine.py tick          the schedule `pulse` (fired once): the first FAULTS reads of
@@ -77,7 +77,7 @@ class LockedReads:
 
 async def main(mode: str) -> None:
     runtime = Runtime(flow_engine=FLOW_ENGINE)
-    locked = {"flow-job": LockedReads(JOB_ROW, "running"), "flow-catalog": LockedReads(CATALOG, "running"),
+    locked = {"flow-job": LockedReads(JOB_ROW, "running"), "flow-catalog": LockedReads(CATALOG, "running", skip=1),
               "loop": LockedReads(JOB_ROW, "submit", skip=1), "tick": LockedReads(JOB_ROW, "tick")}[mode]
     posted: list[str] = []
 
