@@ -3,10 +3,9 @@ OZ0_HOME (SQLite), one job run while its journal refuses some of its *reads* the
 failing database does ("database is locked", raised at the SQLite layer), then the ended job, the
 cards posted and the workflow's steps printed as JSON.
 
-    python fault_reads_engine.py flow-job      the flow `release`: the first FAULTS reads of its job's row
-                                               once it runs (after its start step claimed it)
-    python fault_reads_engine.py flow-catalog  the flow `release`: the first FAULTS reads of the installed
-                                               plugins once its start step has read its flow
+    python fault_reads_engine.py flow          the flow `release`: the first FAULTS reads of its job's row once
+                                               it runs (its start step claimed it), and as many reads of the
+                                               installed plugins once its start step has read its flow
     python fault_reads_engine.py loop          the tool loop `triage`: the first FAULTS reads of its job's row
                                                by its workflow (the caller's read before it passes)
     python fault_reads_engine.py tick          the schedule `pulse` (fired once): the first FAULTS reads of
@@ -77,15 +76,17 @@ class LockedReads:
 
 async def main(mode: str) -> None:
     runtime = Runtime(flow_engine=FLOW_ENGINE)
-    locked = {"flow-job": LockedReads(JOB_ROW, "running"), "flow-catalog": LockedReads(CATALOG, "running", skip=1),
-              "loop": LockedReads(JOB_ROW, "submit", skip=1), "tick": LockedReads(JOB_ROW, "tick")}[mode]
+    locked = {"flow": LockedReads(JOB_ROW, "running"), "loop": LockedReads(JOB_ROW, "submit", skip=1),
+              "tick": LockedReads(JOB_ROW, "tick")}[mode]
+    also = [LockedReads(CATALOG, "running", skip=1)] if mode == "flow" else []
     posted: list[str] = []
 
     async def post(job: Job) -> None:
         posted.append(job.id)
 
     runtime.deliver_with("slack", post)
-    event.listen(runtime.store.engine, "before_cursor_execute", locked)
+    for each in (locked, *also):
+        event.listen(runtime.store.engine, "before_cursor_execute", each)
     await asyncio.to_thread(runtime.launch_engine)
     error = None
     try:
@@ -95,7 +96,8 @@ async def main(mode: str) -> None:
             agent, text = ("triage", "why did main fail?") if mode == "loop" else (
                 "release", '{"repo": "acme/api", "pr": 42}')
             job, _ = runtime.submit(agent, text, requester="cli:ana", reply_to=channel_ref("slack", "C0TEAM"))
-            locked.job_id = job.id
+            for each in (locked, *also):
+                each.job_id = job.id
             locked.armed = mode == "loop"
             try:
                 await asyncio.wait_for(runtime.execute(job.id), timeout=60)
@@ -108,7 +110,7 @@ async def main(mode: str) -> None:
         status = await DBOS.get_workflow_status_async(workflow_id(ended))
         steps = await DBOS.list_workflow_steps_async(workflow_id(ended), load_output=False)
         print(json.dumps({"status": ended.status, "output": ended.output, "reason": ended.failure_reason,
-                          "refused": locked.refused, "error": error, "posted": [p == job.id for p in posted],
+                          "refused": sorted(locked.refused + [r for a in also for r in a.refused]), "error": error, "posted": [p == job.id for p in posted],
                           "workflow": status.status if status is not None else None,
                           "steps": [s["function_name"] for s in steps]}), flush=True)
     finally:
