@@ -1,35 +1,23 @@
 """A database fault at a read a job's workflow makes to decide its way (is the job a tool loop, where
 does a tick's job run) loses nothing: those reads are inside checkpointed steps retried under the one
 rule of a job's steps (edge.runtime.step_retries), never between steps, where the fault would end the
-workflow ERROR, the job stuck `running` and no card posted. Real processes, real DBOS, a real SQLite
+workflow ERROR, the job left `queued` or `running` and no card posted. Real processes, real DBOS, a real SQLite
 journal whose reads are refused at the SQLite layer ("database is locked"), a real MCP server and the
 stand-in model on loopback for the loop."""
 
 from __future__ import annotations
 
-import os
-
 from engine_script import run_script
-from loop_kit import loop_plugin
-from model_standins import ModelStandin, Turn
 from paths import SUPPORT
 from replica_harness import install_replica_plugin
 from test_faults_steps import _env as reads_env
+from test_faults_steps import _run_loop as run_loop
 
 SCRIPT = SUPPORT / "fault_reads_engine.py"
 
 
 def test_a_tool_loop_whose_first_reads_meet_a_locked_database_still_runs_as_durable_steps(tmp_path):
-    calls = tmp_path / "calls.txt"
-    script = [Turn(calls=(("ci_log", {"run_id": 4411}),)), Turn(text='{"verdict": "flaky", "run_id": 4411}')]
-    env = reads_env(tmp_path / "home", OZ0_TEST_CALLS=str(calls), OZ0_TEST_MODEL_KEY="sk-test-faults-0123456789")
-    with ModelStandin(script) as model:
-        os.environ["OZ0_TEST_CALLS"] = str(calls)
-        try:
-            loop_plugin(tmp_path / "p", tmp_path / "home", model.url).close()
-        finally:
-            del os.environ["OZ0_TEST_CALLS"]
-        ended = run_script(SCRIPT, "loop", env=env, timeout_s=120)
+    ended, calls, model = run_loop(tmp_path, "loop", SCRIPT)
     assert ended["refused"] == ["job", "job"], ended
     assert (ended["error"], ended["workflow"]) == (None, "SUCCESS"), ended
     assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
