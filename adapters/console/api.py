@@ -13,62 +13,42 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from oz0.adapters.console import answers, cancel_api
-from oz0.edge import ChatRuntime, ConsoleRuntime, Violation
+from oz0.adapters.console import answers, cancel_api, follow_ups
+from oz0.adapters.console.api_replies import (
+    API_PREFIX,
+    ASYNC_HTTP,
+    FAILED_JOB_HTTP,
+    INVALID_INPUT_HTTP,
+    MAX_BODY_BYTES,
+    failure,
+    invalid,
+    read_body,
+    requester,
+    too_large,
+)
+from oz0.adapters.console.input_refusal import Refusal, check_input
+from oz0.edge import ConsoleRuntime
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.model.agent import INVALID_INPUT, FailureKind
-from oz0.edge.model.job import BUILTIN_FAILURES, failure_code, snake_case
+from oz0.edge.model.job import BUILTIN_FAILURES, failure_code
 from oz0.edge.results.qzx import result_envelope
-from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
 from oz0.edge.runtime.budget_view import budget_json
 from oz0.edge.runtime.confirm import known_annotations
-from oz0.edge.runtime.input_check import Checked
-from oz0.edge.runtime.input_check import check_input as edge_check_input
 from oz0.edge.runtime.loop_trace import read_trace
 
-__all__ = [
-    "API_PREFIX",
-    "FAILED_JOB_HTTP",
-    "INVALID_INPUT_HTTP",
-    "MAX_BODY_BYTES",
-    "Refusal",
-    "check_input",
-    "failure",
-    "failure_kinds",
-    "plugin_versions",
-    "read_body",
-    "routes",
-]
+__all__ = ["failure_kinds", "plugin_versions", "routes"]
 
 log = logging.getLogger("oz0.console.api")
 
-API_PREFIX = "/v1"
-MAX_BODY_BYTES = 1_048_576
-INVALID_INPUT_HTTP = 422
-FAILED_JOB_HTTP = 502
-ASYNC_HTTP = 202
 SEARCH_PARAMS = ("agent", "status", "asker", "since", "until", "limit", "cursor")
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a run did not start: the HTTP status, a title and message for people, the contract's findings."""
-
-    status: int
-    title: str
-    message: str
-    error_code: str
-    kind: str | None = None
-    violations: tuple[Violation, ...] = field(default=())
 
 
 def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
@@ -79,34 +59,6 @@ def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
 def failure_kinds(spec: Any) -> list[FailureKind]:
     """The ways a job of this agent can fail that a caller may see: `InvalidInput`, then the declared kinds."""
     return [INVALID_INPUT, *spec.failures]
-
-
-def check_input(spec: Any, text: str, *, home: Any, asker_user: str) -> Refusal | Checked:
-    """Whether `text` may run on this agent from the console or the API: access, then the input's one
-    check (edge.runtime.input_check), whose result `Runtime.submit` takes so the run does not check again."""
-    asker = Asker(platform="console", user=asker_user)
-    try:
-        policy = AccessPolicy.load(home)
-    except AccessError as exc:
-        log.error("access.yaml cannot be read: %s", exc)
-        return Refusal(500, "Access rules are broken", str(exc), "access_rules_broken")
-    if not policy.allows(spec.name, asker):
-        return Refusal(403, "Not allowed", policy.explain_denial(spec.name, asker), "forbidden")
-    checked = edge_check_input(spec, text)
-    if checked.failure is not None:
-        failure = checked.failure
-        return Refusal(INVALID_INPUT_HTTP, "The input does not match the contract", failure.reason,
-                       snake_case(failure.kind), kind=failure.kind, violations=checked.violations)
-    return checked
-
-
-def failure(message: str, error_code: str, *, status_code: int, command: str, error: str | None = None,
-            details: Mapping[str, Any] | None = None, data: Mapping[str, Any] | None = None,
-            headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """A QZX failure result as an HTTP response."""
-    body = result_envelope(command, False, message, data=data, error=error or message, error_code=error_code,
-                           details=details)
-    return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 
 def routes(runtime: ConsoleRuntime) -> list[Route]:
@@ -155,24 +107,24 @@ class _Api:
             return stale
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_BODY_BYTES:
-            return _too_large(size, command)
+            return too_large(size, command)
         body = await read_body(request)
         if body is None:
-            return _too_large(None, command)
+            return too_large(None, command)
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         try:
             decoded = body.decode("utf-8")
         except UnicodeDecodeError:
-            return _invalid(command, "the request body is not UTF-8", "$")
+            return invalid(command, "the request body is not UTF-8", "$")
         if media == "application/json":
             text = decoded
             if spec.input is None:
                 try:
                     value = loads_exact(decoded)
                 except json.JSONDecodeError as exc:
-                    return _invalid(command, f"the body is not JSON: {exc.msg}", "$")
+                    return invalid(command, f"the body is not JSON: {exc.msg}", "$")
                 if not isinstance(value, str):
-                    return _invalid(command, f"{spec.name} takes text: send a JSON string or text/plain, "
+                    return invalid(command, f"{spec.name} takes text: send a JSON string or text/plain, "
                                              f"not a JSON {type(value).__name__}", "$")
                 text = value
         elif media == "text/plain" and spec.input is None:
@@ -181,7 +133,7 @@ class _Api:
             wanted = "application/json" if spec.input is not None else "application/json (a string) or text/plain"
             return failure(f"{spec.name} takes {wanted}, not {media or 'a body without Content-Type'}",
                            "unsupported_media_type", status_code=415, command=command)
-        refusal = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
+        refusal = check_input(spec, text, home=self.runtime.home, asker_user=requester(request))
         if isinstance(refusal, Refusal):
             details: dict[str, Any] = {"agent": spec.name}
             if refusal.kind:
@@ -196,9 +148,9 @@ class _Api:
             return failure(busy.message, "busy", status_code=429, command=command,
                            details={"agent": spec.name, "ahead": busy.ahead, "limit": busy.limit},
                            headers={"Retry-After": str(BUSY_RETRY_S)})
-        requester = _requester(request)
+        asker = requester(request)
         if request.query_params.get("wait", "true").lower() in ("false", "0", "no"):
-            job, created = self.runtime.submit(spec.name, text, requester=requester, channel="api", checked=refusal)
+            job, created = self.runtime.submit(spec.name, text, requester=asker, channel="api", checked=refusal)
             if created:
                 task = asyncio.create_task(self.runtime.execute(job.id), name=f"oz0-job-{job.id}")
                 self.background.add(task)
@@ -207,7 +159,7 @@ class _Api:
                                         data={"job": _job_json(job)})
             return JSONResponse(body_json, status_code=ASYNC_HTTP,
                                 headers={"location": f"{API_PREFIX}/jobs/{job.id}"})
-        job = await self.starter.run(spec.name, text, requester=requester, channel="api", checked=refusal)
+        job = await self.starter.run(spec.name, text, requester=asker, channel="api", checked=refusal)
         if job.status == "waiting":  # it asks a person: answer at POST /v1/jobs/{id}/answer
             return JSONResponse(result_envelope(command, True, f"job {job.id} is waiting for an answer",
                                                 data={"job": self._job_data(job)}), status_code=ASYNC_HTTP,
@@ -253,50 +205,13 @@ class _Api:
         return await answers.answer_json(self.runtime, request, body=body, job_json=self._job_data)
 
     async def follow_up(self, request: Request) -> Response:
-        """Continue the conversation of a job (a chat thread's, or one the API started with that job)
-        with a text follow-up to the conversation's agent: the job of the new turn, as a run's answer."""
-        command = "jobs.follow_up"
-        job = self.runtime.job(request.path_params["job_id"])
-        if job is None:
-            return failure(f"no job has the id {request.path_params['job_id']!r}", "unknown_job", status_code=404,
-                           command=command)
-        size = int(request.headers.get("content-length") or 0)
-        body = None if size > MAX_BODY_BYTES else await read_body(request)
-        if body is None:
-            return _too_large(size or None, command)
-        text = follow_up_text(body, request.headers.get("content-type", ""))
-        if not isinstance(text, str):
-            return _invalid(command, text[0], "$")
-        book = self.runtime.conversations
-        cid = book.of_job(job.id) or f"api:{job.id}"
-        current = book.get(cid)
-        agent = current.agent if current is not None and current.agent else job.agent
-        try:
-            spec = self.runtime.agent(agent)
-        except ValueError as exc:
-            return failure(str(exc), "unknown_agent", status_code=404, command=command)
-        if current is not None and not current.open(spec.conversation):
-            return failure(f"the conversation of job {job.id} has ended (stopped, or idle more than "
-                           f"{spec.conversation.idle_hours:g} hours); start a new one with POST "
-                           f"{API_PREFIX}/agents/{agent}/runs", "conversation_ended", status_code=409, command=command)
-        if spec.input is not None:
-            return failure(f"{agent} takes JSON that matches {spec.input_schema_file}, not a follow-up in words",
-                           "follow_up_not_text", status_code=422, command=command)
-        checked = check_input(spec, text, home=self.runtime.home, asker_user=_requester(request))
-        if isinstance(checked, Refusal):
-            return failure(checked.message, checked.error_code, status_code=checked.status, command=command)
-        requester = _requester(request)
-        if current is None:   # the API's own conversation starts with the job it follows up
-            book.add_turn(cid, job.id, job.agent, by=job.requester)
-        turn, _ = self.runtime.submit(agent, text, requester=requester, channel="api", checked=checked)
-        book.add_turn(cid, turn.id, agent, by=requester)
-        return self._job_response(await self.runtime.execute(turn.id), command)
+        return await follow_ups.follow_up_json(self.runtime, request, job_response=self._job_response)
 
     def _job_data(self, job: Any) -> dict[str, Any]:
         out = _job_json(job)
         cid = self.runtime.conversations.of_job(job.id)
         if cid is not None:  # the conversation the job is a turn of, oldest turn first
-            out["conversation"] = conversation_json(self.runtime, cid)
+            out["conversation"] = follow_ups.conversation_json(self.runtime, cid)
         question = answers.question_json(self.runtime, job)
         if question is not None:
             out["question"] = question
@@ -382,36 +297,6 @@ def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | No
                                              "contract_version": spec.contract_version})
 
 
-def follow_up_text(body: bytes, content_type: str) -> str | tuple[str]:
-    """A follow-up's text: text/plain, or a JSON string; (why not) for anything else."""
-    media = content_type.split(";")[0].strip().lower()
-    try:
-        decoded = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return ("the request body is not UTF-8",)
-    if media == "text/plain":
-        return decoded
-    try:
-        value = json.loads(decoded)
-    except json.JSONDecodeError as exc:
-        return (f"the body is not JSON: {exc.msg} (send text/plain, or a JSON string)",)
-    return value if isinstance(value, str) else (f"a follow-up is text: send a JSON string or text/plain, "
-                                                 f"not a JSON {type(value).__name__}",)
-
-
-def conversation_json(runtime: ChatRuntime, cid: str) -> dict[str, Any]:
-    """A conversation as the API and the console's job page show it: each turn's job, agent and input."""
-    turns = []
-    for row in runtime.conversations.turns(cid):
-        turn: dict[str, Any] = {"seq": row["seq"], "kind": row["kind"], "agent": row["agent"], "by": row["by"],
-                                "at": row["at"], "job_id": row["job_id"], "previous_job_id": row["previous_job_id"]}
-        job = runtime.job(row["job_id"]) if row["job_id"] else None
-        if job is not None:
-            turn.update(status=job.status, input=job.input[:500])
-        turns.append(turn)
-    return {"id": cid, "turns": turns}
-
-
 def _job_json(job: Any) -> dict[str, Any]:
     out = job.to_dict()
     out.pop("output", None)
@@ -426,27 +311,3 @@ def _kind(runtime: ConsoleRuntime, agent: str, kind: str) -> FailureKind | None:
     return found or BUILTIN_FAILURES.get(kind)
 
 
-def _invalid(command: str, reason: str, path: str) -> JSONResponse:
-    return failure(reason, "invalid_input", status_code=INVALID_INPUT_HTTP, command=command,
-                   details={"kind": INVALID_INPUT.name, "reason": reason, "path": path})
-
-
-async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes | None:
-    """The request body, or None as soon as more than `limit` bytes have arrived (chunked or not):
-    a body over the limit is never held whole."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > limit:
-            return None
-    return bytes(body)
-
-
-def _too_large(size: int | None, command: str) -> JSONResponse:
-    said = f"{size:,} bytes" if size is not None else f"over {MAX_BODY_BYTES:,} bytes"
-    return failure(f"the body is {said}; the limit is {MAX_BODY_BYTES:,}", "too_large",
-                   status_code=413, command=command, headers={"connection": "close"})
-
-
-def _requester(request: Request) -> str:
-    return "api-token" if request.headers.get("authorization") else "api-local"

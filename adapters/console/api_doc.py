@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from oz0.adapters.console.api import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES, plugin_versions
+from oz0.adapters.console.api import plugin_versions
+from oz0.adapters.console.api_replies import API_PREFIX, FAILED_JOB_HTTP, INVALID_INPUT_HTTP, MAX_BODY_BYTES
 from oz0.edge import RuntimeFace
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from oz0.adapters.console import (
     answers,
     api_doc,
+    follow_ups,
     plugin_actions,
     plugin_admin_api,
     plugin_pages,
@@ -40,12 +41,14 @@ from oz0.adapters.console import (
 )
 from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import FormError, fields_for, form_input
+from oz0.adapters.console.input_refusal import Refusal, check_input
 from oz0.adapters.console.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
     SESSION_COOKIE,
     ConsoleConfigError,
     Guard,
+    GuardMiddleware,
     SecurityHeaders,
     cookie_options,
 )
@@ -130,60 +133,11 @@ def create_app(runtime: ConsoleRuntime, *, settings: ConsoleSettings | None = No
     middleware = [
         Middleware(SecurityHeaders),
         Middleware(TrustedHostMiddleware, allowed_hosts=guard.allowed_hosts),
-        Middleware(_GuardMiddleware, guard=guard),
+        Middleware(GuardMiddleware, guard=guard, open_paths=("/login", "/static/", *probes.OPEN_PATHS)),
     ]
     return Starlette(routes=routes, middleware=middleware,
                      exception_handlers={404: pages.not_found, 405: pages.not_allowed,
                                          SQLAlchemyError: pages.unavailable, OSError: pages.unavailable})
-
-
-class _GuardMiddleware:
-    """Token check (when one is set) and the same-origin rule for every unsafe request."""
-
-    OPEN = ("/login", "/static/", *probes.OPEN_PATHS)
-
-    def __init__(self, app: Any, *, guard: Guard) -> None:
-        self.app = app
-        self.guard = guard
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        path = scope["path"]
-        if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin(request):
-            response: Response = JSONResponse(
-                {"success": False, "message": "cross-site request refused", "error_code": "forbidden"},
-                status_code=403)
-            await response(scope, receive, send)
-            return
-        if not path.startswith(self.OPEN) and not self.guard.authorized(request.headers, request.cookies):
-            if path.startswith("/v1/") or path in ("/openapi.json", "/metrics") or "application/json" in request.headers.get("accept", ""):
-                response = JSONResponse(
-                    {"success": False, "message": "a token is required: send Authorization: Bearer <OZ0_CONSOLE_TOKEN>",
-                     "error_code": "unauthorized"},
-                    status_code=401, headers={"www-authenticate": 'Bearer realm="oz0"'})
-            else:
-                response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
-            await response(scope, receive, send)
-            return
-        scope.setdefault("state", {})["guard"] = self.guard
-        await self.app(scope, receive, send)
-
-
-def _same_origin(request: Request) -> bool:
-    """False when the browser says the request comes from another site: Sec-Fetch-Site where the
-    browser sends it (every current one does), else the Origin header against the Host."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        return site in ("same-origin", "none")
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    if origin == "null":
-        return False
-    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
 class _Pages:
@@ -289,8 +243,8 @@ class _Pages:
                              status_code=422, error={"title": "This input cannot be read", "message": str(exc)})
         text = value if spec.input is None else json.dumps(value, ensure_ascii=False)
         asker = "console-token" if self.guard.needs_login else "console-local"   # what access rules check
-        refusal = console_api.check_input(spec, text, home=self.runtime.home, asker_user=asker)
-        if isinstance(refusal, console_api.Refusal):
+        refusal = check_input(spec, text, home=self.runtime.home, asker_user=asker)
+        if isinstance(refusal, Refusal):
             return self.page(request, "agent.html", nav="agents", agent=view, fields=fields, values=values,
                              status_code=refusal.status, error={"title": refusal.title, "message": refusal.message,
                                                                 "violations": refusal.violations})
@@ -342,7 +296,7 @@ class _Pages:
         raw = None if job.output is None else json.dumps(job.output, ensure_ascii=False, indent=2, default=str)
         question = self.runtime.question(job.id) if job.status == "waiting" else None
         cid = self.runtime.conversations.of_job(job.id)
-        conversation = console_api.conversation_json(self.runtime, cid) if cid is not None else None
+        conversation = follow_ups.conversation_json(self.runtime, cid) if cid is not None else None
         streamed = self.texts.shown(job.id) if job.status == "running" else None
         return self.page(request, "job.html", nav="jobs", job=job_view(job), card_html=card_html,
                          asked_by=self.runtime.people.shown(job.requester),

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from oz0.adapters.console.api import API_PREFIX, failure
+from oz0.adapters.console.api_replies import API_PREFIX, failure
 from oz0.adapters.console.plugins_api import admin_flags, admin_refusal, plugin_summary, refused_upgrade
 from oz0.edge import ConsoleRuntime
 from oz0.edge.results.qzx import result_envelope

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from oz0.adapters.console.api import API_PREFIX, failure, read_body
+from oz0.adapters.console.api_replies import API_PREFIX, failure, read_body
 from oz0.edge import ConsoleRuntime
 from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 from oz0.edge.plugins.pack import MAX_ARCHIVE_BYTES

@@ -20,8 +20,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
@@ -32,8 +35,10 @@ __all__ = [
     "SESSION_TTL_S",
     "ConsoleConfigError",
     "Guard",
+    "GuardMiddleware",
     "SecurityHeaders",
     "is_loopback",
+    "same_origin",
 ]
 
 CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; "
@@ -220,3 +225,51 @@ def _digest(value: str) -> str:
 def cookie_options(**extra: Any) -> dict[str, Any]:
     """Attributes of every console cookie: unreadable from script, never sent cross-site."""
     return {"httponly": True, "samesite": "strict", "path": "/", **extra}
+
+
+class GuardMiddleware:
+    """Token check (when one is set) and the same-origin rule for every unsafe request."""
+
+    def __init__(self, app: ASGIApp, *, guard: Guard, open_paths: tuple[str, ...]) -> None:
+        self.app = app
+        self.guard = guard
+        self.open_paths = open_paths   # served to anyone: the login form, static files, the probes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        path = scope["path"]
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not same_origin(request):
+            response: Response = JSONResponse(
+                {"success": False, "message": "cross-site request refused", "error_code": "forbidden"},
+                status_code=403)
+            await response(scope, receive, send)
+            return
+        if not path.startswith(self.open_paths) and not self.guard.authorized(request.headers, request.cookies):
+            if path.startswith("/v1/") or path in ("/openapi.json", "/metrics") or "application/json" in request.headers.get("accept", ""):
+                response = JSONResponse(
+                    {"success": False, "message": "a token is required: send Authorization: Bearer <OZ0_CONSOLE_TOKEN>",
+                     "error_code": "unauthorized"},
+                    status_code=401, headers={"www-authenticate": 'Bearer realm="oz0"'})
+            else:
+                response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["guard"] = self.guard
+        await self.app(scope, receive, send)
+
+
+def same_origin(request: Request) -> bool:
+    """False when the browser says the request comes from another site: Sec-Fetch-Site where the
+    browser sends it (every current one does), else the Origin header against the Host."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    if origin == "null":
+        return False
+    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()

@@ -8,7 +8,7 @@ import socket
 import pytest
 from console_plugin import ConsoleThread, installed_runtime
 
-from oz0.adapters.console.api import MAX_BODY_BYTES
+from oz0.adapters.console.api_replies import MAX_BODY_BYTES
 
 
 @pytest.fixture(scope="module")
