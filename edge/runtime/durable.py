@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.model.agent import Limits
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.engine_settings import (
     app_version,
@@ -360,7 +361,8 @@ class Engine(Leases):
         spec = self.runtime.catalog.agent_or_none(agent)
         if spec is None:
             return {"queue": "", "concurrency": None, "flow": False, "known": False}
-        return {"queue": agent, "concurrency": spec.limits.concurrency, "flow": spec.kind == "flow", "known": True}
+        return {"queue": agent, "concurrency": spec.limits.concurrency, "flow": spec.kind == FLOW_KIND,
+                "known": True}
 
     async def start_child(self, placement: Placement, workflow: str, job_id: str) -> Any:
         """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`; the DBOS
