@@ -75,6 +75,8 @@ async def main(count: int) -> None:
     print(f"  oz0 durable loop (job engine, SQLite):     {oz0 * 1000:7.1f} ms")
     ratio = oz0 / lib
     print(f"  ratio {ratio:.2f}x (target <= {TARGET}x): {'ok' if ratio <= TARGET else 'OVER'}")
+    print("  load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) +
+          f" on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -130,9 +130,18 @@ def _body_key_values(card: Card, room: _Room) -> list[str]:
     text, shown = _fit(_kv_lines(card.keys, card.values), room)
     if shown < count:
         room.cut.append(f"… {count - shown:,} more fields, full result attached")
-    if any(len(one_line(cell_text(v))) > VALUE_MAX for v in card.values[:shown]):
+    if any(len(one_line(cell_text(v))) > VALUE_MAX for v in card.values[:shown] if _may_be_longer(v, VALUE_MAX)):
         room.cut.append(f"Values longer than {VALUE_MAX:,} characters are shortened, full result attached")
     return [text] if text else []
+
+
+def _may_be_longer(value: Any, limit: int) -> bool:
+    """Whether a value's one-line text may be longer than `limit`: not a string within it (cleaning and
+    folding never lengthen a text), a float (at most 24 characters), a boolean or None."""
+    kind = type(value)
+    if kind is str:
+        return len(value) > limit
+    return kind not in (float, bool, type(None)) or limit < 24
 
 
 def _body_diff(card: Card, room: _Room) -> list[str]:

@@ -37,7 +37,7 @@ from typing import Any
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
-from oz0.renderers.safety import clean, clip, one_line, slack_escape, utf16_len
+from oz0.renderers.safety import clean, clip, one_line, one_line_each, slack_escape, utf16_len
 from oz0.renderers.slack_rich_text import (
     TEXT_OBJECT_COST,
     Room,
@@ -245,7 +245,7 @@ def _fallback(card: Card, cut: list[str]) -> str:
     if not card.drawn:
         parts.append("Not drawn as a card: " + one_line(card.reason or ""))
     elif card.form == "table":
-        parts.append(f"Table of {len(card.rows):,} rows: " + ", ".join(one_line(c) for c in card.columns[:20]))
+        parts.append(f"Table of {len(card.rows):,} rows: " + ", ".join(one_line_each(card.columns[:20])))
     elif card.form == "key_values":
         parts += [f"{one_line(k)}: {one_line(cell_text(v))}" for k, v in zip(card.keys[:20], card.values)]
     elif card.form == "diff" and card.diff is not None:

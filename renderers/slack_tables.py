@@ -9,7 +9,7 @@ only until the room is full: rows that are not shown are never turned into text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from oz0.edge.cards.model import cell_text, cell_texts
@@ -60,15 +60,20 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     start, chunk_rows = used, _CHUNK_ROWS
     while shown < room_rows:
         chunk = rows[shown:min(room_rows, shown + chunk_rows)]
-        texts = [one_line_each(cell_texts(col)) for col in table_columns(chunk, shown_columns)]
-        cells_text = [_cell_texts(col) for col in texts]
+        count = len(chunk)
+        # every cell of the chunk in one list, column by column: each pass runs once over all of them
+        flat = one_line_each(list(chain.from_iterable(map(cell_texts, table_columns(chunk, shown_columns)))))
+        cells = _cell_texts(flat)
+        lens = utf16_lens(cells)
+        cells_text = [cells[i:i + count] for i in range(0, len(cells), count)]
         took = 0
-        for size in map(sum, zip(*map(utf16_lens, cells_text))):
+        for size in map(sum, zip(*(lens[i:i + count] for i in range(0, len(lens), count)))):
             if used + size + row_cost > budget:
                 break
             used += size + row_cost
             took += 1
-        clipped_any = clipped_any or any(max(map(len, col[:took]), default=0) > CELL_MAX for col in texts)
+        if not clipped_any and max(map(len, flat), default=0) > CELL_MAX:
+            clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
         table_rows += [[{"text": t, "type": "raw_text"} for t in row] for row in islice(zip(*cells_text), took)]
         shown += took
         if took < len(chunk):

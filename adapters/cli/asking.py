@@ -6,9 +6,11 @@ the answer taken by the path every channel takes (`Runtime.answer`: a refused an
 with the reason). Off a terminal nobody can type an answer, so the command never waits: the job is
 left `waiting`, parked (its runner journaled as PARKED_RUNNER, so recovery does not take it for a
 crashed one), and the command says its id and how to answer it: `oz0 jobs answer`, which resumes it
-here, or `POST /v1/jobs/ID/answer`. A resumed job runs again from its start; what it did before the
-question is not done twice where it is idempotent (a flow's finished steps are its child jobs, a step
-already answered keeps its answer), as a retried attempt is not.
+here, or `POST /v1/jobs/ID/answer`. A tool loop on a SQLite home runs as its workflow under the
+command's own engine (adapters.cli.loop_engine), so it resumes from its last finished call. Any other
+resumed job runs again from its start; what it did before the question is not done twice where it is
+idempotent (a flow's finished steps are its child jobs, a step already answered keeps its answer), as a
+retried attempt is not.
 """
 
 from __future__ import annotations

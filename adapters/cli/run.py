@@ -55,12 +55,15 @@ def _run(args: argparse.Namespace) -> int:
                                    error_code="usage_error", started=started)
             raise CommandError(str(exc)) from None
 
+        from oz0.adapters.cli.loop_engine import launch_for_loop
+
+        launch_for_loop(runtime, args.agent)  # a tool loop runs as its workflow: each call a checkpoint
         submitted, _ = runtime.submit(args.agent, text, requester=local_user(), channel="cli")
         job, streamed = _driven(runtime, submitted.id,
                                 lambda progress: runtime.execute(submitted.id, on_progress=progress))
         if not isinstance(job, Job):
             parked = job
-            return _parked(parked, args.json, "run", started)
+            return _parked(parked, args.json, "run", started, engine_launched=runtime.engine is not None)
         card = runtime.card(job)
         flow = runtime.agent(args.agent).kind == "flow"
     finally:
@@ -108,7 +111,7 @@ def _driven(runtime: Runtime, job_id: str, work: Any) -> tuple[Any, str]:
     return ended, text.shown
 
 
-def _parked(parked: Any, json_out: bool, command: str, started: float) -> int:
+def _parked(parked: Any, json_out: bool, command: str, started: float, *, engine_launched: bool) -> int:
     """A job left waiting for an answer: its id and how to answer it; exit code 3."""
     from oz0.adapters.cli.asking import waiting_lines
 
@@ -120,6 +123,10 @@ def _parked(parked: Any, json_out: bool, command: str, started: float) -> int:
     else:
         for line in lines:
             print(line, file=sys.stderr)
+    if engine_launched:  # its workflow waits in this process: left pending as a crash leaves it, for oz0 jobs answer
+        from oz0.adapters.cli.loop_engine import leave_pending
+
+        leave_pending(3)
     return 3
 
 
@@ -250,16 +257,26 @@ def _answer(args: argparse.Namespace) -> int:
                                error_code="invalid_answer" if exc.why == "invalid" else "answer_refused") from None
         row = runtime.store.job(job.id) or {}
         if row.get("runner") != PARKED_RUNNER or row.get("status") != "running":
-            said = f"answered step {step!r} of job {job.id}; it goes on where it runs"
+            said = (f"answered step {step!r} of job {job.id}: recorded; the job resumes in the process that runs it "
+                    "(its oz0 serve, or the oz0 run still asking)")
             if args.json:
                 return emit_result("jobs answer", True, said + ".", started=started)
             print(said)
             return 0
-        done, streamed = _driven(runtime, job.id, lambda progress: runtime.execute_here(job.id, on_progress=progress,
-                                                                                        resume=True))
+        from oz0.adapters.cli.loop_engine import resumable
+
+        if resumable(runtime, job.id, job.agent):  # its workflow goes on from its last finished call
+            engine = runtime.engine
+            assert engine is not None
+            done, streamed = _driven(runtime, job.id, lambda progress: engine.execute(job.id, on_progress=progress,
+                                                                                      resume=True))
+        else:
+            done, streamed = _driven(runtime, job.id, lambda progress: runtime.execute_here(
+                job.id, on_progress=progress, resume=True))
         if not isinstance(done, Job):
             parked = done
-            return _parked(parked, args.json, "jobs answer", started)
+            return _parked(parked, args.json, "jobs answer", started,
+                           engine_launched=runtime.engine is not None)
         card = runtime.card(done)
     finally:
         if parked is None:

@@ -95,22 +95,22 @@ def _card(value: Any, contract: Contract | None, title: str | None, *, status: S
                                 "the raw result is attached."),
                         attachment=Attachment("result.json", "application/json", data), full_result=data)
     view = SchemaView(contract, contract.schema, contract.base) if contract else SchemaView(None, None)
-    card = _envelope_card(value, view, title) if is_qzx_result(value) else _form(value, view, title=title,
-                                                                                   status=status)
-    return replace(card, full_result=data)
+    if is_qzx_result(value):
+        return _envelope_card(value, view, title, data)
+    return _form(value, view, title=title, status=status, full_result=data)
 
 
-def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None) -> Card:
+def _envelope_card(value: dict[str, Any], view: SchemaView, title: str | None, data: bytes) -> Card:
     status = qzx_status(value)
     evidence = [k for k in value if k not in ENVELOPE_FIELDS]
     if not evidence:
-        return Card(form="text", title=title, status=status, text="", text_format="plain")
+        return Card(form="text", title=title, status=status, text="", text_format="plain", full_result=data)
     if len(evidence) == 1:
         key = evidence[0]
-        return _form(value[key], view.property(key), title=title or key, status=status)
+        return _form(value[key], view.property(key), title=title or key, status=status, full_result=data)
     keys = _ordered(evidence, view)
     return Card(form="key_values", title=title, status=status, keys=tuple(keys),
-                values=tuple(value[k] for k in keys))
+                values=tuple(value[k] for k in keys), full_result=data)
 
 
 def _protocol_error_card(rpc: RpcResponse, response: Any, title: str | None) -> Card:
@@ -185,24 +185,27 @@ def _mcp_text_card(read: ToolResult, result: dict[str, Any], contract: Contract 
     return _card(read.content, None, title)
 
 
-def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | None) -> Card:
-    diff = view.keyword("x-oz0-diff")
-    if (isinstance(value, dict) and isinstance(diff, dict) and isinstance(diff.get("before"), str)
+def _form(value: Any, view: SchemaView, *, title: str | None, status: Status | None, full_result: bytes) -> Card:
+    diff = view.keyword("x-oz0-diff") if isinstance(value, dict) else None
+    if (isinstance(diff, dict) and isinstance(diff.get("before"), str)
             and isinstance(diff.get("after"), str) and diff["before"] in value and diff["after"] in value):
-        card = _diff_card(value, view, diff["before"], diff["after"], title=title, status=status)
+        card = _diff_card(value, view, diff["before"], diff["after"], title=title, status=status,
+                          full_result=full_result)
         if card is not None:
             return card
     rows_value, rows_view, wrapper = _table_rows(value, view)
     if rows_value is not None:
-        return _table_card(rows_value, rows_view, view, title=title or wrapper, status=status)
+        return _table_card(rows_value, rows_view, view, title=title or wrapper, status=status,
+                           full_result=full_result)
     if isinstance(value, dict):
         keys = _ordered(list(value), view)
         return Card(form="key_values", title=title, status=status, keys=tuple(keys),
-                    values=tuple(value[k] for k in keys))
+                    values=tuple(value[k] for k in keys), full_result=full_result)
     if isinstance(value, str):
-        return Card(form="text", title=title, status=status, text=value, text_format=text_format_of(value))
+        return Card(form="text", title=title, status=status, text=value, text_format=text_format_of(value),
+                    full_result=full_result)
     return Card(form="text", title=title, status=status, text_format="json",
-                text=json.dumps(value, indent=2, ensure_ascii=False, default=str))
+                text=json.dumps(value, indent=2, ensure_ascii=False, default=str), full_result=full_result)
 
 
 def _all_objects(items: list[Any]) -> bool:
@@ -223,7 +226,7 @@ def _table_rows(value: Any, view: SchemaView) -> tuple[list[Any] | None, SchemaV
 
 
 def _table_card(rows: list[dict[str, Any]], row_view: SchemaView, outer: SchemaView, *,
-                title: str | None, status: Status | None) -> Card:
+                title: str | None, status: Status | None, full_result: bytes) -> Card:
     if not rows:
         seen = dict.fromkeys(row_view.properties())
     elif len(set().union(*rows)) == len(rows[0]):  # the first row has every key: the usual table, found faster
@@ -235,11 +238,12 @@ def _table_card(rows: list[dict[str, Any]], row_view: SchemaView, outer: SchemaV
         cells = tuple(map(itemgetter(*columns), rows))
     else:
         cells = tuple(tuple(map(row.get, columns)) for row in rows)
-    return Card(form="table", title=title, status=status, columns=tuple(columns), rows=cells)
+    return Card(form="table", title=title, status=status, columns=tuple(columns), rows=cells,
+                full_result=full_result)
 
 
 def _diff_card(value: dict[str, Any], view: SchemaView, before: str, after: str, *,
-               title: str | None, status: Status | None) -> Card | None:
+               title: str | None, status: Status | None, full_result: bytes) -> Card | None:
     old, new = value[before], value[after]
     if isinstance(old, str) and isinstance(new, str):
         body = DiffBody("lines", before, after, lines=tuple(_line_diff(old, new, before, after)))
@@ -249,7 +253,7 @@ def _diff_card(value: dict[str, Any], view: SchemaView, before: str, after: str,
         return None
     others = _ordered([k for k in value if k not in (before, after)], view)
     return Card(form="diff", title=title, status=status, diff=body, keys=tuple(others),
-                values=tuple(value[k] for k in others))
+                values=tuple(value[k] for k in others), full_result=full_result)
 
 
 def _line_diff(old: str, new: str, before: str, after: str) -> Iterable[DiffLine]:
@@ -276,17 +280,30 @@ def _key_diff(old: dict[str, Any], new: dict[str, Any]) -> Iterable[KeyChange]:
 
 def _ordered(present: list[str], *views: SchemaView) -> list[str]:
     """`x-oz0-order` names first (rows' schema, then enclosing), then schema order, then the rest."""
-    order: list[str] = []
-    for view in views:
-        names = view.keyword("x-oz0-order")
-        if isinstance(names, list):
-            order = [n for n in names if isinstance(n, str)]
-            break
+    refs = views[0].refs
+    if isinstance(refs, Contract) and all(v.node is None or refs.memo_for(v.node) for v in views):
+        # the schema's part of the order, read once per contract (its own nodes, held, so their ids stay theirs)
+        key = ("order", *((id(v.node), v.base) for v in views))
+        order, named = refs.derived(key, lambda: _schema_order(views))
+    else:
+        order, named = _schema_order(views)
     wanted = set(present)
     out = dict.fromkeys(n for n in order if n in wanted)
-    for name in views[0].properties():
+    for name in named:
         if name in wanted:
             out.setdefault(name)
     for name in present:
         out.setdefault(name)
     return list(out)
+
+
+def _schema_order(views: tuple[SchemaView, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The `x-oz0-order` names (of the nearest view that has them) and the properties of the first, in
+    schema order: what a schema says of the order of columns and fields."""
+    order: tuple[str, ...] = ()
+    for view in views:
+        names = view.keyword("x-oz0-order")
+        if isinstance(names, list):
+            order = tuple(n for n in names if isinstance(n, str))
+            break
+    return order, tuple(views[0].properties())

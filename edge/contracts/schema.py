@@ -14,10 +14,11 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import orjson
@@ -47,6 +48,8 @@ MAX_SCHEMA_BYTES = 1_048_576
 MAX_SCHEMA_DEPTH = 64
 MAX_MESSAGE_CHARS = 300
 MAX_REMEMBERED_REFS = 1_024  # $ref lookups a contract remembers (its own references: a handful, as a rule)
+
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _cache: dict[str, Contract] = {}
@@ -112,6 +115,7 @@ class Contract:
     _bases: dict[int, str] = field(repr=False)
     _found: dict[tuple[str, str], Resolved] = field(default_factory=dict, repr=False)
     _views: ViewMemo = field(default_factory=ViewMemo, repr=False)
+    _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
 
     def is_valid(self, instance: Any) -> bool:
         return bool(self._validator.is_valid(instance))
@@ -149,6 +153,18 @@ class Contract:
     def memo_for(self, node: Any) -> ViewMemo | None:
         """The contract's view memo for a node of its own schema (held, so its id stays its own)."""
         return self._views if id(node) in self._bases else None
+
+    def derived(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()`, computed once per `key` for this contract: a fact read off its schema (the column
+        order a card takes from it), which never changes, so a card asks for it once per contract, not
+        once per result. `key` names schema positions only, never data; up to MAX_REMEMBERED_REFS kept."""
+        try:
+            return cast(T, self._derived[key])
+        except KeyError:
+            value = make()
+            if len(self._derived) < MAX_REMEMBERED_REFS:
+                self._derived[key] = value
+            return value
 
     @cached_property
     def base(self) -> str:

@@ -33,6 +33,7 @@ import math
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -136,16 +137,25 @@ def _current() -> Engine:
 class Engine(Leases):
     """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
 
-    def __init__(self, runtime: Runtime, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, env: dict[str, str] | None = None, private: bool = False) -> None:
         env = dict(os.environ if env is None else env)
         self.runtime = runtime
         self.replica = replica_id(env)
+        # A command's own engine (`oz0 run` of a tool loop, `oz0 jobs answer`): an executor id of its own, so
+        # its launch recovers no other process's workflows, and one queue of its own, the only one it
+        # dequeues, so it never takes an `oz0 serve`'s queued jobs; no lease, no schedules.
+        self.private = private
+        self.own_queue: str | None = None
+        if private:
+            token = uuid.uuid4().hex[:12]
+            self.replica, self.own_queue = f"{self.replica}-cli-{token}", f"oz0-cli-{token}"
         self.lease_s = positive_setting(env, "OZ0_LEASE_S", DEFAULT_LEASE_S)
         self.worker_concurrency = int(positive_setting(env, "OZ0_WORKER_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY))
         url = runtime.store.url
         self.postgres = url.startswith("postgresql")
         self.system_url = url if self.postgres else beside_journal(url, runtime.home)
         self._queues: dict[str, int | None] = {}
+        self._direct = 0  # jobs `execute` started at once, not through their queue, running now
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
         self._progress: dict[str, ProgressSink] = {}
@@ -164,7 +174,7 @@ class Engine(Leases):
         global _ENGINE
         if _ENGINE is not None:
             raise EngineError("the job engine is already launched in this process (one Runtime per process)")
-        if self.postgres:
+        if self.postgres and not self.private:
             self._take_own_lease()
         config: DBOSConfig = {
             "name": "oz0", "system_database_url": self.system_url, "executor_id": self.replica,
@@ -178,13 +188,18 @@ class Engine(Leases):
             if not self.postgres:
                 write_ahead_log(self.system_url)
             DBOS(config=config)
+            if self.own_queue is not None:
+                DBOS.listen_queues([self.own_queue])
             DBOS.launch()
-            for spec in self.runtime.agents():
-                self._register_queue(spec.name, spec.limits.concurrency)
-            DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune",
-                                   # DBOS types a schedule's function as returning None; a result is kept all the same
-                                   "workflow_fn": _prune_workflow,  # type: ignore[typeddict-item]
-                                   "schedule": PRUNE_CRON}])  # replaces itself: replicas agree
+            if self.own_queue is not None:
+                DBOS.register_queue(self.own_queue, polling_interval_sec=QUEUE_POLL_S)
+            else:
+                for spec in self.runtime.agents():
+                    self._register_queue(spec.name, spec.limits.concurrency)
+                DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune",
+                                       # DBOS types a schedule's function as returning None; a result is kept
+                                       "workflow_fn": _prune_workflow,  # type: ignore[typeddict-item]
+                                       "schedule": PRUNE_CRON}])  # replaces itself: replicas agree
             self._carried = {w.workflow_id for w in DBOS.list_workflows(
                 status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}
         except BaseException:
@@ -194,7 +209,7 @@ class Engine(Leases):
         self.launched = True
         log.info("job engine launched: replica %s, %s, lease %.0f s", self.replica,
                  "Postgres" if self.postgres else "SQLite", self.lease_s)
-        if self.postgres:
+        if self.postgres and not self.private:
             self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
             self._watcher.start()
 
@@ -221,24 +236,33 @@ class Engine(Leases):
 
     # running a job -----------------------------------------------------------------------------
 
-    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None) -> Job:
-        """Start (or join) the job's workflow and wait for its end, on whichever replica runs it."""
+    async def execute(self, job_id: str, *, on_progress: ProgressSink | None = None, resume: bool = False) -> Job:
+        """Start (or join) the job's workflow and wait for its end, on whichever replica runs it. A
+        private engine runs it here; with `resume` its workflow (left pending by a command that ended)
+        goes on from its last finished step, on this engine's own queue."""
         job = self.runtime.job(job_id)
         if job is None:
             raise KeyError(f"no job {job_id!r}")
         if job.finished:
             return job
-        queue = await self._queue_for(job.agent)
         wid = workflow_id(job)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
+        direct = False
         with self._lock:
             self._waiters.setdefault(job.id, []).append((loop, done))
             if on_progress is not None:
                 self._progress[job.id] = on_progress
         try:
-            with SetWorkflowID(wid):
-                handle = await DBOS.enqueue_workflow_async(queue, self._workflow_for(job.agent), job.id)
+            if resume:
+                handle = await DBOS.resume_workflow_async(wid, queue_name=self.own_queue)
+            elif self.private or (direct := self._start_at_once(job.agent)):
+                await self._start_here(wid, job)
+                handle = await DBOS.retrieve_workflow_async(wid)
+            else:
+                queue = await self._queue_for(job.agent)
+                with SetWorkflowID(wid):
+                    handle = await DBOS.enqueue_workflow_async(queue, self._workflow_for(job.agent), job.id)
             polled = asyncio.ensure_future(handle.get_result(polling_interval_sec=RESULT_POLL_S))
             try:
                 await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
@@ -249,6 +273,7 @@ class Engine(Leases):
                          type(polled.exception()).__name__)
         finally:
             with self._lock:
+                self._direct -= direct
                 waiters = self._waiters.get(job.id, [])
                 if (loop, done) in waiters:
                     waiters.remove((loop, done))
@@ -388,6 +413,41 @@ class Engine(Leases):
             waiters = list(self._waiters.get(job_id, []))
         for loop, done in waiters:
             loop.call_soon_threadsafe(_settle, done)
+
+    def pending(self, job_id: str) -> bool:
+        """Whether the job has a workflow that has not ended (what `execute(resume=True)` goes on with)."""
+        job = self.runtime.job(job_id)
+        status = DBOS.get_workflow_status(workflow_id(job)) if job is not None else None
+        return status is not None and status.status in ("PENDING", "ENQUEUED")
+
+    async def _start_here(self, wid: str, job: Job) -> None:
+        """The job's workflow started now in this process, on the engine's own loop (where a queue's
+        workflows run, and DBOS's stop waits for them), not the caller's."""
+        async def start() -> None:
+            with SetWorkflowID(wid):
+                await DBOS.start_workflow_async(self._workflow_for(job.agent), job.id)
+
+        from dbos._dbos import _get_dbos_instance  # DBOS's own loop has no public accessor
+
+        loop = _get_dbos_instance()._background_event_loop.target_loop()
+        if loop is None or loop is asyncio.get_running_loop():
+            await start()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(start(), loop))
+
+    def _start_at_once(self, agent: str) -> bool:
+        """Whether `execute` starts the job's workflow at once instead of through its queue: a job (not
+        a flow) of an agent with no `limits.concurrency`, while fewer than OZ0_WORKER_CONCURRENCY jobs
+        started so are running here. Its queue would only make it wait for the queue's next poll; a
+        duplicate start of the same workflow id joins the one run (DBOS runs a workflow id once)."""
+        placement = self.placement(agent)
+        if not placement["known"] or placement["flow"] or placement["concurrency"] is not None:
+            return False
+        with self._lock:
+            if self._direct >= self.worker_concurrency:
+                return False
+            self._direct += 1
+            return True
 
     def workflow_at(self, placement: Placement) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""

@@ -6,8 +6,10 @@ each tool call given to `Checkpoints.step` is a DBOS step: recorded when it ends
 record when the workflow is resumed after a crash, never made again. A step's value is JSON data (the
 engine's serializer is DBOS's portable JSON), and a step reports a failure as data (`{"failure": ...}`)
 so its record replays it exactly. A step a database fault cut short is retried (edge.runtime.step_retries):
-its call is made again, at least once as after a crash, never recorded twice. Outside a workflow (`oz0 run`, a test, a loop run by a step of
-another job) the same calls run directly: journaled, not resumable.
+its call is made again, at least once as after a crash, never recorded twice. `oz0 run` and `oz0 jobs answer`
+run a loop under an engine of their own on a SQLite home (adapters.cli.loop_engine), so there too. Outside a
+workflow (`oz0 run` on Postgres, a test, a loop run by a step of another job) the same calls run directly:
+journaled, not resumable.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ log = logging.getLogger("oz0.migrate")
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BASELINE = "0001"  # the schema `create_all` made before migrations: jobs, plugins, versions, agents, audit
-HEAD = "0024"  # the newest revision in migrations/versions (a test checks it is Alembic's head)
+HEAD = "0025"  # the newest revision in migrations/versions (a test checks it is Alembic's head)
 VERSION_TABLE = "alembic_version"
 PG_LOCK_KEY = 0x6F7A30_6D6967  # "oz0" "mig": one advisory lock id for every oz0 database
 

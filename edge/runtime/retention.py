@@ -2,9 +2,13 @@
 conversation turns and per-job budget rows; audit records older than `audit_days` go. Nothing else deletes from the journal (a plugin has no way to).
 
 The settings are the server's (`OZ0_RETENTION_JOBS_DAYS`, default 90; `OZ0_RETENTION_AUDIT_DAYS`,
-default 365, never shorter than the jobs'). A prune deletes in batches of BATCH jobs (or audit
-records), one short transaction each, so a request waiting on a row waits for one batch at most, and
-pauses `OZ0_RETENTION_PAUSE_MS` (default 100) between two, so the requests served beside it keep their pace;
+default 365, never shorter than the jobs'). A prune deletes in batches of at most BATCH jobs (or audit
+records), one short transaction each, so a request waiting on a row waits for one batch at most: batches
+start at FIRST_BATCH jobs and grow while quick, a batch that took longer than BATCH_MS makes the next one
+smaller (a loaded database gets smaller bites), and on
+Postgres each batch gives up on a lock after LOCK_TIMEOUT_MS and on a statement after STATEMENT_TIMEOUT_MS
+(its range is then retried in halves, down to MIN_BATCH jobs, then left for the next prune). It pauses
+`OZ0_RETENTION_PAUSE_MS` (default 100) between two, so the requests served beside it keep their pace;
 a job still queued, running or waiting is never pruned however old. `oz0 db prune --dry-run` counts
 what a prune would remove; `oz0 serve` prunes daily (PRUNE_CRON, a DBOS schedule in edge.runtime.durable: one run a tick
 across replicas).
@@ -19,8 +23,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, String, Table, delete, func, literal, select, tuple_
-from sqlalchemy.engine import Engine
+from sqlalchemy import ColumnElement, String, Table, delete, func, literal, select, text, tuple_
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from oz0.edge.errors import Oz0Error
 from oz0.edge.runtime.budget_tables import budget_grants, budget_holds, budgets
@@ -33,6 +38,12 @@ __all__ = ["BATCH", "PRUNE_CRON", "Retention", "RetentionError", "count", "prune
 log = logging.getLogger("oz0.retention")
 
 BATCH = 1_000
+MIN_BATCH = 50
+FIRST_BATCH = 100  # a prune starts small and grows while its batches stay quick
+BATCH_MS = 50.0  # a batch's transaction should take no longer; a slower one makes the next smaller
+LOCK_TIMEOUT_MS = 200  # Postgres: a batch waits no longer on a row another transaction holds
+STATEMENT_TIMEOUT_MS = 5_000  # Postgres: nor on one of its statements
+_GAVE_UP = ("55P03", "57014")  # Postgres: lock_not_available (lock_timeout), query_canceled (statement_timeout)
 DAY_S = 86_400.0
 DEFAULT_JOBS_DAYS = 90
 DEFAULT_AUDIT_DAYS = 365
@@ -127,27 +138,79 @@ def prune(engine: Engine, policy: Retention, *, now: float | None = None, batch:
     removed = dict.fromkeys(TABLES, 0)
     old = _old_jobs(now - policy.jobs_days * DAY_S)
     after: tuple[float, str] | None = None
+    size = min(batch, FIRST_BATCH)
     while True:
-        with engine.begin() as conn:
-            since = old if after is None else old & (tuple_(jobs.c.created, jobs.c.id) > tuple_(*after))
-            upto = conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
-                                .offset(batch - 1).limit(1)).first()
-            in_batch = since if upto is None else since & (tuple_(jobs.c.created, jobs.c.id) <= tuple_(*upto))
-            for table, where in _per_job(in_batch).items():
-                removed[table.name] += conn.execute(delete(table).where(where)).rowcount
+        began = time.perf_counter()
+        since = old if after is None else old & (tuple_(jobs.c.created, jobs.c.id) > tuple_(*after))
+        try:
+            with engine.begin() as conn:
+                _bounded(conn)
+                upto = _batch_end(conn, since, size)
+                in_batch = since if upto is None else since & (tuple_(jobs.c.created, jobs.c.id) <= tuple_(*upto))
+                gone = {table.name: conn.execute(delete(table).where(where)).rowcount
+                        for table, where in _per_job(in_batch).items()}
+        except OperationalError as exc:
+            if _code(exc) not in _GAVE_UP:
+                raise
+            if size > min(MIN_BATCH, batch):
+                size = max(min(MIN_BATCH, batch), size // 2)
+                log.info("retention: a batch gave up waiting (%s); retrying its jobs %d at a time", _code(exc), size)
+                _pause(policy)
+                continue
+            with engine.connect() as conn:
+                upto = _batch_end(conn, since, size)
+            log.warning("retention: %d jobs after %s left for the next prune: their batch gave up waiting (%s)",
+                        size, after, _code(exc))
+            gone = {}
+        for name, n in gone.items():
+            removed[name] += n
+        took_ms = (time.perf_counter() - began) * 1000
+        log.debug("retention: a batch of %d jobs (at most %d) in %.1f ms", gone.get("jobs", 0), size, took_ms)
         if upto is None:
             break
-        after = (upto.created, upto.id)
+        after = upto
+        size = _next_size(size, took_ms, batch)
         _pause(policy)
     audit_cutoff = now - policy.audit_days * DAY_S
     while True:
         with engine.begin() as conn:
-            gone = conn.execute(delete(audit).where(audit.c.id.in_(
+            _bounded(conn)
+            gone_audit = conn.execute(delete(audit).where(audit.c.id.in_(
                 select(audit.c.id).where(audit.c.at < audit_cutoff).order_by(audit.c.id).limit(batch)))).rowcount
-        removed["audit"] += gone
-        if gone < batch:
+        removed["audit"] += gone_audit
+        if gone_audit < batch:
             return removed
         _pause(policy)
+
+
+def _next_size(size: int, took_ms: float, batch: int) -> int:
+    """The next batch's size: scaled down to BATCH_MS by the last one's time, grown back by half when it
+    was quick; from min(MIN_BATCH, batch) to `batch` jobs."""
+    if took_ms > BATCH_MS:
+        wanted = int(size * BATCH_MS / took_ms)
+    elif took_ms < BATCH_MS / 2:
+        wanted = size + size // 2 + 1
+    else:
+        wanted = size
+    return max(min(MIN_BATCH, batch), min(batch, wanted))
+
+
+def _bounded(conn: Connection) -> None:
+    """On Postgres, this batch's transaction waits on a lock or a statement no longer than the limits."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}"))
+        conn.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+
+
+def _batch_end(conn: Connection, since: ColumnElement[bool], size: int) -> tuple[float, str] | None:
+    """The (created, id) of the `size`-th job `since` matches (one row read); None when fewer match."""
+    found = conn.execute(select(jobs.c.created, jobs.c.id).where(since).order_by(jobs.c.created, jobs.c.id)
+                         .offset(size - 1).limit(1)).first()
+    return None if found is None else (float(found[0]), str(found[1]))
+
+
+def _code(exc: OperationalError) -> str | None:
+    return getattr(exc.orig, "sqlstate", None)
 
 
 def _pause(policy: Retention) -> None:

@@ -162,17 +162,19 @@ class Runtime:
 
     # the job engine and delivery ----------------------------------------------------------------
 
-    def launch_engine(self, *, env: Mapping[str, str] | None = None) -> None:
+    def launch_engine(self, *, env: Mapping[str, str] | None = None, private: bool = False) -> None:
         """Run every job from now on as a durable DBOS workflow (edge.runtime.durable): `oz0 serve` does,
-        before its event loop starts. Without it a job runs in this process, journaled, as before."""
+        before its event loop starts. Without it a job runs in this process, journaled, as before.
+        `private`: a command's own engine, which runs only the jobs it is given (no queues, no schedules)."""
         from oz0.edge.runtime.durable import Engine  # imports dbos: about a second, so only here
         from oz0.edge.runtime.schedule_engine import apply_schedules  # dbos too; registers the tick workflow
 
-        engine = Engine(self, env=dict(env) if env is not None else None)
+        engine = Engine(self, env=dict(env) if env is not None else None, private=private)
         launching = datetime.now(UTC)
         engine.launch()
         self.engine = engine
-        apply_schedules(engine, launched_at=launching)  # the plugins' schedules (edge.runtime.schedule_engine)
+        if not private:
+            apply_schedules(engine, launched_at=launching)  # the plugins' schedules (edge.runtime.schedule_engine)
 
     def drain(self, timeout_s: float) -> None:
         """A stop: no more asks are taken (`stopping`), and the engine's running jobs may finish for up

@@ -132,6 +132,7 @@ jobs = Table(
     Index("ix_jobs_agent_created_id", "agent", "created", "id"),  # revision 0016
     Index("ix_jobs_status_created_id", "status", "created", "id"),  # revision 0016
     Index("ix_jobs_requester_created_id", "requester", "created", "id"),  # revision 0016
+    Index("ix_jobs_agent_status_created_id", "agent", "status", "created", "id"),  # revision 0025: job search
 )
 
 audit = Table(

@@ -290,8 +290,10 @@ class _Loop:
                           self.requests, self.max_steps)
         if tool.kind == "ask_person":
             return await self.person.ask(seq, arguments)
-        if tool.destructive and not await self.person.confirm(seq, tool, arguments):
-            return f"The person declined: {tool.name} was not run. Do not call it again unless they ask."
+        if tool.destructive:
+            if not await self.person.confirm(seq, tool, arguments):
+                return f"The person declined: {tool.name} was not run. Do not call it again unless they ask."
+            seq = self._next_seq()  # the call's trace row after its confirmation's, not in its place
         value = raise_failure(self._traced(await self.steps.step("oz0.loop.tool", self._tool_step, seq, tool,
                                                                  arguments)))
         if "error" in value:

@@ -142,3 +142,37 @@ def test_the_console_jobs_page_filters_with_a_get_form_and_escapes(console):
         bad = http.get("/jobs", params={"status": "<b>x</b>"})
         assert bad.status_code == 400 and "The filter status cannot be read" in bad.text
         assert "<b>x</b>" not in bad.text
+
+
+def _rows_read(plan: dict) -> int:
+    """Rows the scans of a Postgres JSON plan read from the jobs table or its indexes (kept or filtered out)."""
+    own = plan.get("Actual Rows", 0) + plan.get("Rows Removed by Filter", 0) if "Scan" in plan["Node Type"] else 0
+    return own * plan.get("Actual Loops", 1) + sum(_rows_read(p) for p in plan.get("Plans", ()))
+
+
+@pytest.mark.parametrize("filters", [{"agent": "retired"}, {"agent": "retired", "status": "succeeded"},
+                                     {"agent": "retired", "since": "400d"}, {"status": "cancelled"}],
+                         ids=["agent", "agent+status", "agent+since", "status"])
+def test_a_page_of_jobs_that_are_all_old_reads_one_page_of_the_index_on_postgres(postgres_url, filters):
+    """20,000 recent jobs of other agents, then 2,000 months old: the search must not walk the recent ones."""
+    from sqlalchemy import event, text
+
+    store = Store(postgres_url)
+    try:
+        _fill(store, [_row(i, created=NOW - 86_400 * 200 - i, agent="retired",
+                           status="cancelled" if i % 10 == 0 else "succeeded") for i in range(2_000)])
+        _fill(store, [_row(2_000 + i, created=NOW - i, agent=f"a{i % 20}") for i in range(20_000)])
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE jobs"))
+        sent: list[tuple[str, object]] = []
+        event.listen(store.engine, "before_cursor_execute", lambda *a: sent.append((a[2], a[3])))
+        page = search_jobs(store.engine, parse_query(**filters, limit=20, now=NOW))
+        assert len(page.rows) == 20 and {r["agent"] for r in page.rows} == {"retired"}
+        statement, params = sent[-1]
+        with store.engine.raw_connection() as raw:
+            cursor = raw.cursor()
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
+            plan = cursor.fetchone()[0][0]["Plan"]
+        assert _rows_read(plan) <= 3 * 21, plan
+    finally:
+        store.close()

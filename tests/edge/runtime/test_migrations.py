@@ -41,7 +41,8 @@ def schema_drift(url: str) -> list:
 ADDED_AFTER_BASELINE = ("ix_jobs_agent_status", "ix_jobs_ended", "ix_jobs_parent_id",
                         "ix_jobs_root_id",  # revisions 0002, 0005, 0007
                         "ix_jobs_created_id", "ix_jobs_agent_created_id", "ix_jobs_status_created_id",
-                        "ix_jobs_requester_created_id")  # revision 0016
+                        "ix_jobs_requester_created_id",  # revision 0016
+                        "ix_jobs_agent_status_created_id")  # revision 0025
 TABLES_AFTER_BASELINE = ("claims", "questions",  # revisions 0003, 0004
                          "budget_holds", "budget_grants", "budget_spend", "budgets",  # revision 0008
                          "job_trace",  # revision 0012
@@ -275,18 +276,25 @@ def test_revision_0012_adds_the_job_trace_to_a_database_made_by_0009(tmp_path):
     assert schema_drift(url) == []
 
 
-def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
+def _upgrade_with_a_job(engine, *, made_by: str, to: str) -> None:
+    """A database made by revision `made_by` holding one failed job, then upgraded to `to`."""
     from alembic import command
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), made_by)
+        conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
+                          "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), to)
+
+
+def test_revision_0016_indexes_job_search_on_a_database_made_by_0013_and_keeps_its_jobs(tmp_path):
     from sqlalchemy import inspect, text
 
     engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0013")
-            conn.execute(text("INSERT INTO jobs (id, agent, requester, channel, input, status, created, attempts) "
-                              "VALUES ('j1', 'echo', 'cli', 'cli', 'hi', 'failed', 1.0, 1)"))
-        with engine.begin() as conn:
-            command.upgrade(alembic_config(conn), "0016")
+        _upgrade_with_a_job(engine, made_by="0013", to="0016")
         indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("jobs")}
         assert indexes["ix_jobs_agent_created_id"] == ["agent", "created", "id"]
         assert {"ix_jobs_created_id", "ix_jobs_status_created_id", "ix_jobs_requester_created_id"} <= set(indexes)
@@ -375,5 +383,23 @@ def test_revision_0024_adds_plugin_archives_to_a_database_made_by_0023_and_keeps
         with engine.connect() as conn:
             assert conn.execute(text("SELECT plugin, version, path FROM plugin_versions")).all() == [
                 ("team", "1.0.0", "/old/plugins/team")]
+    finally:
+        engine.dispose()
+
+
+def test_revision_0025_indexes_search_by_agent_and_status_on_a_database_made_by_0024_and_keeps_its_jobs(tmp_path):
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        _upgrade_with_a_job(engine, made_by="0024", to="0025")
+        indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("jobs")}
+        assert indexes["ix_jobs_agent_status_created_id"] == ["agent", "status", "created", "id"]
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT id, agent, status FROM jobs")).all() == [("j1", "echo", "failed")]
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0024")
+        assert "ix_jobs_agent_status_created_id" not in {i["name"] for i in inspect(engine).get_indexes("jobs")}
     finally:
         engine.dispose()

@@ -153,3 +153,42 @@ def test_the_engine_schedules_a_daily_prune_that_prunes(oz0_home, tmp_path):
     assert said["schedules"] == [["oz0.retention.prune", PRUNE_CRON]]
     assert said["removed"]["jobs"] == 1
     assert said["pruned_on_an_event_loop"] is False  # DBOS's thread pool: the loops serving requests run on
+
+
+def test_a_batch_slower_than_batch_ms_makes_the_next_smaller_and_a_quick_one_grows_it_back():
+    from oz0.edge.runtime.retention import BATCH, BATCH_MS, MIN_BATCH, _next_size
+
+    assert _next_size(1_000, BATCH_MS * 4, BATCH) == 250  # four times too slow: a quarter the size
+    assert _next_size(100, BATCH_MS * 100, BATCH) == MIN_BATCH  # never below MIN_BATCH
+    assert _next_size(250, BATCH_MS / 10, BATCH) == 376  # quick: half again
+    assert _next_size(900, 1.0, BATCH) == BATCH  # never above the batch asked for
+    assert _next_size(10, BATCH_MS * 10, 10) == 10  # a batch asked below MIN_BATCH stays as asked
+
+
+def test_a_batch_that_waits_on_a_locked_job_gives_up_and_leaves_it_for_the_next_prune_on_postgres(postgres_url):
+    import threading
+
+    from sqlalchemy import text
+
+    store = Store(postgres_url)
+    try:
+        _fill(store)
+        holder = store.engine.connect()
+        holder.begin()
+        holder.execute(text("SELECT id FROM jobs WHERE id = 'job00000003' FOR UPDATE"))  # a request mid-update
+        done: dict[str, int] = {}
+        pruning = threading.Thread(target=lambda: done.update(prune(store.engine, Retention(pause_ms=0),
+                                                                    now=NOW, batch=10)))
+        pruning.start()
+        pruning.join(timeout=20)
+        still_waiting = pruning.is_alive()
+        holder.rollback()
+        holder.close()
+        pruning.join(timeout=60)
+        assert not still_waiting, "the prune waited on the locked job instead of giving up after its lock timeout"
+        assert done["jobs"] == 15  # the batch of ten holding job 3 is left whole; its questions too
+        with store.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(questions)).scalar() == 12
+        assert prune(store.engine, Retention(pause_ms=0), now=NOW, batch=10)["jobs"] == 10  # the next prune
+    finally:
+        store.close()

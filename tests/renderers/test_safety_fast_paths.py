@@ -1,0 +1,45 @@
+"""The shortcuts `renderers.safety` takes for the usual text draw exactly what the full rules draw.
+
+Each case sits at the edge of a shortcut: the one-class scan before the disguise scan, lines of
+printable ASCII passed whole, the Discord escape without a URL or a list mark.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oz0.renderers.safety import clean, discord_escape, one_line, one_line_each
+
+
+@pytest.mark.parametrize(("text", "cleaned"), [
+    ("Zürich 日本語 naïve", "Zürich 日本語 naïve"),           # no mark, filler or astral character: untouched
+    ("e\u0301\u0301\u0301\u0301\u0301\u0301 Zürich", "e\u0301\u0301\u0301\u0301 Zürich"),  # Zalgo still cut to 4 marks
+    ("name\u3164 日本", "name  日本"),                         # a blank filler still becomes a space
+    ("🎉🎉🎉🎉🎉🎉 party", "🎉🎉🎉🎉🎉🎉 party"),             # a run of emoji is kept
+    ("line one\n\tline two", "line one\n\tline two"),       # lines of printable ASCII pass whole
+    ("a\r\nb\rc", "a\nb\nc"),                                # but a carriage return is still a newline
+    ("bell\x07 and del\x7f\nnext", "bell and del\nnext"),    # and controls are still removed
+])
+def test_clean_fast_paths_keep_every_rule(text: str, cleaned: str) -> None:
+    assert clean(text) == cleaned
+
+
+def test_one_line_each_matches_one_line_on_hostile_cells() -> None:
+    cells = ["ok", "e\u0301\u0301\u0301\u0301\u0301\u0301x", "a\u202eb", "t\tb\nc", "\u3164", "日本語"]
+    assert one_line_each(cells) == [one_line(c) for c in cells] == ["ok", "e\u0301\u0301\u0301\u0301x", "ab",
+                                                                      "t b c", "", "日本語"]
+
+
+@pytest.mark.parametrize(("text", "escaped"), [
+    ("plain words", "plain words"),
+    ("*bold* `tick` <@U024> [x](y) a|b ~s~ back\\slash",
+     "\\*bold\\* \\`tick\\` \\<@U024\\> \\[x\\](y) a\\|b \\~s\\~ back\\\\slash"),
+    ("@everyone and @HERE", "@\u200beveryone and @\u200bHERE"),
+    ("1. first", "1\\. first"),
+    ("  - item", "  \\- item"),
+    ("# heading", "\\# heading"),
+    ("12) twelve", "12\\) twelve"),
+    ("see https://example.com/a@everyone now", "see https://example.com/a%40everyone now"),
+])
+def test_discord_escape_without_urls_or_marks_is_the_full_escape(text: str, escaped: str) -> None:
+    assert discord_escape(text) == escaped
