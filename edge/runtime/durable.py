@@ -36,12 +36,12 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 
 from oz0.edge.model.agent import Limits
-from oz0.edge.model.job import UnknownAgent
+from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.engine_settings import (
     app_version,
@@ -85,7 +85,17 @@ CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its ch
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 SCHEDULES_POLL_S = 1.0          # how often the scheduler reads the schedules: one applied while serving ticks soon
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
+LOOPS = "loops"  # the `run` step's value for a tool loop's job, which the workflow then runs as its own code
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
+
+
+class Placement(TypedDict):
+    """Where a job of an agent runs (`Engine.placement`): a step's value, so JSON data."""
+
+    queue: str
+    concurrency: int | None
+    flow: bool
+    known: bool
 
 
 
@@ -93,10 +103,9 @@ _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its w
 @DBOS.workflow(name="oz0.job")
 async def _job_workflow(job_id: str) -> str:
     engine = _current()
-    if engine.loops(job_id):  # a tool loop: its model requests and tool calls are this workflow's steps
+    status: str = await DBOS.run_step_async(step_options("oz0.run"), engine.run_step, job_id)
+    if status == LOOPS:  # a tool loop: its model requests and tool calls are this workflow's steps
         status = await engine.run_loop(job_id)
-    else:
-        status = await DBOS.run_step_async(step_options("oz0.run"), engine.run_step, job_id)
     await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
@@ -277,13 +286,17 @@ class Engine(Leases):
 
     async def run_step(self, job_id: str) -> str:
         """The `run` step: the agent under the runtime's limits. A job found running was cut short by a
-        stopped replica: rerun it, unless its kind cannot resume (then it ends interrupted)."""
+        stopped replica: rerun it, unless its kind cannot resume (then it ends interrupted). A tool
+        loop's job is not run here: its checks made, the step's value is LOOPS and the workflow runs it
+        (`run_loop`), so every read deciding how a job runs is inside this step, retried through a fault."""
         job = self.runtime.job(job_id)
         if job is None:
             return "missing"
         if job.finished:
             return job.status
-        if job.status == "waiting" and not self.loops(job_id):
+        spec = self.runtime.catalog.agent_or_none(job.agent)  # None: uninstalled since, which its run reports
+        loops = spec is not None and spec.loops
+        if job.status == "waiting" and not loops:
             for step in self.runtime.questions.open_steps(job_id):  # closed first: an ended job asks nothing
                 self.runtime.questions.close(job_id, step, action="cancel", by="interrupted")
             ended = self.runtime.end_interrupted(
@@ -291,13 +304,14 @@ class Engine(Leases):
                                "(the call that asked is gone); ask again to rerun it")
             return ended.status
         if job.status == "running" and (self.runtime.store.job(job_id) or {}).get("runner") != runner_id():
-            kind = self._kind(job.agent)
+            kind = spec.kind if spec is not None else None
             if kind in NOT_RESUMABLE_KINDS:
                 ended = self.runtime.end_interrupted(
                     job_id, reason=f"the replica running this job stopped during a live {kind} call, which "
                                    "cannot be resumed; ask again to rerun it")
                 return ended.status
-            restarts, limit = self.runtime.store.count_restart(job_id), self._max_restarts(job.agent)
+            restarts = self.runtime.store.count_restart(job_id)
+            limit = spec.limits.max_restarts if spec is not None else Limits.max_restarts
             if restarts > limit:
                 ended = self.runtime.end_interrupted(
                     job_id, reason=f"the bot stopped {restarts} times in a row while this job ran "
@@ -305,15 +319,18 @@ class Engine(Leases):
                 return ended.status
             log.info("resuming job %s (%s), cut short on another run (restart %d of at most %d)", job_id,
                      job.agent, restarts, limit)
+        if loops:
+            return LOOPS
         ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
 
     async def run_loop(self, job_id: str) -> str:
-        """A tool loop's run, as the workflow's own code (its calls are steps), then its end journaled
-        by the step `oz0.loop.end` under STEP_RETRIES: an end a database fault kept out of the journal
-        (held by the runtime) is written there once the database is back, never lost with the job."""
+        """A tool loop's run, as the workflow's own code (its calls are steps) once the `run` step has
+        checked it (LOOPS), then its end journaled by the step `oz0.loop.end` under STEP_RETRIES: an end
+        a database fault kept out of the journal (held by the runtime) is written there once the
+        database is back, never lost with the job."""
         try:
-            await self.run_step(job_id)
+            await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         except Exception as exc:
             if not is_transient(exc) or not self.runtime.holds_end(job_id):
                 raise
@@ -361,20 +378,28 @@ class Engine(Leases):
         if self._progress.get(job_id) is sink:
             self._progress.pop(job_id, None)
 
-    async def start_child(self, agent: str, workflow: str, job_id: str) -> Any:
+    def placement(self, agent: str) -> Placement:
+        """Where a job of `agent` runs, read from the catalog as JSON data, so that a workflow reads it
+        in a step (retried through a database fault) and a replay takes the same way: its queue's agent
+        ("" for the shared queue of an agent uninstalled since, whose run reports it as UnknownAgent),
+        its `limits.concurrency`, and whether it is a flow."""
+        spec = self.runtime.catalog.agent_or_none(agent)
+        if spec is None:
+            return {"queue": "", "concurrency": None, "flow": False, "known": False}
+        return {"queue": agent, "concurrency": spec.limits.concurrency, "flow": spec.kind == FLOW_KIND,
+                "known": True}
+
+    async def start_child(self, placement: Placement, workflow: str, job_id: str) -> Any:
         """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`; the DBOS
-        handle of its result. A child of an agent with no `limits.concurrency` starts at once, as a
-        child workflow of the flow (the flow already holds its queue's place, and waiting for a queue's
-        next poll was most of a person step's answer-to-next-step time); one with a limit goes through
-        its agent's queue (registered first when new), which counts it across replicas."""
-        try:
-            unlimited = self.runtime.agent(agent).limits.concurrency is None
-        except UnknownAgent:  # uninstalled since: the shared queue's workflow reports it as UnknownAgent
-            unlimited = False
-        if unlimited:
+        handle of its result. `placement` is its agent's (`placement`, read in the flow's step). A child
+        of an agent with no `limits.concurrency` starts at once, as a child workflow of the flow (the
+        flow already holds its queue's place, and waiting for a queue's next poll was most of a person
+        step's answer-to-next-step time); one with a limit goes through its agent's queue (registered
+        first when new), which counts it across replicas."""
+        if placement["known"] and placement["concurrency"] is None:
             with SetWorkflowID(workflow):
                 return await DBOS.start_workflow_async(_job_workflow, job_id)
-        queue = await self._queue_for(agent)
+        queue = await self.queue_at(placement)
         with SetWorkflowID(workflow):
             return await DBOS.enqueue_workflow_async(queue, _job_workflow, job_id)
 
@@ -394,15 +419,6 @@ class Engine(Leases):
         job = self.runtime.job(job_id)
         status = DBOS.get_workflow_status(workflow_id(job)) if job is not None else None
         return status is not None and status.status in ("PENDING", "ENQUEUED")
-
-    def loops(self, job_id: str) -> bool:
-        """Whether the job is a tool loop (edge.runtime.tool_loop), run as the workflow's own code: each
-        of its calls a step, a wait for a person durable (so a waiting loop resumes after a restart)."""
-        job = self.runtime.job(job_id)
-        try:
-            return job is not None and bool(self.runtime.agent(job.agent).loops)
-        except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
-            return False
 
     async def _start_here(self, wid: str, job: Job) -> None:
         """The job's workflow started now in this process, on the engine's own loop (where a queue's
@@ -424,44 +440,32 @@ class Engine(Leases):
         a flow) of an agent with no `limits.concurrency`, while fewer than OZ0_WORKER_CONCURRENCY jobs
         started so are running here. Its queue would only make it wait for the queue's next poll; a
         duplicate start of the same workflow id joins the one run (DBOS runs a workflow id once)."""
-        if self._kind(agent) in (None, "flow"):
-            return False
-        try:
-            unlimited = self.runtime.agent(agent).limits.concurrency is None
-        except UnknownAgent:
+        placement = self.placement(agent)
+        if not placement["known"] or placement["flow"] or placement["concurrency"] is not None:
             return False
         with self._lock:
-            if not unlimited or self._direct >= self.worker_concurrency:
+            if self._direct >= self.worker_concurrency:
                 return False
             self._direct += 1
             return True
 
-    def _workflow_for(self, agent: str) -> Any:
+    def workflow_at(self, placement: Placement) -> Any:
         """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
-        if self._kind(agent) == "flow" and self.runtime.flow_engine is not None:
+        if placement["flow"] and self.runtime.flow_engine is not None:
             return self.runtime.flow_engine.workflow()
         return _job_workflow
 
-    def _max_restarts(self, agent: str) -> int:
-        try:
-            return self.runtime.agent(agent).limits.max_restarts
-        except UnknownAgent:  # uninstalled since: the run step reports it as UnknownAgent
-            return Limits.max_restarts
-
-    def _kind(self, agent: str) -> str | None:
-        try:
-            return self.runtime.agent(agent).kind
-        except Exception:  # an agent uninstalled since: the run step reports it as UnknownAgent
-            return None
+    def _workflow_for(self, agent: str) -> Any:
+        return self.workflow_at(self.placement(agent))
 
     async def _queue_for(self, agent: str) -> str:
-        try:
-            concurrency = self.runtime.agent(agent).limits.concurrency
-        except Exception:  # an unknown agent still runs (and fails) as a workflow, on the shared queue
-            agent, concurrency = "", None
-        name = queue_name(agent)
+        return await self.queue_at(self.placement(agent))
+
+    async def queue_at(self, placement: Placement) -> str:
+        """The queue of a job placed at `placement`, registered first when new or its limit changed."""
+        name, concurrency = queue_name(placement["queue"]), placement["concurrency"]
         if self._queues.get(name, -1) != concurrency:
-            await asyncio.to_thread(self._register_queue, agent, concurrency)
+            await asyncio.to_thread(self._register_queue, placement["queue"], concurrency)
         return name
 
     def _register_queue(self, agent: str, concurrency: int | None) -> None:

@@ -43,24 +43,24 @@ log = logging.getLogger("oz0.schedules")
 @DBOS.workflow(name="oz0.schedule.tick")
 async def _tick_workflow(scheduled_at: datetime, context: Any) -> str:
     engine = _current()
-    runtime = engine.runtime
     name = str((context or {}).get("name", ""))
     made = await DBOS.run_step_async(step_options("oz0.schedule.submit"), _submit, engine, name, scheduled_at.isoformat())
     if made is None:
         return "gone"
-    job = runtime.job(made["id"])
-    assert job is not None
-    queue = await engine._queue_for(job.agent)
-    with SetWorkflowID(workflow_id(job)):
-        handle = await DBOS.enqueue_workflow_async(queue, engine._workflow_for(job.agent), job.id)
+    queue = await engine.queue_at(made["placement"])
+    with SetWorkflowID(made["workflow"]):
+        handle = await DBOS.enqueue_workflow_async(queue, engine.workflow_at(made["placement"]), made["id"])
     status: str = await handle.get_result()
     for platform, channel in made["also"]:
-        await DBOS.run_step_async(step_options("oz0.schedule.post"), _post_copy, engine, job.id, platform, channel)
+        await DBOS.run_step_async(step_options("oz0.schedule.post"), _post_copy, engine, made["id"], platform,
+                                  channel)
     return status
 
 
 def _submit(engine: Engine, name: str, tick: str) -> dict[str, Any] | None:
-    """Journal the tick's job (once: its dedupe key names the tick)."""
+    """Journal the tick's job (once: its dedupe key names the tick); its id, workflow id and where it
+    runs (Engine.placement) are the step's value, so the tick reads neither the journal nor the
+    catalog between its steps (where a database fault would end it ERROR, its job never run)."""
     runtime = engine.runtime
     spec = next((s for s in runtime.schedules.installed() if s.name == name), None)
     if spec is None:
@@ -73,7 +73,8 @@ def _submit(engine: Engine, name: str, tick: str) -> dict[str, Any] | None:
                                   channel_id=first.where if first else None)
     if created:
         log.info("schedule %s: tick %s is job %s (%s)", name, tick, job.id, spec.agent)
-    return {"id": job.id, "also": [[p.platform, dict(p.place)] for p in rest]}
+    return {"id": job.id, "workflow": workflow_id(job), "placement": engine.placement(job.agent),
+            "also": [[p.platform, dict(p.place)] for p in rest]}
 
 
 async def _post_copy(engine: Engine, job_id: str, platform: str, place: str | dict[str, str]) -> bool:

@@ -37,7 +37,7 @@ def test_a_flow_whose_start_and_end_meet_a_full_disk_ends_once_the_disk_takes_wr
     assert ended["children"] == [["acme-reviewer", "succeeded"], ["merger", "succeeded"], ["merger", "skipped"]]
 
 
-def _run_loop(tmp_path: Path, mode: str) -> tuple[dict[str, Any], Path, ModelStandin]:
+def _run_loop(tmp_path: Path, mode: str, script_path: Path = SCRIPT) -> tuple[dict[str, Any], Path, ModelStandin]:
     calls = tmp_path / "calls.txt"
     script = [Turn(calls=(("ci_log", {"run_id": 4411}),)), Turn(text='{"verdict": "flaky", "run_id": 4411}')]
     env = _env(tmp_path / "home", OZ0_TEST_CALLS=str(calls), OZ0_TEST_MODEL_KEY="sk-test-faults-0123456789")
@@ -47,7 +47,7 @@ def _run_loop(tmp_path: Path, mode: str) -> tuple[dict[str, Any], Path, ModelSta
             loop_plugin(tmp_path / "p", tmp_path / "home", model.url).close()
         finally:
             del os.environ["OZ0_TEST_CALLS"]
-        ended = run_script(SCRIPT, mode, env=env, timeout_s=120)
+        ended = run_script(script_path, mode, env=env, timeout_s=120)
     return ended, calls, model
 
 

@@ -1,0 +1,41 @@
+"""A database fault at a read a job's workflow makes to decide its way (is the job a tool loop, where
+does a tick's job run) loses nothing: those reads are inside checkpointed steps retried under the one
+rule of a job's steps (edge.runtime.step_retries), never between steps, where the fault would end the
+workflow ERROR, the job left `queued` or `running` and no card posted. Real processes, real DBOS, a real SQLite
+journal whose reads are refused at the SQLite layer ("database is locked"), a real MCP server and the
+stand-in model on loopback for the loop."""
+
+from __future__ import annotations
+
+from engine_script import run_script
+from paths import SUPPORT
+from replica_harness import install_replica_plugin
+from test_faults_steps import _env as reads_env
+from test_faults_steps import _run_loop as run_loop
+
+SCRIPT = SUPPORT / "fault_reads_engine.py"
+
+
+def test_a_tool_loop_whose_first_reads_meet_a_locked_database_still_runs_as_durable_steps(tmp_path):
+    ended, calls, model = run_loop(tmp_path, "loop", SCRIPT)
+    assert ended["refused"] == ["job", "job"], ended
+    assert (ended["error"], ended["workflow"]) == (None, "SUCCESS"), ended
+    assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
+    assert ended["posted"] == [True], ended  # one card
+    # the loop ran as the workflow's own steps (resumable after a crash), not inside one step
+    assert ended["steps"][0] == "oz0.run" and ended["steps"][-2:] == ["oz0.loop.end", "oz0.deliver"], ended
+    assert len(ended["steps"]) > 3, ended
+    assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']
+    assert len(model.requests) == 2
+
+
+def test_a_tick_whose_job_read_meets_a_locked_database_runs_its_job_and_posts_once(tmp_path):
+    home = tmp_path / "home"
+    never = {"schedules/pulse.yaml": 'cron: "0 0 1 1 *"\nagent: echo\ninput: pulse\nslack: {channel: C0GENERAL}\n'}
+    install_replica_plugin(home, extra=never)  # fired by the script, once, not by the scheduler
+    ended = run_script(SCRIPT, "tick", env=reads_env(home, OZ0_TEST_RUNS=str(tmp_path / "runs.txt")), timeout_s=120)
+    assert ended["refused"] == ["job", "job"], ended
+    assert ended["error"] is None, ended
+    assert (ended["status"], ended["output"]) == ("succeeded", "echo: pulse"), ended
+    assert ended["posted"] == [True], ended
+    assert len((tmp_path / "runs.txt").read_text().splitlines()) == 2  # its agent ran once (start, end)

@@ -1,0 +1,138 @@
+"""A process for test_faults_reads.py and test_flows_durable_faults.py: the job engine launched over
+OZ0_HOME (SQLite), one job run while its journal refuses some of its *reads* the way a locked or
+failing database does ("database is locked", raised at the SQLite layer), then the ended job, the
+cards posted and the workflow's steps printed as JSON.
+
+    python fault_reads_engine.py flow          the flow `release`: the first FAULTS reads of its job's row once
+                                               it runs (its start step claimed it), and as many reads of the
+                                               installed plugins once its start step has read its flow
+    python fault_reads_engine.py loop          the tool loop `triage`: the first FAULTS reads of its job's row
+                                               by its workflow (the caller's read before it passes)
+    python fault_reads_engine.py tick          the schedule `pulse` (fired once): the first FAULTS reads of
+                                               its tick's job's row, once the tick journaled it
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from dbos import DBOS
+from sqlalchemy import event
+
+from oz0.edge.flows.engine import FLOW_ENGINE
+from oz0.edge.model.job import Job
+from oz0.edge.runtime.engine_settings import workflow_id
+from oz0.edge.runtime.runner import Runtime
+from oz0.edge.runtime.schedules import channel_ref
+
+FAULTS = 2  # reads refused in a row, each retried by the engine after a second or so
+JOB_ROW = "WHERE jobs.id = "   # a read of one job's row (edge.runtime.store.Store.job)
+CATALOG = "FROM plugins LEFT OUTER JOIN agents"  # what names the installed state (edge.runtime.installed_cache)
+
+
+def _values(parameters: Any) -> tuple[Any, ...]:
+    return tuple(parameters) if isinstance(parameters, (tuple, list)) else tuple(dict(parameters or {}).values())
+
+
+class LockedReads:
+    """Refuses the first FAULTS reads matching `read` once armed (and `skip` more passed): at once
+    (`arm="submit"`), when the job is claimed (`arm="running"`), or when a tick's job is journaled
+    (`arm="tick"`)."""
+
+    def __init__(self, read: str, arm: str, *, skip: int = 0) -> None:
+        self.read, self.arm, self.skip = read, arm, skip
+        self.job_id: str | None = None
+        self.armed = False
+        self.left = FAULTS
+        self.refused: list[str] = []
+
+    def __call__(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        head = statement.lstrip().upper()
+        if not self.armed:
+            values = _values(parameters)
+            if self.arm == "running" and head.startswith("UPDATE JOBS") and self.job_id in values and "running" in values:
+                self.armed = True
+            elif self.arm == "tick" and head.startswith("INSERT INTO JOBS") and any(
+                    isinstance(v, str) and v.startswith("schedule:pulse:") for v in values):
+                self.armed = True
+                self.job_id = context.compiled_parameters[0]["id"]
+            return
+        if self.left <= 0 or not head.startswith("SELECT") or self.read not in statement:
+            return
+        if self.read == JOB_ROW and self.job_id not in _values(parameters):
+            return
+        if self.skip > 0:
+            self.skip -= 1
+            return
+        self.left -= 1
+        self.refused.append("job" if self.read == JOB_ROW else "catalog")
+        raise sqlite3.OperationalError("database is locked")
+
+
+async def main(mode: str) -> None:
+    runtime = Runtime(flow_engine=FLOW_ENGINE)
+    locked = {"flow": LockedReads(JOB_ROW, "running"), "loop": LockedReads(JOB_ROW, "submit", skip=1),
+              "tick": LockedReads(JOB_ROW, "tick")}[mode]
+    also = [LockedReads(CATALOG, "running", skip=1)] if mode == "flow" else []
+    posted: list[str] = []
+
+    async def post(job: Job) -> None:
+        posted.append(job.id)
+
+    runtime.deliver_with("slack", post)
+    for each in (locked, *also):
+        event.listen(runtime.store.engine, "before_cursor_execute", each)
+    await asyncio.to_thread(runtime.launch_engine)
+    error = None
+    try:
+        if mode == "tick":
+            job, error = await _tick(runtime, locked)
+        else:
+            agent, text = ("triage", "why did main fail?") if mode == "loop" else (
+                "release", '{"repo": "acme/api", "pr": 42}')
+            job, _ = runtime.submit(agent, text, requester="cli:ana", reply_to=channel_ref("slack", "C0TEAM"))
+            for each in (locked, *also):
+                each.job_id = job.id
+            locked.armed = mode == "loop"
+            try:
+                await asyncio.wait_for(runtime.execute(job.id), timeout=60)
+            except Exception as exc:  # the workflow's error, before the fix: printed for the test to read
+                error = f"{type(exc).__name__}: {exc}"[:300]
+        locked.left = 0
+        await asyncio.sleep(0.3)  # a card posted twice would be posted by now
+        ended = runtime.job(job.id)
+        assert ended is not None
+        status = await DBOS.get_workflow_status_async(workflow_id(ended))
+        steps = await DBOS.list_workflow_steps_async(workflow_id(ended), load_output=False)
+        print(json.dumps({"status": ended.status, "output": ended.output, "reason": ended.failure_reason,
+                          "refused": sorted(locked.refused + [r for a in also for r in a.refused]), "error": error, "posted": [p == job.id for p in posted],
+                          "workflow": status.status if status is not None else None,
+                          "steps": [s["function_name"] for s in steps]}), flush=True)
+    finally:
+        await asyncio.to_thread(runtime.close)
+
+
+async def _tick(runtime: Runtime, locked: LockedReads) -> tuple[Job, str | None]:
+    """Fire the schedule `pulse` once (its tick workflow, as the engine's scheduler starts it) and wait
+    for its end (or for 30 s): the tick's job, and the tick workflow's error if it ended with one."""
+    from oz0.edge.runtime.schedule_engine import _tick_workflow
+
+    handle = await DBOS.start_workflow_async(_tick_workflow, datetime.now(UTC), {"name": "pulse"})
+    error = None
+    try:
+        await asyncio.wait_for(handle.get_result(), timeout=30)
+    except Exception as exc:  # the tick's error, before the fix: printed for the test to read
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    assert locked.job_id is not None, "the tick journaled no job"
+    job = runtime.job(locked.job_id)
+    assert job is not None
+    return job, error
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
