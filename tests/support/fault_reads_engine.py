@@ -26,6 +26,7 @@ from sqlalchemy import event
 
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.job import Job
+from oz0.edge.plugins.schedules import Post
 from oz0.edge.runtime.engine_settings import workflow_id
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.schedules import channel_ref
@@ -95,7 +96,7 @@ async def main(mode: str) -> None:
         else:
             agent, text = ("triage", "why did main fail?") if mode == "loop" else (
                 "release", '{"repo": "acme/api", "pr": 42}')
-            job, _ = runtime.submit(agent, text, requester="cli:ana", reply_to=channel_ref("slack", "C0TEAM"))
+            job, _ = runtime.submit(agent, text, requester="cli:ana", reply_to=channel_ref(Post("slack", (("channel", "C0TEAM"),))))
             for each in (locked, *also):
                 each.job_id = job.id
             locked.armed = mode == "loop"
