@@ -43,6 +43,7 @@ from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.progress import ProgressSink
+from oz0.edge.runtime.dbos_loop import engine_loop
 from oz0.edge.runtime.engine_settings import (
     app_version,
     beside_journal,
@@ -427,9 +428,7 @@ class Engine(Leases):
             with SetWorkflowID(wid):
                 await DBOS.start_workflow_async(self._workflow_for(job.agent), job.id)
 
-        from dbos._dbos import _get_dbos_instance  # DBOS's own loop has no public accessor
-
-        loop = _get_dbos_instance()._background_event_loop.target_loop()
+        loop = engine_loop()
         if loop is None or loop is asyncio.get_running_loop():
             await start()
         else:
