@@ -137,7 +137,7 @@ class Runs:
                 reason, ended = failure.reason, failure.kind
             partial = failure.partial_output
             if ended == LIMIT_EXCEEDED and partial is None:
-                partial = self.tree.tree_partial(job_id)
+                partial = await read_out("a tree's partial output", self.tree.tree_partial, job_id)
             return end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree.tree_reason(job)
@@ -155,7 +155,8 @@ class Runs:
 
     async def _with_contracts(self, spec: AgentSpec, job_id: str) -> AgentSpec:
         """An mcp agent's tool schemas, unless its file names its own."""
-        return await with_tool_contracts(spec, eliciting=self.questions.can_ask_job(job_id))
+        contracted: AgentSpec = await with_tool_contracts(spec, eliciting=self.questions.can_ask_job(job_id))
+        return contracted
 
     async def _flow(self, job: Job, spec: AgentSpec, value: Any, on_progress: ProgressSink | None) -> Any:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
