@@ -25,6 +25,7 @@ from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.flow import FLOW_KIND, FlowSpec, FlowStep
 from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.plugins.flow_manifest import load_flow
+from oz0.edge.runtime.body_retries import read_out
 from oz0.edge.runtime.durable import RESULT_POLL_S, Engine, current_engine
 from oz0.edge.runtime.progress import JournalProgress
 from oz0.edge.runtime.questions import Answer, wait_in_workflow
@@ -63,7 +64,8 @@ class DurableEffects:
             result = handle.get_result(polling_interval_sec=RESULT_POLL_S)
             try:  # not past the tree's time (tree_timeout_s), when one bounds it: then the child is stopped
                 if made["bounded"]:
-                    await runtime.tree.watch_child(_journaled(runtime, job_id), child_id, result)
+                    flow = await read_out("a flow's job", _journaled, runtime, job_id)
+                    await runtime.tree.watch_child(flow, child_id, result)
                 else:
                     await result
             except DBOSAwaitedWorkflowCancelledError:

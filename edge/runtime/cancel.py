@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import Job
+from oz0.edge.runtime.body_retries import read_out, waited_out
 from oz0.edge.runtime.engine_settings import system_database_url, workflow_id
 from oz0.edge.runtime.events import JobEnded, StopAsked
 from oz0.edge.runtime.store import ACTIVE_STATUSES
@@ -222,14 +223,14 @@ class JobStops:
         (edge.runtime.runner); this returns the job as the journal has it."""
         task = asyncio.ensure_future(work)
         try:
-            reader = self.runtime.stream.reader(job_id)
+            reader = await read_out("a job's stop watch", self.runtime.stream.reader, job_id)
         except KeyError:
             return await task
         try:
             while True:
-                if self.requested(job_id) is not None:
+                if await read_out("a job's stop watch", self.requested, job_id) is not None:
                     break
-                arrived = asyncio.ensure_future(reader.next(POLL_S))
+                arrived = asyncio.ensure_future(waited_out("a job's stop watch", reader.next, POLL_S))
                 done, _ = await asyncio.wait({task, arrived}, return_when=asyncio.FIRST_COMPLETED)
                 if task in done:
                     arrived.cancel()
@@ -241,7 +242,7 @@ class JobStops:
             await asyncio.wait({task})
             if not task.cancelled() and task.exception() is None:
                 return task.result()
-            job = self.runtime.job(job_id)
+            job = await read_out("a job's read", self.runtime.job, job_id)
             assert job is not None
             return job
         except asyncio.CancelledError:

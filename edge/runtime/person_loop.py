@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from oz0.edge.runtime.body_retries import read_out
 from oz0.edge.runtime.confirm import CONFIRM, CONFIRM_SCHEMA, CONFIRM_TIMEOUT_S
 from oz0.edge.runtime.questions import Answer, Question, wait_in_workflow
 
@@ -38,8 +39,9 @@ class LoopPerson:
     async def confirm(self, seq: int, tool: LoopTool, arguments: dict[str, Any]) -> bool:
         """Whether the asker confirmed this call of a destructive tool (a channel that cannot ask: no)."""
         step = f"confirm-{seq}"
-        if not self.runtime.questions.can_ask_job(self.job.id):
-            self.trace(seq, "person", step, {"question": f"confirm {tool.name}", "action": "cannot ask"}, 0)
+        if not await read_out("a person step's read", self.runtime.questions.can_ask_job, self.job.id):
+            await read_out("a person step's trace", self.trace, seq, "person", step,
+                           {"question": f"confirm {tool.name}", "action": "cannot ask"}, 0)
             return False
         shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         if len(shown) > MAX_ARGUMENTS_SHOWN:
@@ -52,8 +54,9 @@ class LoopPerson:
     async def ask(self, seq: int, arguments: dict[str, Any]) -> str:
         """`ask_person`: the model's question with its answer schema (checked already); what the model reads."""
         step = f"ask-{seq}"
-        if not self.runtime.questions.can_ask_job(self.job.id):
-            self.trace(seq, "person", step, {"question": arguments["question"], "action": "cannot ask"}, 0)
+        if not await read_out("a person step's read", self.runtime.questions.can_ask_job, self.job.id):
+            await read_out("a person step's trace", self.trace, seq, "person", step,
+                           {"question": arguments["question"], "action": "cannot ask"}, 0)
             return "The person cannot be asked from this channel; go on without their answer."
         answer = await self._ask(seq, step, str(arguments["question"]), dict(arguments["answer_schema"]),
                                  float(self.spec.limits.timeout_s))
@@ -71,8 +74,9 @@ class LoopPerson:
         else:
             self.runtime.ask(question)
             answer = await self.runtime.wait_answer_async(self.job.id, step, timeout_s=timeout_s)
-        self.trace(seq, "person", step, {"question": message, "action": answer.action, "answer": answer.content,
-                                         "by": answer.by}, (time.monotonic() - started) * 1000)
+        await read_out("a person step's trace", self.trace, seq, "person", step, {
+            "question": message, "action": answer.action, "answer": answer.content, "by": answer.by},
+            (time.monotonic() - started) * 1000)
         return answer
 
     async def _record(self, question: Question) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.job import BUILTIN_FAILURES, Job, JobFailure, UnknownAgent
 from oz0.edge.model.progress import ProgressSink
 from oz0.edge.runtime.attempts import Attempts, failure_kind
+from oz0.edge.runtime.body_retries import read_out, waited_out
 from oz0.edge.runtime.budgets import Budgets
 from oz0.edge.runtime.cancel import CANCELLED, JobStops
 from oz0.edge.runtime.catalog import Catalog
@@ -72,13 +73,13 @@ class Runs:
         if held is not None:  # the job ended, and a database fault kept its end out of the journal: write it now
             return self.jobs.end(job_id, **held)
         claimable = ("queued", "running", "waiting") if resume else ("queued",)
-        if not self.jobs.store.update_job(job_id, only_if_status=claimable, status="running", started=time.time(),
-                                          runner=runner_id()):
-            job = self.jobs.job(job_id)
+        if not await read_out("a job's claim", self.jobs.store.update_job, job_id, only_if_status=claimable,
+                              status="running", started=time.time(), runner=runner_id()):
+            job = await read_out("a job's read", self.jobs.job, job_id)
             if job is None:
                 raise KeyError(f"no job {job_id!r}")
             return job
-        job = self.jobs.job(job_id)
+        job = await read_out("a job's read", self.jobs.job, job_id)
         assert job is not None
         on_progress = JournalProgress(self.jobs.store, job_id, on_progress, publish=self.jobs.stream.publish)
         with job_span(job) as span:
@@ -92,21 +93,22 @@ class Runs:
         attempts = 0
         end = self.jobs.end
         try:
-            spec, plugin = self.catalog.lookup(job.agent)
-            spec = await with_tool_contracts(  # an mcp agent's tool schemas, unless its file names its own
-                spec, eliciting=self.questions.can_ask_job(job_id))
+            spec, plugin = await read_out("an agent's lookup", self.catalog.lookup, job.agent)
+            spec = await waited_out("an agent's tool contracts", self._with_contracts, spec, job_id)
             value = self.jobs.input_of(job, spec)
             if spec.kind == FLOW_KIND:
-                self.tree.take_step(job, 1)
+                await read_out("a tree's step", self.tree.take_step, job, 1)
                 attempts = 1  # a flow runs once; its steps retry
                 return end(job_id, "succeeded", attempts=1, output=await self._flow(job, spec, value, on_progress))
-            await confirm_before_run(self.questions, spec, value, job_id)  # a destructive tool asks its asker first
+            # a destructive tool asks its asker first (once: made again, it waits for the answer asked for)
+            await waited_out("a confirmation", confirm_before_run, self.questions, spec, value, job_id)
             plugin_path = Path(plugin.path)
-            history = self.conversations.history(job_id, spec.conversation).messages
+            history = (await read_out("a conversation's history", self.conversations.history, job_id,
+                                      spec.conversation)).messages
             while True:
-                self.tree.take_step(job, attempts + 1)
+                await read_out("a tree's step", self.tree.take_step, job, attempts + 1)
                 attempts += 1
-                self.jobs.store.update_job(job_id, attempts=attempts)
+                await read_out("a job's attempts", self.jobs.store.update_job, job_id, attempts=attempts)
                 try:
                     output = await self.attempts.attempt(spec, value, RunContext(
                         job_id, spec, attempts, plugin_path, on_progress, self.questions,
@@ -135,7 +137,7 @@ class Runs:
                 reason, ended = failure.reason, failure.kind
             partial = failure.partial_output
             if ended == LIMIT_EXCEEDED and partial is None:
-                partial = self.tree.tree_partial(job_id)
+                partial = await read_out("a tree's partial output", self.tree.tree_partial, job_id)
             return end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
         except asyncio.CancelledError:
             limit = self.tree.tree_reason(job)
@@ -150,6 +152,11 @@ class Runs:
                     reason="the bot stopped while the job was running")
             raise
         return end(job_id, "succeeded", attempts=attempts, output=output)
+
+    async def _with_contracts(self, spec: AgentSpec, job_id: str) -> AgentSpec:
+        """An mcp agent's tool schemas, unless its file names its own."""
+        contracted: AgentSpec = await with_tool_contracts(spec, eliciting=self.questions.can_ask_job(job_id))
+        return contracted
 
     async def _flow(self, job: Job, spec: AgentSpec, value: Any, on_progress: ProgressSink | None) -> Any:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""

@@ -31,6 +31,7 @@ from sqlalchemy import func, select, update
 
 from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import Job, JobFailure
+from oz0.edge.runtime.body_retries import read_out, waited_out
 from oz0.edge.runtime.jobs import LIMIT_EXCEEDED
 from oz0.edge.runtime.store import ACTIVE_STATUSES, jobs, questions
 
@@ -276,20 +277,19 @@ class JobTree:
         overdue: float | None = None
         try:
             while True:
-                chain = self.tree_chain(job) if job.parent_id or self._own_timeout(job) else []
-                left = self._time_left(chain) if chain else None
+                left = await read_out("a tree's watch", self._watched_left, job)
                 if left is None:
                     return await task
                 delay = left[0]
-                if delay <= 0 and self._running_child(job.id):  # its child's own watch stops it first
-                    overdue = time.monotonic() if overdue is None else overdue
+                if delay <= 0 and await read_out("a tree's watch", self._running_child, job.id):
+                    overdue = time.monotonic() if overdue is None else overdue  # its child's own watch stops it first
                     delay = overdue + GRACE_S - time.monotonic()
                 if delay <= 0:
-                    self._refuse(job, self._time_reason(job, left[1], left[2]))
+                    await read_out("a tree's limit", self._refuse, job, self._time_reason(job, left[1], left[2]))
                     task.cancel()
                     await asyncio.wait({task})
-                    self._stop(job.id)  # a task cancelled before it ran has not ended the job
-                    return self._read(job.id)
+                    await read_out("a tree's stop", self._stop, job.id)  # a task cancelled before it ran has not ended the job
+                    return await read_out("a job's read", self._read, job.id)
                 done, _ = await asyncio.wait({task}, timeout=min(delay, POLL_S))
                 if done:
                     return task.result()
@@ -301,7 +301,13 @@ class JobTree:
         finally:
             running.pop(job.id, None)
             if job.parent_id is None:
-                await self.end_tree(job.id)
+                await waited_out("a tree's end", self.end_tree, job.id)
+
+    def _watched_left(self, job: Job) -> tuple[float, TreeNode, float] | None:
+        return self._left_over(job) if job.parent_id or self._own_timeout(job) else None
+
+    def _left_over(self, job: Job) -> tuple[float, TreeNode, float] | None:
+        return self._time_left(self.tree_chain(job))
 
     def _read(self, job_id: str) -> Job:
         job = self.jobs.job(job_id)
@@ -330,19 +336,19 @@ class JobTree:
         try:
             while True:
                 if stopped is None:
-                    left = self._time_left(self.tree_chain(parent))
+                    left = await read_out("a child's watch", self._left_over, parent)
                     if left is None:
                         return await task
                     delay = left[0]
-                    child = self.jobs.job(child_id)
+                    child = await read_out("a child's watch", self.jobs.job, child_id)
                     if delay <= 0 and child is not None and child.status in ("running", "waiting"):
                         overdue = time.monotonic() if overdue is None else overdue
                         delay = overdue + GRACE_S - time.monotonic()
                     if delay <= 0:
                         if child is not None and not child.finished:
-                            self._refuse(child, self._time_reason(child, left[1], left[2]))
+                            await read_out("a tree's limit", self._refuse, child, self._time_reason(child, left[1], left[2]))
                             await self._stop_elsewhere(child.id, child.dedupe_key)
-                            self._stop(child.id)  # with the tree's reason (the first recorded)
+                            await read_out("a tree's stop", self._stop, child.id)  # with the tree's reason (the first recorded)
                         stopped = time.monotonic()
                 if stopped is not None:
                     delay = stopped + STOP_WAIT_S - time.monotonic()

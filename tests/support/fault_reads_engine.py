@@ -10,6 +10,12 @@ cards posted and the workflow's steps printed as JSON.
                                                by its workflow (the caller's read before it passes)
     python fault_reads_engine.py tick          the schedule `pulse` (fired once): the first FAULTS reads of
                                                its tick's job's row, once the tick journaled it
+    python fault_reads_engine.py loopbody      the tool loop `triage`: every other read of its job's row, and of
+                                               its conversation (once), its workflow's own code makes between its
+                                               steps once it runs (BODY_FAULTS of the job's)
+    python fault_reads_engine.py flowwatch     the flow `release` (with a tree_timeout_s): every other read of a
+                                               job's row its workflow's own code makes once it runs (BODY_FAULTS),
+                                               as its tree's watch of each child does
 """
 
 from __future__ import annotations
@@ -32,8 +38,16 @@ from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.schedules import channel_ref
 
 FAULTS = 2  # reads refused in a row, each retried by the engine after a second or so
+BODY_FAULTS = 4  # reads refused by a workflow's own code, one in two: each read between steps meets one
 JOB_ROW = "WHERE jobs.id = "   # a read of one job's row (edge.runtime.store.Store.job)
 CATALOG = "FROM plugins LEFT OUTER JOIN agents"  # what names the installed state (edge.runtime.installed_cache)
+ANY_JOB = "FROM jobs"  # a read of any job's row
+TURNS = "FROM conversation_turns"  # a read of a conversation (edge.runtime.conversations)
+
+
+def _in_body() -> bool:
+    """Whether the read is made by a workflow's own code, between its steps (not inside a step)."""
+    return DBOS.workflow_id is not None and DBOS.step_id is None
 
 
 def _values(parameters: Any) -> tuple[Any, ...]:
@@ -45,11 +59,13 @@ class LockedReads:
     (`arm="submit"`), when the job is claimed (`arm="running"`), or when a tick's job is journaled
     (`arm="tick"`)."""
 
-    def __init__(self, read: str, arm: str, *, skip: int = 0) -> None:
+    def __init__(self, read: str, arm: str, *, skip: int = 0, body: bool = False, left: int = FAULTS) -> None:
         self.read, self.arm, self.skip = read, arm, skip
+        self.body = body  # only the reads of a workflow's own code, every other one (the one after a refusal passes)
         self.job_id: str | None = None
         self.armed = False
-        self.left = FAULTS
+        self.left = left
+        self.passed = True
         self.refused: list[str] = []
 
     def __call__(self, conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
@@ -67,19 +83,28 @@ class LockedReads:
             return
         if self.read == JOB_ROW and self.job_id not in _values(parameters):
             return
+        if self.body:
+            if not _in_body():
+                return
+            self.passed = not self.passed
+            if self.passed:
+                return
         if self.skip > 0:
             self.skip -= 1
             return
         self.left -= 1
-        self.refused.append("job" if self.read == JOB_ROW else "catalog")
+        self.refused.append({JOB_ROW: "job", ANY_JOB: "job", TURNS: "turns"}.get(self.read, "catalog"))
         raise sqlite3.OperationalError("database is locked")
 
 
 async def main(mode: str) -> None:
     runtime = Runtime(flow_engine=FLOW_ENGINE)
     locked = {"flow": LockedReads(JOB_ROW, "running"), "loop": LockedReads(JOB_ROW, "submit", skip=1),
-              "tick": LockedReads(JOB_ROW, "tick")}[mode]
-    also = [LockedReads(CATALOG, "running", skip=1)] if mode == "flow" else []
+              "tick": LockedReads(JOB_ROW, "tick"),
+              "loopbody": LockedReads(JOB_ROW, "running", body=True, left=BODY_FAULTS),
+              "flowwatch": LockedReads(ANY_JOB, "running", body=True, left=BODY_FAULTS)}[mode]
+    also = {"flow": [LockedReads(CATALOG, "running", skip=1)],
+            "loopbody": [LockedReads(TURNS, "running", body=True, left=1)]}.get(mode, [])
     posted: list[str] = []
 
     async def post(job: Job) -> None:
@@ -94,7 +119,7 @@ async def main(mode: str) -> None:
         if mode == "tick":
             job, error = await _tick(runtime, locked)
         else:
-            agent, text = ("triage", "why did main fail?") if mode == "loop" else (
+            agent, text = ("triage", "why did main fail?") if mode.startswith("loop") else (
                 "release", '{"repo": "acme/api", "pr": 42}')
             job, _ = runtime.submit(agent, text, requester="cli:ana", reply_to=channel_ref(Post("slack", (("channel", "C0TEAM"),))))
             for each in (locked, *also):

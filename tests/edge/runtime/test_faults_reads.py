@@ -39,3 +39,15 @@ def test_a_tick_whose_job_read_meets_a_locked_database_runs_its_job_and_posts_on
     assert (ended["status"], ended["output"]) == ("succeeded", "echo: pulse"), ended
     assert ended["posted"] == [True], ended
     assert len((tmp_path / "runs.txt").read_text().splitlines()) == 2  # its agent ran once (start, end)
+
+
+def test_a_tool_loop_whose_reads_between_its_steps_meet_a_locked_database_ends_once_with_its_calls_made_once(tmp_path):
+    ended, calls, model = run_loop(tmp_path, "loopbody", SCRIPT)
+    # its claim's re-read, the contracts' and the confirmation's reads of its job, its conversation's history
+    assert ended["refused"] == ["job", "job", "job", "job", "turns"], ended
+    assert (ended["error"], ended["workflow"]) == (None, "SUCCESS"), ended
+    assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
+    assert ended["posted"] == [True], ended  # one card
+    assert ended["steps"][0] == "oz0.run" and ended["steps"][-2:] == ["oz0.loop.end", "oz0.deliver"], ended
+    assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']  # its tool called once
+    assert len(model.requests) == 2
