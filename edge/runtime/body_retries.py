@@ -13,17 +13,13 @@ with no engine, as an in-process `oz0 run`) the call is made once, as before.
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
-from oz0.edge.runtime.step_retries import STEP_RETRIES
-from oz0.edge.runtime.transient import is_transient
+from oz0.edge.runtime.step_retries import fault_waits
 
 __all__ = ["in_workflow_body", "read_out", "waited_out"]
-
-log = logging.getLogger("oz0.engine")
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -37,22 +33,17 @@ def in_workflow_body() -> bool:
 
 
 async def waited_out(what: str, call: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`await call(*args, **kwargs)`, made again after a database fault while this is a workflow's body: at 1 s, then
-    1.3 times longer each time, STEP_RETRIES' attempts in all. Any other error, and the fault of the
-    last attempt, is raised."""
+    """`await call(*args, **kwargs)`, made again after a database fault while this is a workflow's body,
+    as edge.runtime.step_retries.fault_waits says. Any other error, and the fault of the last attempt,
+    is raised."""
     if not in_workflow_body():
         return await call(*args, **kwargs)
-    wait, attempts = STEP_RETRIES["interval_seconds"], STEP_RETRIES["max_attempts"]
-    for attempt in range(1, attempts):
+    for check in fault_waits(f"{what} in a workflow"):
         try:
             return await call(*args, **kwargs)
         except Exception as exc:
-            if not is_transient(exc):
-                raise
-            log.warning("%s met a database fault (%s) in a workflow; tried again in %.1f s (attempt %d of %d)",
-                        what, type(exc).__name__, wait, attempt + 1, attempts)
+            wait = check(exc)
         await asyncio.sleep(wait)
-        wait *= STEP_RETRIES["backoff_rate"]
     return await call(*args, **kwargs)   # the last attempt: its fault is raised
 
 

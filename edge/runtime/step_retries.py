@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from oz0.edge.runtime.transient import is_transient
@@ -21,7 +21,7 @@ from oz0.edge.runtime.transient import is_transient
 if TYPE_CHECKING:
     from dbos import StepOptions
 
-__all__ = ["STEP_RETRIES", "retried", "step_options"]
+__all__ = ["STEP_RETRIES", "fault_waits", "retried", "step_options"]
 
 log = logging.getLogger("oz0.engine")
 
@@ -49,24 +49,36 @@ def step_options(name: str) -> StepOptions:
     return options
 
 
+def fault_waits(what: str) -> Iterator[Callable[[BaseException], float]]:
+    """The one retry rule of a call made outside DBOS's step retries (a workflow body's own reads, a
+    schedule re-apply on the plugin watch's thread), as a job's steps are retried: one item per attempt
+    but the last, each a check of the attempt's error that raises it unless it is a fault of the
+    database or the disk, and otherwise logs it and gives the wait before the next attempt (STEP_RETRIES:
+    1 s, then 1.3 times longer each time). The caller sleeps (its own way) and makes the last attempt
+    bare, so that fault is raised."""
+    wait, attempts = STEP_RETRIES["interval_seconds"], STEP_RETRIES["max_attempts"]
+    for attempt in range(1, attempts):
+        def check(exc: BaseException, wait: float = wait, attempt: int = attempt) -> float:
+            if not is_transient(exc):
+                raise exc
+            log.warning("%s met a database fault (%s); tried again in %.1f s (attempt %d of %d)", what,
+                        type(exc).__name__, wait, attempt + 1, attempts)
+            return wait
+        yield check
+        wait *= STEP_RETRIES["backoff_rate"]
+
+
 def retried(what: str, call: Callable[[], T], *, go_on: Callable[[], bool] = lambda: True,
             sleep: Callable[[float], None] = time.sleep) -> T | None:
     """`call()` outside a workflow (a schedule re-apply on the plugin watch's thread), retried through a
-    database fault as a job's steps are (STEP_RETRIES: the same waits, the same number of attempts):
-    a fault delays it, never leaves it undone until something else happens. Any other error, and the
-    fault of the last attempt, is raised. None when `go_on()` turns False while it waits (the engine
-    stopped)."""
-    wait, attempts = STEP_RETRIES["interval_seconds"], STEP_RETRIES["max_attempts"]
-    for attempt in range(1, attempts):
+    database fault as `fault_waits` says: a fault delays it, never leaves it undone until something else
+    happens. None when `go_on()` turns False while it waits (the engine stopped)."""
+    for check in fault_waits(what):
         try:
             return call()
         except Exception as exc:
-            if not is_transient(exc):
-                raise
-            log.warning("%s met a database fault (%s); tried again in %.1f s (attempt %d of %d)", what,
-                        type(exc).__name__, wait, attempt + 1, attempts)
+            wait = check(exc)
         sleep(wait)
         if not go_on():
             return None
-        wait *= STEP_RETRIES["backoff_rate"]
     return call()   # the last attempt: its fault is raised
