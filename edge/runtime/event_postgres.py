@@ -12,7 +12,10 @@ and delivers what the other replicas sent to this replica's readers.
   pieces that fit; progress is sent at most every PROGRESS_NOTIFY_S per job (the latest report wins).
 - Notifications are not durable: when the listening connection drops, it reconnects with backoff and
   every reader on this replica reads its job's state again (the journal), so none misses an end or an
-  open question. What a reader cannot get back is the progress and text sent while it was cut off.
+  open question. What a reader cannot get back is the progress and text sent while it was cut off; so
+  a database fault while progress or text is sent drops that piece for the other replicas (a warning)
+  and never fails the job that reported it. Any other event's fault is raised to its step, which the
+  engine retries.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from sqlalchemy.engine import Engine, make_url
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.event_stream import LocalEvents
 from oz0.edge.runtime.events import JobEvent, TextDelta, decode, encode
+from oz0.edge.runtime.transient import is_transient
 
 __all__ = ["CHANNEL", "MAX_PAYLOAD_BYTES", "PROGRESS_NOTIFY_S", "PostgresEvents"]
 
@@ -70,9 +74,17 @@ class PostgresEvents(LocalEvents):
         self.deliver(job_id, event)
         if isinstance(event, Progress) and not self._progress_due(job_id):
             return
-        with self.engine.begin() as conn:
-            for payload in self._payloads(job_id, event):
-                conn.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": CHANNEL, "payload": payload})
+        try:
+            with self.engine.begin() as conn:
+                for payload in self._payloads(job_id, event):
+                    conn.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": CHANNEL, "payload": payload})
+        except Exception as exc:
+            if not (isinstance(event, (Progress, TextDelta)) and is_transient(exc)):
+                raise
+            # live only, as a reader cut off loses them: the journal keeps the progress and the answer,
+            # so a database fault here must not end the job that reported it
+            log.warning("job %s: %s not sent to the other replicas (database fault: %s)", job_id,
+                        type(event).__name__, type(exc).__name__)
 
     def _progress_due(self, job_id: str) -> bool:
         now = time.monotonic()
