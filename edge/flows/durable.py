@@ -107,12 +107,15 @@ async def flow_workflow(job_id: str) -> str:
     status: str = started["status"]
     if started["run"]:
         spec = _flow_spec(runtime, started)
+        effects = DurableEffects(engine, job_id, spec)
         try:
-            output = await drive(spec, started["value"], DurableEffects(engine, job_id, spec))
+            output = await drive(spec, started["value"], effects)
             status = await DBOS.run_step_async(step_options("oz0.flow.end"), _succeed, runtime, job_id, output)
         except JobFailure as failure:
             status = await DBOS.run_step_async(step_options("oz0.flow.end"), _fail, runtime, job_id, failure.kind,
                                                failure.reason, failure.partial_output)
+        finally:
+            effects.report.close()
     await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status

@@ -62,6 +62,14 @@ class JournalProgress:
         if self.then is not None:
             self.then(progress)
 
+    def close(self) -> None:
+        """The job's run has ended: a report still waiting for its window is dropped with its timer (the
+        job's end replaces it), so no write outlives the run, nor the store at a shutdown."""
+        with self._lock:
+            timer, self._timer, self._pending = self._timer, None, None
+        if timer is not None:
+            timer.cancel()
+
     def _flush(self) -> None:
         with self._lock:
             progress, self._pending, self._timer = self._pending, None, None

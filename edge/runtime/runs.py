@@ -74,18 +74,21 @@ class Runs:
             return self.jobs.end(job_id, **held)
         claimable = ("queued", "running", "waiting") if resume else ("queued",)
         if not await read_out("a job's claim", self.jobs.store.update_job, job_id, only_if_status=claimable,
-                              status="running", started=time.time(), runner=runner_id()):
+                              status="running", started=time.time(), runner=runner_id(), attempts=1):
             job = await read_out("a job's read", self.jobs.job, job_id)
             if job is None:
                 raise KeyError(f"no job {job_id!r}")
             return job
         job = await read_out("a job's read", self.jobs.job, job_id)
         assert job is not None
-        on_progress = JournalProgress(self.jobs.store, job_id, on_progress, publish=self.jobs.stream.publish)
-        with job_span(job) as span:
-            ended = await self.tree.watch(job, self.stops.guard(job_id, self._run_claimed(job, on_progress, resume)))
-            span.set(status=ended.status, failure_kind=ended.failure_kind)
-            return ended
+        journal = JournalProgress(self.jobs.store, job_id, on_progress, publish=self.jobs.stream.publish)
+        try:
+            with job_span(job) as span:
+                ended = await self.tree.watch(job, self.stops.guard(job_id, self._run_claimed(job, journal, resume)))
+                span.set(status=ended.status, failure_kind=ended.failure_kind)
+                return ended
+        finally:
+            journal.close()
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""
@@ -108,7 +111,8 @@ class Runs:
             while True:
                 await read_out("a tree's step", self.tree.take_step, job, attempts + 1)
                 attempts += 1
-                await read_out("a job's attempts", self.jobs.store.update_job, job_id, attempts=attempts)
+                if attempts > 1:  # the claim wrote the first
+                    await read_out("a job's attempts", self.jobs.store.update_job, job_id, attempts=attempts)
                 try:
                     output = await self.attempts.attempt(spec, value, RunContext(
                         job_id, spec, attempts, plugin_path, on_progress, self.questions,
@@ -162,6 +166,5 @@ class Runs:
         """A flow's steps in this process (edge.flows.runner), its output checked like an agent's."""
         if self.run_flow is None:
             raise JobFailure("Misconfigured", NO_FLOW_ENGINE)
-        self.jobs.store.update_job(job.id, attempts=1)
         output = await self.run_flow(job, spec, value, on_progress)
         return self.attempts.checked_output(job.id, spec, output)

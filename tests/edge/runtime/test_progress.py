@@ -34,7 +34,7 @@ from oz0.edge.mcp.pool import servers
 from oz0.edge.model.progress import Progress
 from oz0.edge.plugins.manifest import load_plugin
 from oz0.edge.runtime.install import install_plugin
-from oz0.edge.runtime.progress import JournalProgress
+from oz0.edge.runtime.progress import JOURNAL_EVERY_S, JournalProgress
 from oz0.edge.runtime.runner import Runtime
 
 COUNTER_PY = """
@@ -114,6 +114,23 @@ def test_the_journal_keeps_the_latest_progress_at_most_every_window(counter: Run
         counter.store.update_job = real
     assert [w["message"] for w in writes] == ["at 1", "at 5"]   # the latest, when the window ended
     assert counter.job(job.id).progress == {"message": "at 5", "done": None, "total": None}
+
+
+def test_no_progress_is_written_after_the_run_that_reported_it_has_ended(counter: Runtime) -> None:
+    """The last reports of a run inside the journal's window were written by a timer thread after the
+    job had ended: a write for nothing, and at a shutdown "could not journal the progress ... unable to
+    open database file" once the store was gone."""
+    job = asyncio.run(counter.run("count", "4"))
+    assert job.status == "succeeded"
+    writes: list[Any] = []
+    real = counter.store.update_job
+    counter.store.update_job = lambda job_id, **kw: writes.append(kw) or real(job_id, **kw)
+    try:
+        time.sleep(JOURNAL_EVERY_S + 0.5)  # past the window the last reports waited in
+    finally:
+        counter.store.update_job = real
+    assert writes == []
+    assert counter.job(job.id).progress == {"message": "counting 1", "done": 1.0, "total": 4.0}
 
 
 # ---- MCP ---------------------------------------------------------------------------------------
