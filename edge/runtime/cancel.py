@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -227,10 +228,15 @@ class JobStops:
         except KeyError:
             return await task
         try:
+            looked = -math.inf
             while True:
-                if await read_out("a job's stop watch", self.requested, job_id) is not None:
-                    break
-                arrived = asyncio.ensure_future(waited_out("a job's stop watch", reader.next, POLL_S))
+                now = time.monotonic()
+                if now - looked >= POLL_S:  # the journal every POLL_S, not on each of the job's events
+                    if await read_out("a job's stop watch", self.requested, job_id) is not None:
+                        break
+                    looked = now
+                wait = max(0.0, looked + POLL_S - now)
+                arrived = asyncio.ensure_future(waited_out("a job's stop watch", reader.next, wait))
                 done, _ = await asyncio.wait({task, arrived}, return_when=asyncio.FIRST_COMPLETED)
                 if task in done:
                     arrived.cancel()
