@@ -18,6 +18,7 @@ usage is settled as reported, and the next reservation (at least that much) does
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -136,6 +137,9 @@ class BudgetBook:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._spend_rows: set[tuple[str, str]] = set()  # (agent, channel) rows known to exist
+        # the spend of calls no budget covers, per running job, written at its end (`release_job`)
+        self._uncounted: dict[str, dict[tuple[str, str], Amounts]] = {}
+        self._lock = threading.Lock()
 
     # rows -------------------------------------------------------------------------------------
 
@@ -209,14 +213,28 @@ class BudgetBook:
             return Refusal(state, refused.need)
         return None
 
-    def settle(self, hold: str, used: Amounts | None, *, agent: str, channel: str) -> None:
+    def settle(self, hold: str, used: Amounts | None, *, agent: str, channel: str, job_id: str | None = None) -> None:
         """End a hold: what it held is released, `used` (None: nothing) is spent instead, and added to
-        the spend of `agent` in `channel`."""
+        the spend of `agent` in `channel`.
+
+        A call no budget covered (an empty `hold`) of a job (`job_id`) holds nothing: its spend, which
+        only /metrics reads, is added up here and written once, when the job ends (`release_job`),
+        instead of one write transaction a call (most of a tool loop's journal writes)."""
         used = used or Amounts()
+        if not hold and job_id is not None:
+            if not used.empty:
+                key = (agent[:64], channel[:200])
+                with self._lock:
+                    spent = self._uncounted.setdefault(job_id, {})
+                    was = spent.get(key, Amounts())
+                    spent[key] = Amounts(*(was.get(d) + used.get(d) for d in BUDGET_DIMENSIONS))
+            return
         if not used.empty:
             self._ensure_spend(agent, channel)
+        elif not hold:
+            return
         with self.store.engine.begin() as conn:
-            held = conn.execute(select(budget_holds).where(budget_holds.c.hold == hold)).mappings().all()
+            held = conn.execute(select(budget_holds).where(budget_holds.c.hold == hold)).mappings().all() if hold else []
             for row in held:
                 conn.execute(update(budgets).where(budgets.c.id == row["budget_id"]).values(
                     updated=time.time(),
@@ -230,7 +248,23 @@ class BudgetBook:
                     **{d: budget_spend.c[d] + used.get(d) for d in BUDGET_DIMENSIONS}))
 
     def release_job(self, job_id: str) -> int:
-        """Release every hold a job still has (it ended mid-call: a crash, a stop); how many there were."""
+        """At a job's end: write the spend of its calls no budget covered, and release every hold it still
+        has (it ended mid-call: a crash, a stop); how many holds there were."""
+        with self._lock:
+            spent = self._uncounted.pop(job_id, {})
+        if spent:
+            for agent, channel in spent:
+                self._ensure_spend(agent, channel)
+            try:
+                with self.store.engine.begin() as conn:
+                    for (agent, channel), used in spent.items():
+                        conn.execute(update(budget_spend).where(
+                            budget_spend.c.agent == agent, budget_spend.c.channel == channel).values(
+                            **{d: budget_spend.c[d] + used.get(d) for d in BUDGET_DIMENSIONS}))
+            except BaseException:
+                with self._lock:  # kept for the end written again (a database fault holds the job's end)
+                    self._uncounted.setdefault(job_id, {}).update(spent)
+                raise
         with self.store.engine.connect() as conn:
             holds = sorted({r[0] for r in conn.execute(select(budget_holds.c.hold)
                                                        .where(budget_holds.c.job_id == job_id))})

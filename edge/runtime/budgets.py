@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -65,6 +66,7 @@ log = logging.getLogger("oz0.budgets")
 MAX_TREE_DEPTH = 64        # jobs walked up from a job to its root (a cycle cannot loop for ever)
 MAX_BUDGET_ASKS = 3        # questions one call may ask before it ends BudgetExhausted
 FIRST_CALL_POLL_S = 0.05   # how often a call waiting for a budget's first call to settle looks again
+COVERING_MEMO = 1_024     # jobs whose covering budgets a runtime remembers (edge.runtime.budgets._covering_call)
 ASK_MARGIN_S = 2.0         # a budget question closes this long before the attempt's time limit
 ALLOW_SCHEMA = {"type": "object", "required": ["allow"],
                 "properties": {"allow": {"type": "boolean", "title": "Allow", "description": "yes: allow it"}}}
@@ -127,7 +129,7 @@ class Meter:
         used = self._used
         if used is None and not failed:  # no usage reported: what was reserved is taken as spent
             used = Amounts(self._need.tokens or 0, self._need.cost or 0, self._need.calls)
-        self._budgets.book.settle(self.hold, used, agent=self._spec.name, channel=self._job.channel)
+        self._budgets.book.settle(self.hold, used, agent=self._spec.name, channel=self._job.channel, job_id=self._job.id)
 
 
 @asynccontextmanager
@@ -156,6 +158,8 @@ class Budgets:
         self.catalog = catalog
         self.home = home  # where access.yaml (its budgets) lives
         self._policy: tuple[int | None, AccessPolicy] | None = None
+        self._covered: dict[str, tuple[AccessPolicy, Any, Job, Job, list[BudgetRef]]] = {}
+        self._covered_lock = threading.Lock()
 
     # which budgets cover a job --------------------------------------------------------------------
 
@@ -216,13 +220,30 @@ class Budgets:
 
     # reserving ------------------------------------------------------------------------------------
 
-    async def reserve(self, ctx: RunContext, need: CallNeed) -> Meter:
-        """Reserve `need` against every budget covering the job, asking the asker where a budget says
-        so; a Meter for the call, or JobFailure BudgetExhausted (Misconfigured for an unbounded need)."""
+    def _covering_call(self, ctx: RunContext) -> tuple[Job, Job, list[BudgetRef]]:
+        """The job of a call, its root and the budgets covering it: read once per job while access.yaml
+        and the agent as it runs stay the same (a job's tree and its day never change), not at each of
+        a tool loop's calls. At most COVERING_MEMO jobs are remembered."""
+        policy = self.policy()
+        memo = self._covered.get(ctx.job_id)
+        if memo is not None and memo[0] is policy and memo[1] is ctx.agent:
+            return memo[2], memo[3], memo[4]
         job = self.jobs.job(ctx.job_id)
         if job is None:
             raise KeyError(f"no job {ctx.job_id!r}")
         root, refs = self.covering(job, ctx.agent)
+        with self._covered_lock:
+            if len(self._covered) >= COVERING_MEMO:
+                self._covered.pop(next(iter(self._covered)))
+            self._covered[ctx.job_id] = (policy, ctx.agent, job, root, refs)
+        return job, root, refs
+
+    async def reserve(self, ctx: RunContext, need: CallNeed) -> Meter:
+        """Reserve `need` against every budget covering the job, asking the asker where a budget says
+        so; a Meter for the call, or JobFailure BudgetExhausted (Misconfigured for an unbounded need)."""
+        job, root, refs = self._covering_call(ctx)
+        if not refs:  # no budget covers the job: nothing to hold, its spend is only counted (settle)
+            return Meter(self, "", job, ctx.agent, need)
         hold = uuid.uuid4().hex
         meter = Meter(self, hold, job, ctx.agent, need)
         for ref in refs:
