@@ -11,6 +11,7 @@ is one transaction.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    Update,
+    bindparam,
     create_engine,
     event,
     func,
@@ -184,6 +187,21 @@ class AuditRecord:
     detail: Mapping[str, Any]
 
 
+# The statements of the journal's hottest paths (a tool loop reads and changes its job at every step),
+# built once: building a statement costs more than running it on SQLite.
+_JOB_BY_ID = select(jobs).where(jobs.c.id == bindparam("job_id"))
+
+
+@functools.lru_cache(maxsize=64)
+def _job_update(columns: tuple[str, ...], conditional: bool) -> Update:
+    """`UPDATE jobs SET <columns> WHERE id = :job_id [AND status IN :statuses]`, one per set of columns."""
+    query = update(jobs).where(jobs.c.id == bindparam("job_id")).values(
+        {jobs.c[name]: bindparam(f"new_{name}", type_=jobs.c[name].type) for name in columns})
+    if conditional:
+        query = query.where(jobs.c.status.in_(bindparam("statuses", expanding=True)))
+    return query
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -228,7 +246,7 @@ class Store:
 
     def job(self, job_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            found = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+            found = conn.execute(_JOB_BY_ID, {"job_id": job_id}).mappings().first()
             if found is None and 4 <= len(job_id) < 32:
                 matches = conn.execute(
                     select(jobs).where(jobs.c.id.startswith(job_id, autoescape=True)).limit(2)
@@ -256,11 +274,12 @@ class Store:
 
     def update_job(self, job_id: str, *, only_if_status: Iterable[str] | None = None, **values: Any) -> bool:
         """Change a job; with `only_if_status`, only while it still has one of those (a claim)."""
-        query = update(jobs).where(jobs.c.id == job_id).values(**values)
+        params = {f"new_{name}": value for name, value in values.items()}
+        params["job_id"] = job_id
         if only_if_status is not None:
-            query = query.where(jobs.c.status.in_(list(only_if_status)))
+            params["statuses"] = list(only_if_status)
         with self.engine.begin() as conn:
-            return conn.execute(query).rowcount == 1
+            return conn.execute(_job_update(tuple(values), only_if_status is not None), params).rowcount == 1
 
     def count_queued(self, agent: str | None = None) -> int:
         """Jobs waiting their turn (status `queued`), of one agent or of all (edge.runtime.backlog)."""
