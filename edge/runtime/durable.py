@@ -81,7 +81,8 @@ log = logging.getLogger("oz0.engine")
 
 DEFAULT_LEASE_S = 30.0
 DEFAULT_WORKER_CONCURRENCY = 16
-QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs
+QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs of a limited agent or a flow
+OVERFLOW_POLL_S = 1.0           # ... and of any other agent, whose jobs start at once (DBOS's default)
 CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 SCHEDULES_POLL_S = 1.0          # how often the scheduler reads the schedules: one applied while serving ticks soon
@@ -106,8 +107,10 @@ async def _job_workflow(job_id: str) -> str:
     engine = _current()
     status: str = await DBOS.run_step_async(step_options("oz0.run"), engine.run_step, job_id)
     if status == LOOPS:  # a tool loop: its model requests and tool calls are this workflow's steps
-        status = await engine.run_loop(job_id)
-    await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
+        await engine.run_loop(job_id)
+        status = await DBOS.run_step_async(step_options("oz0.deliver"), engine.end_and_deliver_step, job_id)
+    else:
+        await DBOS.run_step_async(step_options("oz0.deliver"), engine.deliver_step, job_id)
     engine.finished(job_id)
     return status
 
@@ -196,7 +199,7 @@ class Engine(Leases):
                 DBOS.register_queue(self.own_queue, polling_interval_sec=QUEUE_POLL_S)
             else:
                 for spec in self.runtime.agents():
-                    self._register_queue(spec.name, spec.limits.concurrency)
+                    self._register_queue(spec.name, spec.limits.concurrency, flow=spec.kind == FLOW_KIND)
                 DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune",
                                        # DBOS types a schedule's function as returning None; a result is kept
                                        "workflow_fn": _prune_workflow,  # type: ignore[typeddict-item]
@@ -325,11 +328,11 @@ class Engine(Leases):
         ended = await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         return ended.status
 
-    async def run_loop(self, job_id: str) -> str:
+    async def run_loop(self, job_id: str) -> None:
         """A tool loop's run, as the workflow's own code (its calls are steps) once the `run` step has
-        checked it (LOOPS), then its end journaled by the step `oz0.loop.end` under STEP_RETRIES: an end
-        a database fault kept out of the journal (held by the runtime) is written there once the
-        database is back, never lost with the job."""
+        checked it (LOOPS). An end a database fault kept out of the journal is held by the runtime and
+        written by the delivery step (`end_and_deliver_step`, under STEP_RETRIES) once the database is
+        back, never lost with the job."""
         try:
             await self.runtime.execute_here(job_id, on_progress=self.progress_of(job_id), resume=True)
         except Exception as exc:
@@ -337,19 +340,23 @@ class Engine(Leases):
                 raise
             log.warning("job %s ended, and a database fault kept its end out of the journal (%s); the engine "
                         "retries writing it", job_id, type(exc).__name__)
-        status: str = await DBOS.run_step_async(step_options("oz0.loop.end"), self.end_step, job_id)
-        return status
 
-    def end_step(self, job_id: str) -> str:
-        """The `oz0.loop.end` step: the held end written (it raises again while the database is down)."""
+    async def end_and_deliver_step(self, job_id: str) -> str:
+        """A tool loop's `deliver` step: its held end written first (it raises again while the database
+        is down), then its card posted; the job's status. One step, not two: each step is a checkpoint
+        write, and a step run again writes the end once (a held end is written once) and posts as
+        `deliver_step` does."""
         job = self.runtime.write_held_end(job_id)
+        await self._deliver(job)
         return job.status if job is not None else "missing"
 
     async def deliver_step(self, job_id: str) -> bool:
         """The `deliver` step: the card posted by the channel registered for the job's platform. Its
         checkpoint is the record of what was posted, keyed by the job: a redelivered or recovered job
         never posts again once this step has ended."""
-        job = self.runtime.job(job_id)
+        return await self._deliver(self.runtime.job(job_id))
+
+    async def _deliver(self, job: Job | None) -> bool:
         platform = job.reply_to.platform if job is not None and job.reply_to is not None else None
         if job is None or platform is None:
             return False
@@ -360,7 +367,7 @@ class Engine(Leases):
             deliver = self.runtime.deliverer(platform)
         if deliver is None:
             log.warning("job %s ended, but no %s channel connected on replica %s within %.0f s to post its card",
-                        job_id, platform, self.replica, CHANNEL_WAIT_S)
+                        job.id, platform, self.replica, CHANNEL_WAIT_S)
             return False
         await deliver(job)
         return True
@@ -464,13 +471,19 @@ class Engine(Leases):
         """The queue of a job placed at `placement`, registered first when new or its limit changed."""
         name, concurrency = queue_name(placement["queue"]), placement["concurrency"]
         if self._queues.get(name, -1) != concurrency:
-            await asyncio.to_thread(self._register_queue, placement["queue"], concurrency)
+            await asyncio.to_thread(self._register_queue, placement["queue"], concurrency, flow=placement["flow"])
         return name
 
-    def _register_queue(self, agent: str, concurrency: int | None) -> None:
+    def _register_queue(self, agent: str, concurrency: int | None, *, flow: bool) -> None:
+        """The agent's queue. Each poll of a queue costs the replica a few ms of CPU and the database a
+        transaction, so only the queues whose jobs wait there (a limited agent's, a flow's) are polled
+        every QUEUE_POLL_S; any other agent's jobs start at once (`_start_at_once`), and its queue, which
+        holds only those past OZ0_WORKER_CONCURRENCY, is polled every OVERFLOW_POLL_S (polling them all
+        every 50 ms kept an idle replica with two agents at 17% of a core)."""
         worker = self.worker_concurrency if concurrency is None else min(self.worker_concurrency, concurrency)
+        poll = QUEUE_POLL_S if concurrency is not None or flow else OVERFLOW_POLL_S
         DBOS.register_queue(queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
-                            polling_interval_sec=QUEUE_POLL_S, on_conflict="always_update")
+                            polling_interval_sec=poll, on_conflict="always_update")
         self._queues[queue_name(agent)] = concurrency
 
 

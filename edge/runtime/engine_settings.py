@@ -50,7 +50,8 @@ def app_version() -> str:
 # 2: a durable answer wait is checkpointed slices; 3: a tool loop's end is a step; 4: a tool loop's trace
 # rows ride in its steps' values (a loop cut short writes the rest in the step oz0.loop.trace)
 # 5: the `run` step decides whether a job loops, a flow and a tick read nothing between their steps
-_WORKFLOW_SHAPE = "run+deliver-5"
+# 6: a tool loop's end is written by its `deliver` step (no `oz0.loop.end`), whose value is the job's status
+_WORKFLOW_SHAPE = "run+deliver-6"
 
 
 def workflow_id(job: Job | Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ def test_a_tool_loop_whose_first_reads_meet_a_locked_database_still_runs_as_dura
     assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
     assert ended["posted"] == [True], ended  # one card
     # the loop ran as the workflow's own steps (resumable after a crash), not inside one step
-    assert ended["steps"][0] == "oz0.run" and ended["steps"][-2:] == ["oz0.loop.end", "oz0.deliver"], ended
+    assert ended["steps"][0] == "oz0.run" and ended["steps"][-1] == "oz0.deliver" and "oz0.loop.end" not in ended["steps"], ended
     assert len(ended["steps"]) > 3, ended
     assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']
     assert len(model.requests) == 2
@@ -48,6 +48,6 @@ def test_a_tool_loop_whose_reads_between_its_steps_meet_a_locked_database_ends_o
     assert (ended["error"], ended["workflow"]) == (None, "SUCCESS"), ended
     assert (ended["status"], ended["output"]) == ("succeeded", {"verdict": "flaky", "run_id": 4411}), ended
     assert ended["posted"] == [True], ended  # one card
-    assert ended["steps"][0] == "oz0.run" and ended["steps"][-2:] == ["oz0.loop.end", "oz0.deliver"], ended
+    assert ended["steps"][0] == "oz0.run" and ended["steps"][-1] == "oz0.deliver" and "oz0.loop.end" not in ended["steps"], ended
     assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']  # its tool called once
     assert len(model.requests) == 2
