@@ -16,8 +16,8 @@ A channel hands the flow an `Ask` (or a `ShareClick`) and the flow decides, in t
 - While a job runs, the flow reads its event stream on the channel's loop (`follow`): progress in
   the working message, a question shown where it was asked (its answer taken from its buttons or
   modal, `question_flow.Questions`), an answer given elsewhere shown in the question's place.
-- Every finished card goes out by one route, `_deliver_job`: called by the job's durable workflow
-  (`deliver_durably`) under the engine, by `finish` without it.
+- Every finished card goes out by one route, `delivery.CardDelivery.job`: called by the job's durable
+  workflow (`deliver_durably`) under the engine, by `finish` without it.
 
 Cards are drawn by `oz0.renderers.render` and sent as they are; the flow never builds markup.
 """
@@ -33,21 +33,19 @@ from typing import Any
 
 from oz0.adapters.chat.buttons import AnswerButtons
 from oz0.adapters.chat.cards import agent_help_card, failure_card, help_card, working_card
-from oz0.adapters.chat.cards import shareable as _share
 from oz0.adapters.chat.catalog import Catalog
-from oz0.adapters.chat.conversing import Conversing, stop_button
+from oz0.adapters.chat.conversing import Conversing
+from oz0.adapters.chat.delivery import CardDelivery
 from oz0.adapters.chat.names import Names
 from oz0.adapters.chat.question_flow import Questions
-from oz0.adapters.chat.restarts import report_interrupted
 from oz0.adapters.chat.stopping import JobStopping
-from oz0.adapters.chat.streaming import INTERRUPTED_NOTE, AnswerStream, end_stream
+from oz0.adapters.chat.streaming import AnswerStream
 from oz0.adapters.chat.tasks import ChannelTasks, JobLoop
 from oz0.adapters.chat.wire import (
     AnswerClick,
     Ask,
     ChatRuntime,
     ChatWire,
-    StreamingWire,
     WireRefused,
 )
 from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
@@ -80,13 +78,12 @@ class AskFlow:
         self.log = log
         self.tasks = ChannelTasks(wire.name, log=log, grace_s=grace_s)
         self.jobs = JobLoop(wire.platform)
-        self._progress: dict[str, WorkingProgress] = {}
-        self._answers: dict[str, AnswerStream] = {}   # text answers being written, by job
         self.questions = Questions(self, log=log)
         self.catalog = Catalog(runtime)
         self.conversing = Conversing(self)
         self.stopping = JobStopping(self)
         self.buttons = AnswerButtons(self)  # share, feedback and the one handler of every card button
+        self.delivery = CardDelivery(self)  # every card posted, and what it replaces
         self.names = Names(wire.platform, wire.display_name, remember=self._remember_name)
 
     def _remember_name(self, who: str, name: str) -> None:
@@ -134,29 +131,9 @@ class AskFlow:
         await self.questions.click(click)
 
     def deliver_durably(self) -> None:
-        """Let the engine post this platform's finished jobs through this flow: a job's durable
-        workflow calls it as a checkpointed step, on whichever replica finishes the job, so a job taken
-        over from a dead replica is still answered, and never twice. Call on the channel's loop."""
-        loop = asyncio.get_running_loop()
-
-        async def deliver_job(job: Job) -> None:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._deliver_job(job), loop))
-
-        self.runtime.deliver_with(self.wire.platform, deliver_job)
-
-    async def _deliver_job(self, job: Job) -> None:
-        progress = self._progress.pop(job.id, None)
-        if progress is not None:
-            await progress.close()
-        if job.status in ("interrupted", "cancelled") and not await self.jobs.call(self.runtime.claim,
-                                                                                   f"reported:{job.id}"):
-            return  # a restart report (or the stop) said so already: one report per job, whoever makes it
-        card = await self.jobs.call(self.runtime.card, job)
-        if job.reply_to is None:
-            self.log.error("job %s ended with no reply reference to answer it by", job.id)
-            return
-        await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id,
-                           shareable=job.status != "interrupted", interrupted=job.status == "interrupted")
+        """Let the engine post this platform's finished jobs through this flow (`CardDelivery.durably`).
+        Call on the channel's loop."""
+        self.delivery.durably()
 
     async def close(self) -> None:
         """Let running jobs finish for a while, report the rest interrupted, then stop the jobs loop."""
@@ -337,14 +314,14 @@ class AskFlow:
     async def finish(self, job_id: str, agent: str, reply: Any) -> None:
         """Run the job on the jobs loop, follow its events, and put its card where it was asked."""
         progress = WorkingProgress(self, reply, agent, job_id)
-        self._progress[job_id] = progress
-        answer = self._answers[job_id] = AnswerStream(self, reply, agent, job_id)
+        self.delivery.working[job_id] = progress
+        answer = self.delivery.answers[job_id] = AnswerStream(self, reply, agent, job_id)
         follower = self.tasks.spawn(self.follow(job_id, progress, answer), name=f"{self.wire.platform}-events-{job_id}")
         try:
             await self._finish(job_id, progress, reply)
         finally:
-            self._progress.pop(job_id, None)
-            self._answers.pop(job_id, None)
+            self.delivery.working.pop(job_id, None)
+            self.delivery.answers.pop(job_id, None)
             await answer.close()
             done, _ = await asyncio.wait({follower}, timeout=FOLLOW_END_S)
             if not done:
@@ -370,8 +347,8 @@ class AskFlow:
             stopped = await self._ended(job_id)
             if stopped is not None:
                 card = await self.jobs.call(self.runtime.card, stopped)
-                await asyncio.wait_for(self.deliver(card, reply, job_id=job_id, shareable=False, interrupted=True),
-                                       STOP_DELIVER_S)
+                await asyncio.wait_for(self.delivery.card(card, reply, job_id=job_id, shareable=False,
+                                                          interrupted=True), STOP_DELIVER_S)
             raise
         except Exception as exc:
             self.log.exception("job %s could not run", job_id)
@@ -379,9 +356,9 @@ class AskFlow:
             await progress.close()
             card = failure_card(f"oz0 could not run this ask (internal error, job {job_id}); the bot's log "
                                 "has the details.", code="internal_error")
-            await self.deliver(card, reply, job_id=job_id, shareable=False)
+            await self.delivery.card(card, reply, job_id=job_id, shareable=False)
             return
-        await self._deliver_job(job)
+        await self.delivery.job(job)
 
     async def _ended(self, job_id: str) -> Job | None:
         """The job once the runtime has journaled its end (a cancelled job ends on the jobs loop)."""
@@ -392,56 +369,11 @@ class AskFlow:
                 return job if job is not None and job.finished else None
             await asyncio.sleep(0.02)
 
-    async def deliver(self, card: Card, reply: Any, *, job_id: str, shareable: bool = True,
-                      interrupted: bool = False) -> None:
-        """Replace the working message with `card` (with "Share in channel" where only the asker sees
-        it); a card the platform refuses becomes a failure card in its place. A streamed answer's
-        message is ended with the card, or, when its job was `interrupted`, with INTERRUPTED_NOTE."""
-        answer = self._answers.pop(job_id, None)
-        streamed = await answer.close(card.text if card.form == "text" else None) if answer is not None else None
-        reply = streamed if streamed is not None else reply
-        stream = isinstance(self.wire, StreamingWire) and self.wire.streaming(reply)
-        if interrupted and stream:
-            assert isinstance(self.wire, StreamingWire)
-            await self.wire.stream_cut(reply, INTERRUPTED_NOTE)
-            return
-        private = self.wire.private(reply)
-        if shareable and private:
-            card = _share(card, job_id)
-        cid = await self.jobs.call(self.runtime.conversations.of_job, job_id)
-        if cid is not None and shareable:
-            card = replace(card, actions=(*card.actions, stop_button(cid)))
-        if shareable:
-            card = replace(card, feedback=job_id)
-        reply, files_at = self.wire.files_place(reply, private=private, job_id=job_id)
-        card = replace(card, files_at=files_at)
-        rendered = await self.jobs.call(self.draw, card)  # drawn once
-        job = await self.jobs.call(self.runtime.job, job_id) if tracing.enabled() else None
-        try:
-            with tracing.span("oz0.delivery", parent=job.trace_context if job is not None else None,
-                              platform=self.wire.platform, job_id=job_id):
-                if stream:
-                    await end_stream(self, reply, card, rendered, answer, job_id)
-                else:
-                    await self.wire.deliver(reply, rendered)
-        except WireRefused as exc:
-            self.log.error("%s refused the card for job %s: %s", self.wire.name, job_id, exc)
-            count_channel_error(self.wire.platform, "refused")
-            fallback = failure_card(f"oz0 could not show this result in {self.wire.name} ({exc}); job {job_id} "
-                                    "is in the journal.", code=f"{self.wire.platform}_refused")
-            await self.wire.deliver(reply, self.draw(fallback))
-
     # -- restart --
 
     async def report_interrupted(self, jobs: Iterable[Job]) -> None:
         """Tell each asker whose job a restart cut short, where it was asked, once (a durable claim)."""
-        async def deliver(job: Job, card: Card) -> None:
-            if await self.jobs.call(self.runtime.claim, f"reported:{job.id}"):
-                await self.deliver(card, self.wire.reply_from(job.reply_to), job_id=job.id, shareable=False,
-                                   interrupted=True)
-
-        await report_interrupted(jobs, platform=self.wire.platform, log=self.log, card_for=self.runtime.card,
-                                 deliver=deliver)
+        await self.delivery.interrupted(jobs)
 
 
 class _Once:

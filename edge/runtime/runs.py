@@ -143,14 +143,16 @@ class Runs:
             if ended == LIMIT_EXCEEDED and partial is None:
                 partial = await read_out("a tree's partial output", self.tree.tree_partial, job_id)
             return end(job_id, "failed", attempts=attempts, kind=ended, reason=reason, output=partial)
-        except asyncio.CancelledError:
-            limit = self.tree.tree_reason(job)
-            stop = self.stops.requested(job_id)
+        except asyncio.CancelledError:  # its reads and its end waited out through a fault, as between its steps
+            limit = await read_out("a tree's reason", self.tree.tree_reason, job)
+            stop = await read_out("a job's stop request", self.stops.requested, job_id)
             if stop is not None:  # someone stopped it (edge.runtime.cancel)
-                end(job_id, "cancelled", attempts=attempts, kind=CANCELLED, reason=stop.reason)
+                await read_out("a job's end", end, job_id, "cancelled", attempts=attempts, kind=CANCELLED,
+                               reason=stop.reason)
             elif limit is not None:  # stopped because its tree reached a limit (edge.runtime.tree)
-                end(job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED, reason=limit,
-                    output=self.tree.tree_partial(job_id))
+                partial = await read_out("a tree's partial output", self.tree.tree_partial, job_id)
+                await read_out("a job's end", end, job_id, "failed", attempts=attempts, kind=LIMIT_EXCEEDED,
+                               reason=limit, output=partial)
             elif not resume:
                 end(job_id, "interrupted", attempts=attempts, kind="Interrupted",
                     reason="the bot stopped while the job was running")

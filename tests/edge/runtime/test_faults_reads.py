@@ -7,7 +7,11 @@ stand-in model on loopback for the loop."""
 
 from __future__ import annotations
 
-from engine_script import run_script
+import os
+
+from engine_script import run_script, run_script_logged
+from loop_kit import loop_plugin
+from model_standins import ModelStandin, Turn
 from paths import SUPPORT
 from replica_harness import install_replica_plugin
 from test_faults_steps import _env as reads_env
@@ -51,3 +55,27 @@ def test_a_tool_loop_whose_reads_between_its_steps_meet_a_locked_database_ends_o
     assert ended["steps"][0] == "oz0.run" and ended["steps"][-1] == "oz0.deliver" and "oz0.loop.end" not in ended["steps"], ended
     assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']  # its tool called once
     assert len(model.requests) == 2
+
+
+def test_a_tool_loop_stopped_while_its_cancel_path_meets_a_locked_database_ends_cancelled_once(tmp_path):
+    calls = tmp_path / "calls.txt"
+    script = [Turn(calls=(("ci_log", {"run_id": 4411}),)), Turn(text='{"verdict": "flaky", "run_id": 4411}')]
+    env = reads_env(tmp_path / "home", OZ0_TEST_CALLS=str(calls), OZ0_TEST_MODEL_KEY="sk-test-faults-0123456789")
+    with ModelStandin(script, hold_turn=1) as model:  # its second request waits: the loop is running when stopped
+        os.environ["OZ0_TEST_CALLS"] = str(calls)
+        try:
+            loop_plugin(tmp_path / "p", tmp_path / "home", model.url).close()
+        finally:
+            del os.environ["OZ0_TEST_CALLS"]
+        try:
+            ended, logs = run_script_logged(SCRIPT, "loopcancel", env=env, timeout_s=120)
+        finally:
+            model.release()
+    assert "job" in ended["refused"], ended  # its reads were refused once the stop was journaled
+    assert (ended["error"], ended["stopped"]) == (None, "cancelled"), ended  # what `oz0 jobs cancel` says
+    assert (ended["status"], ended["reason"]) == ("cancelled", "stopped by Ana Lima"), ended  # `oz0 jobs show`
+    assert ended["cards"] == ["cancelled"], ended  # one card, and it says so
+    assert ended["workflow"] == "SUCCESS", ended
+    assert "Traceback" not in logs, logs[-3000:]
+    assert "did not stop where it ran" not in logs, logs[-3000:]  # its own run ended it
+    assert calls.read_text().splitlines() == ['ci_log {"run_id": 4411}']
