@@ -246,8 +246,8 @@ class JobStops:
             log.info("job %s: stop asked; its run is cancelled here", job_id)
             task.cancel()
             await asyncio.wait({task})
-            if not task.cancelled() and task.exception() is None:
-                return task.result()
+            if not task.cancelled():
+                return task.result()  # it ended first, or its cancel path failed: that error, never dropped
             job = await read_out("a job's read", self.runtime.job, job_id)
             assert job is not None
             return job

@@ -161,9 +161,9 @@ class Jobs:
                               failure_reason=_clip(reason) if reason else None, ended=time.time(),
                               attempts=attempts)
         self.book.release_job(job_id)  # holds a call left behind (it was cut short)
-        self._held_ends.pop(job_id, None)
         job = self.job(job_id)
         assert job is not None
+        self._held_ends.pop(job_id, None)  # held until read back too: a fault before then writes it again
         self.stream.publish(job_id, JobEnded(job.status, job.failure_kind))
         return job
 

@@ -124,3 +124,58 @@ def test_oz0_jobs_cancel_stops_a_job_running_in_oz0_serve(tmp_path):
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+
+
+def test_a_run_whose_cancel_path_fails_raises_that_error_and_is_not_taken_for_ended(tmp_path):
+    """The stop watch cancelled the run and, when the run's cancel path failed, dropped that error and
+    handed back the job still `running`: its workflow then posted a `running` card."""
+    import asyncio
+
+    install_sleeper(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
+    try:
+        job, _ = runtime.submit("sleeper", "zzz", requester="slack:U123", channel="slack")
+        runtime.store.update_job(job.id, status="running")
+
+        async def work():
+            try:  # asked to stop once it runs (by another process: read in the journal)
+                runtime.store.update_job(job.id, stop_request={"by": "slack:U123", "name": "Ana", "at": 1.0})
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                raise RuntimeError("the journal refused the cancelled end") from None
+
+        with pytest.raises(RuntimeError, match="the journal refused the cancelled end"):
+            asyncio.run(runtime.stops.guard(job.id, work()))
+    finally:
+        runtime.close()
+
+
+def test_an_end_whose_read_back_meets_a_fault_stays_held_to_be_written_again(tmp_path):
+    """The end was let go before the job was read back: a database fault at that read left nothing held,
+    so the engine had no end to write again and the job's workflow ended without a card."""
+    from sqlalchemy.exc import OperationalError
+
+    install_sleeper(tmp_path / "home")
+    runtime = Runtime(tmp_path / "home", flow_engine=FLOW_ENGINE)
+    try:
+        job, _ = runtime.submit("sleeper", "zzz", requester="slack:U123", channel="slack")
+        runtime.store.update_job(job.id, status="running")
+        real, reads = runtime.store.job, []
+
+        def refusing(job_id):  # the first read once the end is written: the read back
+            row = real(job_id)
+            if row["status"] == "failed" and not reads:
+                reads.append(job_id)
+                raise OperationalError("SELECT", {}, Exception("database is locked"))
+            return row
+
+        runtime.store.job = refusing
+        with pytest.raises(OperationalError):
+            runtime.journal.end(job.id, "failed", attempts=1, kind="AgentError", reason="it broke")
+        runtime.store.job = real
+        assert runtime.holds_end(job.id)
+        ended = runtime.write_held_end(job.id)
+        assert (ended.status, ended.failure_reason) == ("failed", "it broke")
+        assert not runtime.holds_end(job.id)
+    finally:
+        runtime.close()
