@@ -60,7 +60,7 @@ class DurableEffects:
         # the step's own reports follow its line, when the step runs in this process
         follow = engine.follow(child_id, lambda p: self.report(replace(p, message=f"{where.message} · {p.message}")))
         try:
-            handle = await engine.start_child(made["placement"], child_dedupe_key(job_id, step.id, run), child_id)
+            handle = await engine.places.start_child(made["placement"], child_dedupe_key(job_id, step.id, run), child_id)
             result = handle.get_result(polling_interval_sec=RESULT_POLL_S)
             try:  # not past the tree's time (tree_timeout_s), when one bounds it: then the child is stopped
                 if made["bounded"]:
@@ -174,7 +174,7 @@ def _child(engine: Engine, job_id: str, step: FlowStep, text: str, run: int) -> 
         child = runtime.submit_child(job, step.agent, text, dedupe_key=child_dedupe_key(job.id, step.id, run))
     except JobFailure as failure:
         return {"refused": {"kind": failure.kind, "reason": failure.reason}}
-    return {"id": child.id, "placement": engine.placement(step.agent),
+    return {"id": child.id, "placement": engine.places.placement(step.agent),
             "bounded": runtime.tree.time_left(job) is not None}
 
 

@@ -36,24 +36,23 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer, SetWorkflowID
+from dbos import DBOS, DBOSConfig, DBOSPortableJSONSerializer
 
 from oz0.edge.model.agent import Limits
 from oz0.edge.model.flow import FLOW_KIND
 from oz0.edge.model.progress import ProgressSink
-from oz0.edge.runtime.dbos_loop import engine_loop
 from oz0.edge.runtime.engine_settings import (
     app_version,
     beside_journal,
     positive_setting,
-    queue_name,
     replica_id,
     workflow_id,
     write_ahead_log,
 )
 from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.runtime.placement import QUEUE_POLL_S, Places
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
 from oz0.edge.runtime.step_retries import STEP_RETRIES, step_options
@@ -81,25 +80,12 @@ log = logging.getLogger("oz0.engine")
 
 DEFAULT_LEASE_S = 30.0
 DEFAULT_WORKER_CONCURRENCY = 16
-QUEUE_POLL_S = 0.05             # how often each replica looks for queued jobs of a limited agent or a flow
-OVERFLOW_POLL_S = 1.0           # ... and of any other agent, whose jobs start at once (DBOS's default)
 CHANNEL_WAIT_S = 60.0           # how long a resumed job's card waits for its channel to connect
 RESULT_POLL_S = 0.5             # how often a caller looks for a job another replica runs
 SCHEDULES_POLL_S = 1.0          # how often the scheduler reads the schedules: one applied while serving ticks soon
 NOT_RESUMABLE_KINDS = frozenset({"mcp"})  # its session died with the process that held it
 LOOPS = "loops"  # the `run` step's value for a tool loop's job, which the workflow then runs as its own code
 _ENGINE: Engine | None = None  # DBOS is one per process, so is the engine its workflow finds
-
-
-class Placement(TypedDict):
-    """Where a job of an agent runs (`Engine.placement`): a step's value, so JSON data."""
-
-    queue: str
-    concurrency: int | None
-    flow: bool
-    known: bool
-
-
 
 
 @DBOS.workflow(name="oz0.job")
@@ -158,8 +144,7 @@ class Engine(Leases):
         url = runtime.store.url
         self.postgres = url.startswith("postgresql")
         self.system_url = url if self.postgres else beside_journal(url, runtime.home)
-        self._queues: dict[str, int | None] = {}
-        self._direct = 0  # jobs `execute` started at once, not through their queue, running now
+        self.places = Places(runtime, self.worker_concurrency, _job_workflow)  # queues, and jobs started at once
         self._carried: set[str] = set()  # workflows left unfinished by an earlier run, found at launch
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
         self._progress: dict[str, ProgressSink] = {}
@@ -196,10 +181,10 @@ class Engine(Leases):
                 DBOS.listen_queues([self.own_queue])
             DBOS.launch()
             if self.own_queue is not None:
-                DBOS.register_queue(self.own_queue, polling_interval_sec=QUEUE_POLL_S)
+                DBOS.register_queue(self.own_queue, polling_interval_sec=QUEUE_POLL_S)  # the CLI waits on it
             else:
                 for spec in self.runtime.agents():
-                    self._register_queue(spec.name, spec.limits.concurrency, flow=spec.kind == FLOW_KIND)
+                    self.places.register(spec.name, spec.limits.concurrency, flow=spec.kind == FLOW_KIND)
                 DBOS.apply_schedules([{"schedule_name": "oz0.retention.prune",
                                        # DBOS types a schedule's function as returning None; a result is kept
                                        "workflow_fn": _prune_workflow,  # type: ignore[typeddict-item]
@@ -260,13 +245,11 @@ class Engine(Leases):
         try:
             if resume:
                 handle = await DBOS.resume_workflow_async(wid, queue_name=self.own_queue)
-            elif self.private or (direct := self._start_at_once(job.agent)):
-                await self._start_here(wid, job)
+            elif self.private or (direct := self.places.take_at_once(job.agent)):
+                await self.places.start_here(wid, job)
                 handle = await DBOS.retrieve_workflow_async(wid)
             else:
-                queue = await self._queue_for(job.agent)
-                with SetWorkflowID(wid):
-                    handle = await DBOS.enqueue_workflow_async(queue, self._workflow_for(job.agent), job.id)
+                handle = await self.places.enqueue(wid, job)
             polled = asyncio.ensure_future(handle.get_result(polling_interval_sec=RESULT_POLL_S))
             try:
                 await asyncio.wait({done, polled}, return_when=asyncio.FIRST_COMPLETED)
@@ -276,8 +259,9 @@ class Engine(Leases):
                 log.info("job %s: its workflow ended without a result (%s)", job_id,  # cancelled: edge.runtime.cancel
                          type(polled.exception()).__name__)
         finally:
+            if direct:
+                self.places.release()
             with self._lock:
-                self._direct -= direct
                 waiters = self._waiters.get(job.id, [])
                 if (loop, done) in waiters:
                     waiters.remove((loop, done))
@@ -386,31 +370,6 @@ class Engine(Leases):
         if self._progress.get(job_id) is sink:
             self._progress.pop(job_id, None)
 
-    def placement(self, agent: str) -> Placement:
-        """Where a job of `agent` runs, read from the catalog as JSON data, so that a workflow reads it
-        in a step (retried through a database fault) and a replay takes the same way: its queue's agent
-        ("" for the shared queue of an agent uninstalled since, whose run reports it as UnknownAgent),
-        its `limits.concurrency`, and whether it is a flow."""
-        spec = self.runtime.catalog.agent_or_none(agent)
-        if spec is None:
-            return {"queue": "", "concurrency": None, "flow": False, "known": False}
-        return {"queue": agent, "concurrency": spec.limits.concurrency, "flow": spec.kind == FLOW_KIND,
-                "known": True}
-
-    async def start_child(self, placement: Placement, workflow: str, job_id: str) -> Any:
-        """Start the job (a flow's child) as the workflow `oz0.job` under the id `workflow`; the DBOS
-        handle of its result. `placement` is its agent's (`placement`, read in the flow's step). A child
-        of an agent with no `limits.concurrency` starts at once, as a child workflow of the flow (the
-        flow already holds its queue's place, and waiting for a queue's next poll was most of a person
-        step's answer-to-next-step time); one with a limit goes through its agent's queue (registered
-        first when new), which counts it across replicas."""
-        if placement["known"] and placement["concurrency"] is None:
-            with SetWorkflowID(workflow):
-                return await DBOS.start_workflow_async(_job_workflow, job_id)
-        queue = await self.queue_at(placement)
-        with SetWorkflowID(workflow):
-            return await DBOS.enqueue_workflow_async(queue, _job_workflow, job_id)
-
     def resumes(self, row: Mapping[str, Any]) -> bool:
         """Whether the engine will carry this journaled job on (its workflow is queued or pending), so a
         restart must not report it interrupted."""
@@ -427,64 +386,6 @@ class Engine(Leases):
         job = self.runtime.job(job_id)
         status = DBOS.get_workflow_status(workflow_id(job)) if job is not None else None
         return status is not None and status.status in ("PENDING", "ENQUEUED")
-
-    async def _start_here(self, wid: str, job: Job) -> None:
-        """The job's workflow started now in this process, on the engine's own loop (where a queue's
-        workflows run, and DBOS's stop waits for them), not the caller's."""
-        async def start() -> None:
-            with SetWorkflowID(wid):
-                await DBOS.start_workflow_async(self._workflow_for(job.agent), job.id)
-
-        loop = engine_loop()
-        if loop is None or loop is asyncio.get_running_loop():
-            await start()
-        else:
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(start(), loop))
-
-    def _start_at_once(self, agent: str) -> bool:
-        """Whether `execute` starts the job's workflow at once instead of through its queue: a job (not
-        a flow) of an agent with no `limits.concurrency`, while fewer than OZ0_WORKER_CONCURRENCY jobs
-        started so are running here. Its queue would only make it wait for the queue's next poll; a
-        duplicate start of the same workflow id joins the one run (DBOS runs a workflow id once)."""
-        placement = self.placement(agent)
-        if not placement["known"] or placement["flow"] or placement["concurrency"] is not None:
-            return False
-        with self._lock:
-            if self._direct >= self.worker_concurrency:
-                return False
-            self._direct += 1
-            return True
-
-    def workflow_at(self, placement: Placement) -> Any:
-        """A flow's job runs as the flow workflow (the runtime's flow engine), every other job as `oz0.job`."""
-        if placement["flow"] and self.runtime.flow_engine is not None:
-            return self.runtime.flow_engine.workflow()
-        return _job_workflow
-
-    def _workflow_for(self, agent: str) -> Any:
-        return self.workflow_at(self.placement(agent))
-
-    async def _queue_for(self, agent: str) -> str:
-        return await self.queue_at(self.placement(agent))
-
-    async def queue_at(self, placement: Placement) -> str:
-        """The queue of a job placed at `placement`, registered first when new or its limit changed."""
-        name, concurrency = queue_name(placement["queue"]), placement["concurrency"]
-        if self._queues.get(name, -1) != concurrency:
-            await asyncio.to_thread(self._register_queue, placement["queue"], concurrency, flow=placement["flow"])
-        return name
-
-    def _register_queue(self, agent: str, concurrency: int | None, *, flow: bool) -> None:
-        """The agent's queue. Each poll of a queue costs the replica a few ms of CPU and the database a
-        transaction, so only the queues whose jobs wait there (a limited agent's, a flow's) are polled
-        every QUEUE_POLL_S; any other agent's jobs start at once (`_start_at_once`), and its queue, which
-        holds only those past OZ0_WORKER_CONCURRENCY, is polled every OVERFLOW_POLL_S (polling them all
-        every 50 ms kept an idle replica with two agents at 17% of a core)."""
-        worker = self.worker_concurrency if concurrency is None else min(self.worker_concurrency, concurrency)
-        poll = QUEUE_POLL_S if concurrency is not None or flow else OVERFLOW_POLL_S
-        DBOS.register_queue(queue_name(agent), global_concurrency=concurrency, worker_concurrency=worker,
-                            polling_interval_sec=poll, on_conflict="always_update")
-        self._queues[queue_name(agent)] = concurrency
 
 
 def _settle(done: asyncio.Future[None]) -> None:

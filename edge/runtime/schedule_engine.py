@@ -47,9 +47,9 @@ async def _tick_workflow(scheduled_at: datetime, context: Any) -> str:
     made = await DBOS.run_step_async(step_options("oz0.schedule.submit"), _submit, engine, name, scheduled_at.isoformat())
     if made is None:
         return "gone"
-    queue = await engine.queue_at(made["placement"])
+    queue = await engine.places.queue_at(made["placement"])
     with SetWorkflowID(made["workflow"]):
-        handle = await DBOS.enqueue_workflow_async(queue, engine.workflow_at(made["placement"]), made["id"])
+        handle = await DBOS.enqueue_workflow_async(queue, engine.places.workflow_at(made["placement"]), made["id"])
     status: str = await handle.get_result()
     for platform, channel in made["also"]:
         await DBOS.run_step_async(step_options("oz0.schedule.post"), _post_copy, engine, made["id"], platform,
@@ -73,7 +73,7 @@ def _submit(engine: Engine, name: str, tick: str) -> dict[str, Any] | None:
                                   channel_id=first.where if first else None)
     if created:
         log.info("schedule %s: tick %s is job %s (%s)", name, tick, job.id, spec.agent)
-    return {"id": job.id, "workflow": workflow_id(job), "placement": engine.placement(job.agent),
+    return {"id": job.id, "workflow": workflow_id(job), "placement": engine.places.placement(job.agent),
             "also": [[p.platform, dict(p.place)] for p in rest]}
 
 
