@@ -36,7 +36,7 @@ from oz0.adapters.console.input_refusal import Refusal, check_input
 from oz0.edge import ConsoleRuntime
 from oz0.edge.contracts.json_data import loads_exact
 from oz0.edge.documents.contract_hash import contract_hash
-from oz0.edge.model.agent import INVALID_INPUT, FailureKind
+from oz0.edge.model.agent import INVALID_INPUT, AgentSpec, FailureKind
 from oz0.edge.model.job import BUILTIN_FAILURES, failure_code
 from oz0.edge.results.qzx import result_envelope
 from oz0.edge.runtime.backlog import BUSY_RETRY_S
@@ -56,7 +56,7 @@ def plugin_versions(runtime: ConsoleRuntime) -> dict[str, str]:
     return {v.plugin: v.version for v in runtime.installed()}
 
 
-def failure_kinds(spec: Any) -> list[FailureKind]:
+def failure_kinds(spec: AgentSpec) -> list[FailureKind]:
     """The ways a job of this agent can fail that a caller may see: `InvalidInput`, then the declared kinds."""
     return [INVALID_INPUT, *spec.failures]
 
@@ -245,7 +245,7 @@ class _Api:
                        error=reason, details=details, data=data)
 
 
-def _agent_json(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
+def _agent_json(spec: AgentSpec, versions: Mapping[str, str]) -> dict[str, Any]:
     return {
         "name": spec.name, "plugin": spec.plugin, "version": versions.get(spec.plugin, ""), "kind": spec.kind,
         "description": spec.description,
@@ -285,7 +285,7 @@ def _stale_job_pin(job: Any, header: str | None) -> JSONResponse | None:
                             "contract_version": job.contract_version})
 
 
-def _stale_pin(spec: Any, header: str | None, command: str) -> JSONResponse | None:
+def _stale_pin(spec: AgentSpec, header: str | None, command: str) -> JSONResponse | None:
     """412 when the caller pinned a contract (`If-Match: "<contract_hash>"`) that is not the installed one."""
     pins = _stale(header, contract_hash(spec))
     if pins is None:

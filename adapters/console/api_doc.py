@@ -21,6 +21,7 @@ from oz0.adapters.console.api_replies import API_PREFIX, FAILED_JOB_HTTP, INVALI
 from oz0.edge import RuntimeFace
 from oz0.edge.documents.contract_hash import contract_hash
 from oz0.edge.documents.openapi import INVALID_INPUT_STATUS, SECURITY_SCHEMES, openapi_document
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.budget import ON_EXHAUSTED, PERIODS
 from oz0.edge.runtime.confirm import known_annotations
 
@@ -360,7 +361,7 @@ def _package_version() -> str:
         return "0.0.0"
 
 
-def _with_examples(op: dict[str, Any], spec: Any) -> None:
+def _with_examples(op: dict[str, Any], spec: AgentSpec) -> None:
     """The agent's declared examples as the operation's request and 200 response `examples`."""
     if not spec.examples:
         return

@@ -12,6 +12,7 @@ from typing import Any
 
 from oz0.adapters.console.api_replies import INVALID_INPUT_HTTP
 from oz0.edge import Violation
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.job import snake_case
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
 from oz0.edge.runtime.input_check import Checked
@@ -34,7 +35,7 @@ class Refusal:
     violations: tuple[Violation, ...] = field(default=())
 
 
-def check_input(spec: Any, text: str, *, home: Any, asker_user: str) -> Refusal | Checked:
+def check_input(spec: AgentSpec, text: str, *, home: Any, asker_user: str) -> Refusal | Checked:
     """Whether `text` may run on this agent from the console or the API: access, then the input's one
     check (edge.runtime.input_check), whose result `Runtime.submit` takes so the run does not check again."""
     asker = Asker(platform="console", user=asker_user)

@@ -19,6 +19,7 @@ from oz0.adapters.console import api as console_api
 from oz0.adapters.console.forms import Field
 from oz0.edge import Card
 from oz0.edge.documents.contract_hash import contract_hash
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.confirm import known_annotations, needs_confirmation
 
@@ -73,7 +74,7 @@ def _preview(key: str, label: str, rendered: Any) -> Markup | None:
         return None
 
 
-def agent_view(spec: Any, versions: Mapping[str, str]) -> dict[str, Any]:
+def agent_view(spec: AgentSpec, versions: Mapping[str, str]) -> dict[str, Any]:
     def label(contract: Any, file: str | None) -> str:
         if contract is None:
             return "text"
@@ -108,7 +109,7 @@ def budget_text(budget: Any) -> str | None:
     return f"{budget.describe()} per {budget.per} (on_exhausted: {budget.on_exhausted})"
 
 
-def example_values(spec: Any, fields: tuple[Field, ...], text: str) -> dict[str, str]:
+def example_values(spec: AgentSpec, fields: tuple[Field, ...], text: str) -> dict[str, str]:
     """An example input of the agent (`text`), put into its form's `fields` as a starting point."""
     if spec.input is None:
         return {fields[0].html_id: text}

@@ -18,6 +18,7 @@ from oz0.edge.contracts.schema import ContractError, load_contract, violation_se
 from oz0.edge.mcp.elicit import Redacts, elicitor_for
 from oz0.edge.mcp.pool import McpServers, servers
 from oz0.edge.mcp.spec import McpFailure, ServerSpec, ToolInfo
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.results.tool_result import KEPT_KEYS, read_tool_result
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def server_for_agent(spec: Any) -> ServerSpec:
+def server_for_agent(spec: AgentSpec) -> ServerSpec:
     """The server an agent file names; a stdio command runs in the plugin's folder."""
     config = spec.config
     plugin_dir = str(Path(spec.file).resolve().parent.parent) if getattr(spec, "file", None) else None
@@ -45,7 +46,7 @@ def server_for_agent(spec: Any) -> ServerSpec:
     return ServerSpec.from_config(server or {}, cwd=plugin_dir)
 
 
-async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None, eliciting: bool = False) -> Any:
+async def with_tool_contracts(spec: AgentSpec, *, pool: McpServers | None = None, eliciting: bool = False) -> Any:
     """An `mcp` agent with its tool's inputSchema/outputSchema as contracts where its file declares none.
 
     Lists the server's tools once (then reuses the listing), declaring the elicitation capability when
@@ -58,7 +59,7 @@ async def with_tool_contracts(spec: Any, *, pool: McpServers | None = None, elic
     return apply_tool_contracts(spec, await job_tool(spec, eliciting=eliciting, pool=pool))
 
 
-async def job_tool(spec: Any, *, eliciting: bool, pool: McpServers | None = None) -> ToolInfo:
+async def job_tool(spec: AgentSpec, *, eliciting: bool, pool: McpServers | None = None) -> ToolInfo:
     """The tool an `mcp` agent calls, as its server lists it to a client with the capabilities the job's
     channel has (`eliciting`: it can ask a person): a server may offer a tool that asks its user (MCP
     elicitation) only to a client that declares it can (McpServers.tool)."""
@@ -66,7 +67,7 @@ async def job_tool(spec: Any, *, eliciting: bool, pool: McpServers | None = None
                                           eliciting=eliciting)
 
 
-def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
+def with_known_contracts(spec: AgentSpec, *, pool: McpServers | None = None) -> Any:
     """Like `with_tool_contracts` from the last listing only, without reaching the server: for drawing
     a finished job's card. Returns the agent unchanged when its tool was never listed or its schemas
     cannot be used (the job that tried already failed, saying why)."""
@@ -80,7 +81,7 @@ def with_known_contracts(spec: Any, *, pool: McpServers | None = None) -> Any:
         return spec
 
 
-def apply_tool_contracts(spec: Any, info: ToolInfo) -> Any:
+def apply_tool_contracts(spec: AgentSpec, info: ToolInfo) -> Any:
     """`spec` with the contracts of `info`, the tool it calls, where its file declares none. A tool without an outputSchema answers text or JSON (its text parsed): its output contract is then
     the schema that allows any value, so the runtime accepts either and the card draws it as it is.
     An agent file that names its own schema keeps it (`input: text` cannot be told from no declaration)."""
@@ -98,14 +99,14 @@ def apply_tool_contracts(spec: Any, info: ToolInfo) -> Any:
     return replace(spec, **changes, listed_annotations=dict(info.annotations) if info.annotations else None)
 
 
-def tool_name(spec: Any) -> str:
+def tool_name(spec: AgentSpec) -> str:
     tool = spec.config.get("tool")
     if not isinstance(tool, str) or not tool:
         raise McpFailure("Misconfigured", f"agent {spec.name!r} names no tool")
     return tool
 
 
-async def run_mcp_agent(spec: Any, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
+async def run_mcp_agent(spec: AgentSpec, value: Any, ctx: Any = None, *, pool: McpServers | None = None,
                         reserve: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
                         redactor: Redacts | None = None) -> Any:
     """Run one job of an `mcp` agent: call its tool with `value` and return what the tool answered.

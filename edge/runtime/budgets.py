@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Price, format_dimension
 from oz0.edge.model.job import Job, JobFailure
 from oz0.edge.runtime.access import AccessError, AccessPolicy, Asker
@@ -88,13 +89,13 @@ def request_token_bound(request_bytes: int) -> int:
     return request_bytes
 
 
-def call_need(spec: Any) -> CallNeed:
+def call_need(spec: AgentSpec) -> CallNeed:
     """What an http or MCP call may spend: 1 call, and its `price.per_call` (no price: it costs nothing)."""
     price: Price | None = getattr(spec, "price", None)
     return CallNeed(tokens=0, cost=price.per_call if price is not None else 0, calls=1)
 
 
-def model_need(spec: Any, request_bytes: int) -> CallNeed:
+def model_need(spec: AgentSpec, request_bytes: int) -> CallNeed:
     """What a model call may spend at most: the prompt's bound plus `max_tokens`, costed by `price`."""
     max_tokens = spec.config.get("max_tokens")
     prompt = request_token_bound(request_bytes)
@@ -113,7 +114,8 @@ def model_need(spec: Any, request_bytes: int) -> CallNeed:
 class Meter:
     """One call's reservation, given to the kind: `used(...)` records the provider's reported usage."""
 
-    def __init__(self, budgets: Budgets | None, hold: str, job: Job | None, spec: Any, need: CallNeed) -> None:
+    def __init__(self, budgets: Budgets | None, hold: str, job: Job | None, spec: AgentSpec | None,
+                 need: CallNeed) -> None:
         self._budgets, self.hold, self._job, self._spec, self._need = budgets, hold, job, spec, need
         self._used: Amounts | None = None
 
@@ -124,7 +126,7 @@ class Meter:
         self._used = Amounts(prompt_tokens + completion_tokens, cost, 1)
 
     def close(self, *, failed: bool) -> None:
-        if self._budgets is None or self._job is None:
+        if self._budgets is None or self._job is None or self._spec is None:
             return
         used = self._used
         if used is None and not failed:  # no usage reported: what was reserved is taken as spent
@@ -138,7 +140,7 @@ async def budget_call(ctx: RunContext | None, need: CallNeed) -> AsyncIterator[M
     the call is never made), then settle what the call used, or release it when the call failed."""
     budgets = getattr(ctx, "budgets", None)
     if ctx is None or budgets is None:
-        yield Meter(None, "", None, getattr(ctx, "agent", None), need)
+        yield Meter(None, "", None, ctx.agent if ctx is not None else None, need)
         return
     meter = await budgets.reserve(ctx, need)
     try:
@@ -175,7 +177,7 @@ class Budgets:
             out.append(parent)
         return out
 
-    def covering(self, job: Job, spec: Any = None) -> tuple[Job, list[BudgetRef]]:
+    def covering(self, job: Job, spec: AgentSpec | None = None) -> tuple[Job, list[BudgetRef]]:
         """The root of the job's tree and every budget that covers the job: its own, its parents', the
         place's (access.yaml). `spec`: the job's agent as it runs (else looked up by name)."""
         chain = self.chain(job)
