@@ -199,8 +199,17 @@ def test_render_of_a_table_card_loads_neither_markdown_nor_rich(to: str, tmp_pat
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("markdown_it", "rich"), tmp_path)
 
 
-def test_render_of_a_table_card_to_slack_loads_no_markdown_tree(tmp_path: Path) -> None:
-    """The shared markdown tree (renderers.markdown_blocks, a dozen dataclasses) is Slack's only for a
-    markdown text; a table card's start-up does without it (bench/startup.py)."""
-    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "slack"], ("oz0.renderers.markdown_blocks",),
+@pytest.mark.parametrize("to", ["text", "slack"])
+def test_render_of_a_table_card_loads_no_markdown_tree(to: str, tmp_path: Path) -> None:
+    """The shared markdown tree (renderers.markdown_blocks, a dozen dataclasses) is the terminal's and
+    Slack's only for a markdown text; a table card's start-up does without it (bench/startup.py)."""
+    _assert_loads_none(["render", SMALL, "--to", to], ("oz0.renderers.markdown_blocks",), tmp_path)
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("oz0.renderers.markdown_blocks",),
                        tmp_path)
+
+
+@pytest.mark.parametrize("to", ["text", "slack"])
+def test_render_loads_neither_logging_nor_openssl(to: str, tmp_path: Path) -> None:
+    """Logging is for a renderer's budget bug, OpenSSL for a contract's digest: a render needs neither."""
+    _assert_loads_none(["render", SMALL, "--to", to], ("logging", "hashlib"), tmp_path)
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("logging", "hashlib"), tmp_path)
