@@ -15,15 +15,18 @@ The card says so in words too ("… 412 more rows, full result attached"): never
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import orjson
 
 from oz0.edge.cards.model import Attachment, Card
 from oz0.renderers.rendered import Rendered
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = ["attachment_for", "files_for", "safe_filename", "shortened", "size_text", "uploads_for", "within_limits"]
 

@@ -16,9 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from oz0.edge.cards.model import Card, cell_text
-from oz0.renderers import markdown_blocks as md
 from oz0.renderers.attachments import files_for, uploads_for
-from oz0.renderers.monospace import aligned
 from oz0.renderers.rendered import Rendered
 from oz0.renderers.safety import clean, one_line
 from oz0.renderers.terminal_grid import Grid, Line, Part, draw
@@ -95,38 +93,14 @@ def _text(card: Card, cuts: list[str]) -> list[Part]:
         return []
     if card.text_format != "markdown":
         return [Line(clean(card.text))]
-    blocks, unparsed = md.document(card.text)
-    out: list[Part] = [Line("\n\n".join(_md_block(b, 0) for b in blocks))]
+    from oz0.renderers.text_markdown import markdown_text  # the tree (~15 ms to import): only for markdown
+
+    text, unparsed = markdown_text(card.text, width=WIDTH)
+    out: list[Part] = [Line(text)]
     if unparsed:
         cuts.append(f"… {unparsed:,} more characters of text")
         out.append(Line(cuts[-1]))
     return out
-
-
-def _md_block(block: md.Block, depth: int) -> str:
-    """A markdown block as readable text: styles dropped, links as "label (url)", code indented."""
-    if isinstance(block, md.Heading):
-        title = md.plain(block.spans)
-        return title + "\n" + ("=" if block.level == 1 else "-") * min(len(title), WIDTH)
-    if isinstance(block, md.Paragraph):
-        return md.plain(block.spans)
-    if isinstance(block, md.CodeBlock):
-        return "\n".join("    " + line for line in block.text.split("\n"))
-    if isinstance(block, md.ListBlock):
-        lines = []
-        for number, item in enumerate(block.items, start=block.start):
-            marker = f"{number}." if block.ordered else "•"
-            body = "\n".join(_md_block(b, depth + 1) for b in item).split("\n")
-            pad = " " * (len(marker) + 1)
-            lines.append(f"{marker} {body[0]}" + "".join("\n" + pad + rest for rest in body[1:]))
-        return "\n".join(lines)
-    if isinstance(block, md.Quote):
-        inner = "\n\n".join(_md_block(b, depth) for b in block.children)
-        return "\n".join("│ " + line for line in inner.split("\n"))
-    if isinstance(block, md.Table):
-        return aligned([[one_line(md.plain(c)) for c in block.header]]
-                       + [[one_line(md.plain(c)) for c in r] for r in block.rows])
-    return "─" * 10
 
 
 RULES: dict[str, Callable[[Card, list[str]], list[Part]]] = {

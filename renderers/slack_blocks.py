@@ -29,7 +29,6 @@ whole result is uploaded.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +67,6 @@ __all__ = [
     "render",
 ]
 
-log = logging.getLogger(__name__)
 
 MAX_BLOCKS = 50
 HEADER_MAX = 150
@@ -301,7 +299,10 @@ def render(card: Card) -> Rendered:
     problem = _over_limit(rendered.payload)
     if problem is None:
         return rendered
-    log.error("Slack card over a limit despite its budgets (%s); sending it shortened", problem)
+    import logging  # defers a costly import (with traceback and string): only a budget bug is logged
+
+    logging.getLogger(__name__).error("Slack card over a limit despite its budgets (%s); sending it shortened",
+                                      problem)
     rendered = _render(shortened(card, f"This result did not fit in a Slack message ({problem}); "
                                        "the full result is attached."))
     problem = _over_limit(rendered.payload)

@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oz0.adapters.cli import upgrade as cli_upgrade
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
-from oz0.adapters.cli.json_out import emit_result
 from oz0.adapters.cli.runtime import open_runtime
-from oz0.edge.model.agent import ConversationLimits
 
 if TYPE_CHECKING:
     from oz0.edge.plugins.lint import LintReport
@@ -24,6 +21,8 @@ __all__ = ["example_plugin_dir", "register"]
 
 def example_plugin_dir() -> Path:
     """The bundled example plugin, shipped inside the package."""
+    from importlib import resources  # defers a costly import (with tempfile and shutil): only `install --example`
+
     return Path(str(resources.files("oz0.edge") / "example_plugin"))
 
 
@@ -131,6 +130,8 @@ def _lint(args: argparse.Namespace) -> int:
     started = time.monotonic()
     report = lint_plugin(args.dir, installed=_installed_here(args.dir))
     if args.json:
+        from oz0.adapters.cli.json_out import emit_result  # defers a costly import (the QZX result model): --json only
+
         data = {"findings": [f.to_dict() for f in report.findings]}
         if report.ok:
             return emit_result("plugin lint", True, f"{args.dir}: no errors ({_summary(report)}).", data=data,
@@ -289,6 +290,8 @@ def _budget(budget: Any) -> str:
 
 def _conversation(spec: Any) -> str:
     """A thread's conversation bounds in a table cell (`10 turns/4000 tok/8h +history`); "-" for the defaults."""
+    from oz0.edge.model.agent import ConversationLimits  # defers a costly import (the agent model): `plugin list` only
+
     if spec is None or (spec.conversation == ConversationLimits() and not spec.history):
         return "-"
     c = spec.conversation
@@ -312,6 +315,7 @@ def _loop_json(spec: Any) -> dict[str, Any]:
 
 def _list(args: argparse.Namespace) -> int:
     from oz0.edge import Card
+    from oz0.edge.model.agent import ConversationLimits  # defers a costly import (the agent model): `plugin list` only
     from oz0.edge.plugins.history import MAX_AUDIT_SCAN, latest_changes, latest_json
 
     runtime = open_runtime()
@@ -333,6 +337,8 @@ def _list(args: argparse.Namespace) -> int:
         return known_annotations(spec) if spec is not None else {}
 
     if args.json:
+        from oz0.adapters.cli.json_out import emit_result  # defers a costly import (the QZX result model): --json only
+
         plugins = [{"name": v.plugin, "version": v.version, "content_hash": v.content_hash,
                     "path": str(runtime.plugin_cache.path(v.content_hash)),
                     "agents": [{"name": a.name, "kind": a.kind,

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from oz0.adapters.cli.draw import render_payload
 from oz0.adapters.cli.errors import CommandError
-from oz0.adapters.cli.json_out import emit_result
-from oz0.edge.documents.contract_hash import contract_hash
 
 if TYPE_CHECKING:  # the upgrade check and OpenAPI are imported by the functions that use them, when they run
     from oz0.edge.contracts.changes import Change
@@ -94,9 +92,11 @@ def register_diff(plugin_sub: argparse._SubParsersAction) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from oz0.adapters.cli.json_out import emit_result
     from oz0.edge import Card
     from oz0.edge.contracts.changes import CompatError, breaking_changes
     from oz0.edge.documents.compat import is_major_bump, required_version_bump
+    from oz0.edge.documents.contract_hash import contract_hash
     from oz0.edge.documents.diff import compare_agents
     from oz0.edge.mcp.pool import servers
 

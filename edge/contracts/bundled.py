@@ -9,10 +9,8 @@ The table is explicit: one line per schema.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
 
 __all__ = ["BUNDLED_SCHEMAS", "CONTRACT_SCHEMA_URL", "bundled_schema", "shipped_schema"]
 
@@ -24,11 +22,11 @@ BUNDLED_SCHEMAS: dict[str, str] = {
 _loaded: dict[str, Any] = {}
 
 
-def shipped_schema(name: str) -> Traversable:
-    """A schema file the package ships: the repository's top-level `schemas/`, package data of `oz0`."""
-    from importlib import resources  # a costly import (a sixth of `oz0 render`'s start-up): only when read
-
-    return resources.files("oz0") / "schemas" / name
+def shipped_schema(name: str) -> Path:
+    """A schema file the package ships: the repository's top-level `schemas/`, package data of `oz0`,
+    found from this file as the migrations and the Teams app are (importlib.resources, with tempfile
+    and zipfile, would cost `oz0 plugin lint` a tenth of its start-up)."""
+    return Path(__file__).resolve().parents[2] / "schemas" / name
 
 
 def bundled_schema(uri: str) -> Any | None:

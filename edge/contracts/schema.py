@@ -10,7 +10,6 @@ a retriever that refuses anything else, so nothing can be fetched even if the lo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -52,7 +51,7 @@ MAX_REMEMBERED_REFS = 1_024  # $ref lookups a contract remembers (its own refere
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_cache: dict[str, Contract] = {}
+_cache: dict[bytes, Contract] = {}  # by the schema's canonical JSON
 _compiles = 0
 
 
@@ -109,7 +108,7 @@ class Contract:
     schema: Any
     source: str
     dialect: str
-    digest: str
+    _canonical: bytes = field(repr=False)  # the schema's canonical JSON (sorted keys): what `digest` hashes
     _validator: Any = field(repr=False)
     _resources: dict[str, Any] = field(repr=False)
     _bases: dict[int, str] = field(repr=False)
@@ -165,6 +164,13 @@ class Contract:
             if len(self._derived) < MAX_REMEMBERED_REFS:
                 self._derived[key] = value
             return value
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 (hex) of the schema's canonical JSON: what an install records and a job is checked against."""
+        import hashlib  # defers a costly import (OpenSSL): `oz0 plugin lint` and `oz0 render` read no digest
+
+        return hashlib.sha256(self._canonical).hexdigest()
 
     @cached_property
     def base(self) -> str:
@@ -253,8 +259,7 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raw = json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
     if len(raw) > MAX_SCHEMA_BYTES:
         raise ContractError(f"schema is {len(raw):,} bytes; the limit is {MAX_SCHEMA_BYTES:,}", source=source)
-    digest = hashlib.sha256(raw).hexdigest()
-    cached = _cache.get(digest)
+    cached = _cache.get(raw)
     if cached is not None:
         return cached
     dialect = _dialect(schema, source)
@@ -277,8 +282,8 @@ def load_contract(schema: Any, *, source: str | None = None) -> Contract:
         raise ContractError(f"cannot compile: {first}", source=source) from None
     with _lock:
         _compiles += 1
-        contract = Contract(schema, source, DIALECTS[dialect], digest, validator, resources, bases)
-        _cache[digest] = contract
+        contract = Contract(schema, source, DIALECTS[dialect], raw, validator, resources, bases)
+        _cache[raw] = contract
     return contract
 
 

@@ -11,7 +11,7 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
@@ -19,9 +19,11 @@ import yaml
 from oz0.edge.contracts.bundled import shipped_schema
 from oz0.edge.contracts.schema import Contract, load_contract
 from oz0.edge.errors import Oz0Error
-from oz0.edge.model.agent import Example
 from oz0.edge.model.budget import BudgetDeclarationError, parse_budget, parse_price
 from oz0.edge.plugins.yaml_safe import safe_load
+
+if TYPE_CHECKING:
+    from oz0.edge.model.agent import Example
 
 __all__ = ["AGENT_NAME_RE", "PluginError", "budget_of", "examples_of", "manifest_contract", "read_yaml"]
 
@@ -74,6 +76,8 @@ def budget_of(data: Mapping[str, Any], file: Path, *, key: str = "budget") -> An
 
 def examples_of(data: Mapping[str, Any]) -> tuple[Example, ...]:
     """An agent or flow file's `examples:` (checked in shape by its manifest schema), in order."""
+    from oz0.edge.model.agent import Example  # defers a costly import (the agent model's dataclasses): lint builds none
+
     return tuple(Example(input=e["input"], description=str(e.get("description", "")), output=e.get("output"),
                          has_output="output" in e)
                  for e in data.get("examples") or () if isinstance(e, Mapping) and "input" in e)

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from oz0.edge.contracts.changes import Change, CompatError
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
@@ -24,23 +24,11 @@ from oz0.edge.plugins.declared import manifest_contract
 from oz0.edge.plugins.expressions import ExpressionError, compile_expression, field_paths
 from oz0.edge.plugins.flow_manifest import step_expressions
 from oz0.edge.plugins.lint_examples import lint_examples
+from oz0.edge.plugins.lint_sides import TEXT, AgentSides, Side
 
-__all__ = ["TEXT", "AgentSides", "lint_flows"]
+__all__ = ["SchemaPart", "lint_flows"]
 
-TEXT = "text"
-Side = Union[Contract, "_Sub", str, None]  # a contract (or part of one), TEXT, or None: not known here
 _PRIMITIVE = {"string", "number", "integer", "boolean"}
-
-
-@dataclass(frozen=True)
-class AgentSides:
-    """What lint knows of an agent's contracts: each a Contract, TEXT, or None (not known), and the
-    schema files they come from (named in findings)."""
-
-    input: Side
-    output: Side
-    input_file: str | None = None
-    output_file: str | None = None
 
 
 Add = Callable[..., None]
@@ -231,7 +219,7 @@ class _Flow:
         if isinstance(mapping, str):
             self._fits(f"{where}.input", f"{mapping!r} gives {label} its input", self._follow(mapping, i), consumer)
             return
-        if not isinstance(consumer, _Sub) or not isinstance(consumer.schema, dict):
+        if not isinstance(consumer, SchemaPart) or not isinstance(consumer.schema, dict):
             if consumer != TEXT:
                 self.add("warning", f"{where}.input", f"lint cannot tell whether {label} accepts its input "
                                                       "mapping (its contract is not known)", "")
@@ -260,7 +248,7 @@ class _Flow:
                              "change the value")
                 continue
             side = self._follow(expr, i)
-            if not isinstance(side, _Sub):
+            if not isinstance(side, SchemaPart):
                 self.add("warning", at, f"lint cannot tell what {expr!r} holds, so not whether {label} "
                                         "accepts it", "use a plain path such as input.NAME or steps.ID.output.NAME")
                 continue
@@ -292,7 +280,7 @@ class _Flow:
             rest = path[3:]
         else:
             return None
-        if not isinstance(side, _Sub):
+        if not isinstance(side, SchemaPart):
             return side if not rest else None
         node: Any = side.schema
         for name in rest:
@@ -301,7 +289,7 @@ class _Flow:
                 return None
         if not rest:
             return side
-        return _Sub(node, side.source, side.root)
+        return SchemaPart(node, side.source, side.root)
 
     def _fits(self, where: str, what: str, produced: Side, consumer: Side, *, severity: str = "error") -> None:
         if produced is None or consumer is None:
@@ -314,7 +302,7 @@ class _Flow:
             self.add(severity, where, f"{what}, and that is text where {consumer.source} asks for JSON",
                      "map the input with `input:`, or give it an agent that answers JSON")
             return
-        assert isinstance(consumer, _Sub) and isinstance(produced, _Sub)
+        assert isinstance(consumer, SchemaPart) and isinstance(produced, SchemaPart)
         self._compare(where, what, produced.schema, consumer.schema, _root(produced), consumer.schema,
                       severity=severity, source=consumer.source)
 
@@ -339,11 +327,11 @@ class _Flow:
         producers = self._producers(len(self.steps))
         severity = "error" if len(producers) == 1 else "warning"  # several: the `if:`s may rule some out
         for source, produced in producers:
-            if consumer == TEXT and isinstance(produced, _Sub):
+            if consumer == TEXT and isinstance(produced, SchemaPart):
                 self.add(severity, "$.output", f"{source} may be the flow's output and answers JSON, but the flow "
                                               "declares output: text", "declare output_schema, or end with a text agent")
                 continue
-            self._fits("$.output_schema" if isinstance(consumer, _Sub) else "$",
+            self._fits("$.output_schema" if isinstance(consumer, SchemaPart) else "$",
                        f"{source} {'may be' if len(producers) > 1 else 'is'} the flow's output", produced, consumer,
                        severity=severity)
 
@@ -361,7 +349,7 @@ def _literal(expr: str) -> Any:
 
 
 @dataclass(frozen=True)
-class _Sub:
+class SchemaPart:
     """A part of a contract's schema (what a path reads), with the document its `$ref`s resolve in."""
 
     schema: Any
@@ -377,7 +365,7 @@ def _named(side: Side, source: str | None) -> Side:
     """A contract as lint compares it: its schema, the file it is named by (a loaded Contract's own
     source may be another copy of the same schema), and its root for `$ref`s; TEXT and None as they are."""
     if isinstance(side, Contract):
-        return _Sub(side.schema, source or side.source, side.schema)
+        return SchemaPart(side.schema, source or side.source, side.schema)
     return side
 
 

@@ -10,31 +10,33 @@ that leaves its file is refused here, as the runtime would refuse it.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
 from oz0.edge.contracts.pointer import json_path, parse_pointer
 from oz0.edge.contracts.schema import Contract, ContractError, load_contract
 from oz0.edge.contracts.view import SchemaView, walk_schema
-from oz0.edge.model.agent import AgentSpec
 from oz0.edge.model.budget import budget_findings
 from oz0.edge.plugins.declared import AGENT_NAME_RE, PluginError, manifest_contract, read_yaml
 from oz0.edge.plugins.files import plugin_problems
-from oz0.edge.plugins.flow_lint import TEXT, AgentSides, Side, lint_flows
 from oz0.edge.plugins.lint_examples import lint_examples
+from oz0.edge.plugins.lint_sides import TEXT, AgentSides, Side
 from oz0.edge.plugins.lint_tools import lint_tools
-from oz0.edge.plugins.manifest import VERSION_RE
-from oz0.edge.plugins.schedule_lint import lint_schedules
 from oz0.edge.plugins.spdx import LICENSE_FIX, spdx_license
+
+if TYPE_CHECKING:
+    from oz0.edge.model.agent import AgentSpec
 
 __all__ = ["Finding", "LintReport", "lint_plugin"]
 
 Severity = Literal["error", "warning"]
+VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 _KIND_HINTS = {
     "python": "add `entry: module:function` (the module is a .py file in the plugin folder)",
@@ -89,7 +91,7 @@ class _Linter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.findings: list[Finding] = []
-        self.sides: dict[str, Any] = {}  # agent name -> edge.plugins.flow_lint.AgentSides, for the flows' lint
+        self.sides: dict[str, AgentSides] = {}  # agent name -> its contracts, for the flows' and schedules' lint
 
     def rel(self, path: Path) -> str:
         try:
@@ -175,8 +177,12 @@ def lint_plugin(path: str | Path, *, installed: Mapping[str, AgentSpec] | None =
                            output_file=f"{a.plugin}'s {a.output_schema_file}" if a.output_schema_file else None)
         for a in installed.values()}
     if flow_files:
+        from oz0.edge.plugins.flow_lint import lint_flows  # defers JMESPath and the flow model: only for flows
+
         lint_flows(root, flow_files, read=lint.yaml, add=lint.add, agents=lint.sides, installed=known)
-    if "schedules" not in refused:
+    if "schedules" not in refused and (root / "schedules").is_dir():
+        from oz0.edge.plugins.schedule_lint import lint_schedules  # defers croniter and zoneinfo: only for schedules
+
         lint_schedules(root, read=lint.yaml, add=lint.add, agents=lint.sides, flows={f.stem for f in flow_files},
                        installed=known)
     return LintReport(root, tuple(lint.findings), name, version)

@@ -8,7 +8,6 @@ every finding instead. The manifest shapes are the JSON Schemas in `schemas/`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +28,6 @@ __all__ = [
     "Plugin",
     "load_plugin",
 ]
-
-VERSION_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
-
 
 @dataclass(frozen=True)
 class Plugin:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from oz0.edge.contracts.schema import Contract
-from oz0.edge.plugins.flow_lint import TEXT, AgentSides
+from oz0.edge.plugins.lint_sides import TEXT, AgentSides
 from oz0.edge.plugins.schedules import lint_schedule, schedule_files
 
 __all__ = ["lint_schedules"]

@@ -112,6 +112,36 @@ def test_plugin_new_and_lint_load_no_channel_database_or_server(tmp_path: Path) 
     _assert_loads_none(["plugin", "lint", str(tmp_path / "demo-plugin")], CHANNELS_DATABASES_SERVERS, tmp_path)
 
 
+NOT_FOR_A_PLAIN_LINT = (
+    "oz0.edge.plugins.schedules", "croniter", "zoneinfo",  # the schedule lint: for a plugin with schedules/
+    "oz0.edge.plugins.flow_lint", "oz0.edge.model.flow", "jmespath",  # the flow lint: for a plugin with flows/
+    "oz0.edge.model.agent",  # the agent model: lint reads the files, it builds no AgentSpec
+    "oz0.edge.documents",  # contract hashes and OpenAPI: `plugin diff` and `plugin openapi`
+    "oz0.edge.results.qzx",  # the QZX result document: only with --json
+    "hashlib",  # OpenSSL: a contract's digest, which lint never reads
+    "importlib.resources", "tempfile",  # the shipped manifest schemas are read beside the package
+)
+
+
+def test_lint_of_a_plugin_without_flows_or_schedules_loads_neither_their_lint_nor_the_agent_model(
+        tmp_path: Path) -> None:
+    """`oz0 plugin lint` runs once per plugin in CI, so its start-up is most of its cost (bench/startup.py)."""
+    _assert_loads_none(["plugin", "new", "demo-plugin", str(tmp_path / "demo-plugin")], NOT_FOR_HELP, tmp_path)
+    _assert_loads_none(["plugin", "lint", str(tmp_path / "demo-plugin")], NOT_FOR_A_PLAIN_LINT, tmp_path)
+
+
+def test_lint_of_a_plugin_with_a_flow_still_lints_it(tmp_path: Path) -> None:
+    """The flow lint is imported when there is a flow to check, and its findings are printed."""
+    folder = tmp_path / "demo-plugin"
+    _assert_loads_none(["plugin", "new", "demo-plugin", str(folder), "--flow"], NOT_FOR_HELP, tmp_path)
+    flow = next((folder / "flows").glob("*.yaml"))
+    flow.write_text(flow.read_text() + "surprise: 1\n")
+    proc, importers = _run(["plugin", "lint", str(folder)], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert f"error: flows/{flow.name} $: " in proc.stdout and "surprise" in proc.stdout
+    assert "oz0.edge.plugins.flow_lint" in importers
+
+
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_command_help_loads_no_channel_database_or_server(command: str, tmp_path: Path) -> None:
     _assert_loads_none([command, "--help"], CHANNELS_DATABASES_SERVERS, tmp_path)
@@ -169,8 +199,17 @@ def test_render_of_a_table_card_loads_neither_markdown_nor_rich(to: str, tmp_pat
     _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("markdown_it", "rich"), tmp_path)
 
 
-def test_render_of_a_table_card_to_slack_loads_no_markdown_tree(tmp_path: Path) -> None:
-    """The shared markdown tree (renderers.markdown_blocks, a dozen dataclasses) is Slack's only for a
-    markdown text; a table card's start-up does without it (bench/startup.py)."""
-    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", "slack"], ("oz0.renderers.markdown_blocks",),
+@pytest.mark.parametrize("to", ["text", "slack"])
+def test_render_of_a_table_card_loads_no_markdown_tree(to: str, tmp_path: Path) -> None:
+    """The shared markdown tree (renderers.markdown_blocks, a dozen dataclasses) is the terminal's and
+    Slack's only for a markdown text; a table card's start-up does without it (bench/startup.py)."""
+    _assert_loads_none(["render", SMALL, "--to", to], ("oz0.renderers.markdown_blocks",), tmp_path)
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("oz0.renderers.markdown_blocks",),
                        tmp_path)
+
+
+@pytest.mark.parametrize("to", ["text", "slack"])
+def test_render_loads_neither_logging_nor_openssl(to: str, tmp_path: Path) -> None:
+    """Logging is for a renderer's budget bug, OpenSSL for a contract's digest: a render needs neither."""
+    _assert_loads_none(["render", SMALL, "--to", to], ("logging", "hashlib"), tmp_path)
+    _assert_loads_none(["render", SMALL, "--schema", SCHEMA, "--to", to], ("logging", "hashlib"), tmp_path)
