@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
-from sqlalchemy.engine import RowMapping
+from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from oz0.edge.model.budget import BUDGET_DIMENSIONS, Budget
@@ -131,6 +131,12 @@ def _at_least_the_average(need: Amounts, row: RowMapping) -> Amounts:
                       for d in BUDGET_DIMENSIONS})
 
 
+def _add_spend(conn: Connection, agent: str, channel: str, used: Amounts) -> None:
+    """`used` added to the spend of `agent` in `channel` (its row made first: `_ensure_spend`)."""
+    conn.execute(update(budget_spend).where(budget_spend.c.agent == agent, budget_spend.c.channel == channel)
+                 .values(**{d: budget_spend.c[d] + used.get(d) for d in BUDGET_DIMENSIONS}))
+
+
 class BudgetBook:
     """Budgets in the store of one runtime."""
 
@@ -231,10 +237,8 @@ class BudgetBook:
             return
         if not used.empty:
             self._ensure_spend(agent, channel)
-        elif not hold:
-            return
         with self.store.engine.begin() as conn:
-            held = conn.execute(select(budget_holds).where(budget_holds.c.hold == hold)).mappings().all() if hold else []
+            held = conn.execute(select(budget_holds).where(budget_holds.c.hold == hold)).mappings().all()
             for row in held:
                 conn.execute(update(budgets).where(budgets.c.id == row["budget_id"]).values(
                     updated=time.time(),
@@ -243,9 +247,7 @@ class BudgetBook:
             if held:
                 conn.execute(delete(budget_holds).where(budget_holds.c.hold == hold))
             if not used.empty:
-                conn.execute(update(budget_spend).where(
-                    budget_spend.c.agent == agent[:64], budget_spend.c.channel == channel[:200]).values(
-                    **{d: budget_spend.c[d] + used.get(d) for d in BUDGET_DIMENSIONS}))
+                _add_spend(conn, agent[:64], channel[:200], used)
 
     def release_job(self, job_id: str) -> int:
         """At a job's end: write the spend of its calls no budget covered, and release every hold it still
@@ -258,9 +260,7 @@ class BudgetBook:
             try:
                 with self.store.engine.begin() as conn:
                     for (agent, channel), used in spent.items():
-                        conn.execute(update(budget_spend).where(
-                            budget_spend.c.agent == agent, budget_spend.c.channel == channel).values(
-                            **{d: budget_spend.c[d] + used.get(d) for d in BUDGET_DIMENSIONS}))
+                        _add_spend(conn, agent, channel, used)
             except BaseException:
                 with self._lock:  # kept for the end written again (a database fault holds the job's end)
                     self._uncounted.setdefault(job_id, {}).update(spent)
