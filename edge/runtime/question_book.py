@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, bindparam, exists, insert, select, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
@@ -19,6 +19,7 @@ from oz0.edge.contracts.json_data import JsonDataError, check_json_data
 from oz0.edge.contracts.schema import load_contract, violation_sentence
 from oz0.edge.runtime.events import Answered, JobEnded, QuestionAsked
 from oz0.edge.runtime.questions import ACTIONS, MAX_MESSAGE_CHARS, POLL_S, Answer, AnswerRefused, Question, job_platform
+from oz0.edge.runtime.store import jobs
 from oz0.edge.runtime.store import questions as table
 
 if TYPE_CHECKING:
@@ -69,6 +70,12 @@ def asked_question(store: Store, job_id: str, step: str) -> tuple[Question, Answ
                            ).mappings().first()
     return (_question(row), _answer(row)) if row else None
 
+
+# A waiting job runs again once no question of it is left open: written with the answer, in its transaction
+# (one commit, a synchronous write on SQLite, before the answer wakes the waiting step).
+_RUNNING_AGAIN = update(jobs).where(
+    jobs.c.id == bindparam("job_id"), jobs.c.status == "waiting",
+    ~exists().where(table.c.job_id == jobs.c.id, table.c.action.is_(None))).values(status="running")
 
 class Questions:
     """The runtime's person steps: the store's questions, published on the job's stream, and waited for.
@@ -197,12 +204,11 @@ class Questions:
             if won:
                 store.add_audit("flow.answered", actor=answer.by, conn=conn, detail={
                     "job": job.id, "step": question.step, "action": answer.action, "answer": answer.content})
+                conn.execute(_RUNNING_AGAIN, {"job_id": job.id})
         if not won:
             standing = self.asked(job.id, question.step)
             assert standing is not None and standing[1] is not None
             return standing[1], False
-        if self.question(job.id) is None:
-            store.update_job(job.id, only_if_status=("waiting",), status="running")
         self.stream.publish(job.id, Answered(question.step, answer, via))
         return answer, True
 
