@@ -9,7 +9,7 @@ only until the room is full: rows that are not shown are never turned into text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, islice
+from itertools import chain
 from typing import Any
 
 from oz0.edge.cards.model import cell_text, cell_texts
@@ -71,7 +71,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
             took += 1
         if not clipped_any and max(map(len, flat), default=0) > CELL_MAX:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
-        table_rows += [[{"text": t, "type": "raw_text"} for t in row] for row in islice(zip(*cells_text), took)]
+        if took:  # the cells of the rows taken, column by column, then regrouped into rows at C speed
+            objects = [{"text": t, "type": "raw_text"} for column in cells_text for t in column[:took]]
+            table_rows += map(list, zip(*(objects[i:i + took] for i in range(0, len(objects), took))))
         shown += took
         if took < len(chunk):
             break
