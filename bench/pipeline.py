@@ -21,7 +21,10 @@ work on the machine does not blur the figures; `--clock wall` for elapsed time):
 
 It prints the medians, the ratios pipeline/floor and naive/pipeline, the peak memory the pipeline
 adds (tracemalloc) for each 64 KiB result, and how many schemas were compiled while timing (none:
-each contract is compiled once). The targets are checked on the 64 KiB table.
+each contract is compiled once). The targets: pipeline/floor at most 15x on the 1 KiB table (where
+the edge's fixed cost per card shows most) and at most 4x on the 64 KiB table; on the 64 KiB table
+also naive/pipeline at least 20x and the added peak at most 10x the payload; and no schema compiled
+while timing.
 
 The "64 KiB" results are sized just under the 65,536-byte card limit, so they are drawn (the most
 work); a larger result is not drawn but attached, which is cheaper.
@@ -64,7 +67,7 @@ PLATFORMS = ("slack", "discord")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 QZX_SCHEMA = ROOT / "schemas" / "qzx-result-v1.schema.json"
 
-TARGET_FLOOR_RATIO = 5.0
+TARGET_FLOOR_RATIOS: dict[str, float] = {"table:1": 15.0, "table:64": 4.0}  # pipeline/floor, at most
 TARGET_NAIVE_RATIO = 20.0
 TARGET_MEMORY_FACTOR = 10.0
 
@@ -344,23 +347,23 @@ def report(rows: list[Row], compiled_at_load: int, compiled_while_timing: int, *
               f" {r.ours / r.floor:10.1f}x {r.naive / r.ours:10.1f}x {peak}")
     print(f"schemas compiled: {compiled_at_load} at load ({len(rows)} contracts), "
           f"{compiled_while_timing} while timing")
+    checks = [(f"{r.case.label} pipeline/floor {r.ours / r.floor:.1f} <= {TARGET_FLOOR_RATIOS[r.case.label]:g}",
+               r.ours / r.floor <= TARGET_FLOOR_RATIOS[r.case.label]) for r in rows if r.case.label in TARGET_FLOOR_RATIOS]
     target = next((r for r in rows if r.case.label == "table:64"), None)
-    ok = compiled_while_timing == 0
     if target is not None:
         size = len(target.case.data)
-        checks = [
-            (f"pipeline/floor {target.ours / target.floor:.1f} <= {TARGET_FLOOR_RATIO:g}",
-             target.ours / target.floor <= TARGET_FLOOR_RATIO),
-            (f"naive/pipeline {target.naive / target.ours:.1f} >= {TARGET_NAIVE_RATIO:g}",
+        checks += [
+            (f"table:64 naive/pipeline {target.naive / target.ours:.1f} >= {TARGET_NAIVE_RATIO:g}",
              target.naive / target.ours >= TARGET_NAIVE_RATIO),
-            (f"added peak {target.peak / size:.1f}x the payload <= {TARGET_MEMORY_FACTOR:g}x",
+            (f"table:64 added peak {target.peak / size:.1f}x the payload <= {TARGET_MEMORY_FACTOR:g}x",
              target.peak is not None and target.peak / size <= TARGET_MEMORY_FACTOR),
-            (f"compilations while timing {compiled_while_timing} == 0", compiled_while_timing == 0),
         ]
-        print("targets (table:64):")
-        for text, held in checks:
-            print(f"  {'ok  ' if held else 'MISS'} {text}")
-            ok = ok and held
+    checks.append((f"compilations while timing {compiled_while_timing} == 0", compiled_while_timing == 0))
+    print("targets:")
+    ok = True
+    for text, held in checks:
+        print(f"  {'ok  ' if held else 'MISS'} {text}")
+        ok = ok and held
     print(f"ran in {elapsed:.1f} s")
     return ok
 

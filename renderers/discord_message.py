@@ -36,7 +36,16 @@ from oz0.renderers.attachments import files_for, size_text, uploads_for, within_
 from oz0.renderers.discord_markdown import CELL_WIDTH, block, code_block, code_block_raw, esc, plain_spans
 from oz0.renderers.monospace import fit, fit_table
 from oz0.renderers.rendered import Rendered
-from oz0.renderers.safety import clean, clip, discord_escape, fence_safe, one_line, one_line_each, utf16_len
+from oz0.renderers.safety import (
+    clean,
+    clip,
+    discord_escape,
+    fence_safe,
+    one_line,
+    one_line_each,
+    utf16_len,
+    utf16_lens,
+)
 
 __all__ = ["MAX_COMPONENTS", "MAX_TEXT", "component_count", "render", "text_length"]
 
@@ -332,8 +341,10 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
         children.append({"type": 10, "content": "(empty result)"})
     container = {"type": 17, "accent_color": _colour(card), "spoiler": False, "components": children}
     components = [container, *actions]
-    length = text_length(components)
-    count = component_count([container])
+    # counted from the children just made (Text Displays, a Separator, Files: none nests another), as
+    # `text_length` and `component_count` would count the whole payload, which adds nothing to them
+    length = sum(utf16_lens([c["content"] for c in children if c["type"] == 10]))
+    count = 1 + len(children)
     problem = None
     if length > MAX_TEXT:
         problem = f"{length:,} characters of text, over Discord's {MAX_TEXT:,}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain, islice, repeat
+from itertools import accumulate, chain, compress, islice, repeat
 from operator import sub
 from typing import Any
 
@@ -172,22 +172,21 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
     cells = fence_safe_each(clip_each(texts, cell_width))
     lens = list(map(len, cells))
     measured = cell_widths(cells)
-    columns = [cells[i:i + 1] + cells[width + i * count:width + (i + 1) * count] for i in range(width)]
-    widths = [max(measured[i], *measured[width + i * count:width + (i + 1) * count]) if count else measured[i]
-              for i in range(width)]
-    if measured == lens:  # one column a character: every cell padded to its column's width
-        lines = ["  ".join(map(str.ljust, row, widths)).rstrip() for row in zip(*columns)]
-    else:  # a wide cell is padded to its width less its extra columns
-        extra = list(map(sub, measured, lens))
-        spare = [extra[i:i + 1] + extra[width + i * count:width + (i + 1) * count] for i in range(width)]
-        lines = ["  ".join(map(str.ljust, row, map(sub, widths, more) if any(more) else widths)).rstrip()
-                 for row, more in zip(zip(*columns), zip(*spare))]
-    lines.insert(1, "  ".join("─" * w for w in widths))
+    body = [width + i * count for i in range(width)]  # where each column's cells start, after the header
+    widths = [max(measured[i], *measured[start:start + count]) if count else measured[i]
+              for i, start in enumerate(body)]
+    pads = list(chain(widths, chain.from_iterable(map(repeat, widths, repeat(count)))))  # each cell's column
+    if measured != lens:  # a wide cell is padded to its width less its extra columns
+        pads = list(map(sub, pads, map(sub, measured, lens)))
+    padded = list(map(str.ljust, cells, pads))
+    rows_padded = zip(*(padded[start:start + count] for start in body))
+    lines = list(map(str.rstrip, map("  ".join, chain([padded[:width]], rows_padded))))
+    lines.insert(1, "  ".join(map("─".__mul__, widths)))
     text = "\n".join(lines)
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
     if used > chars:
         return None
-    long = [t for t in texts if 2 * len(t) > cell_width]  # a character takes at most two columns
+    long = list(compress(texts, map((cell_width // 2).__lt__, map(len, texts))))  # a character takes at most two columns
     clipped = max(cell_widths(long), default=0) > cell_width
     return FittedTable(text, count, used, clipped)
 

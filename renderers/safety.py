@@ -173,12 +173,16 @@ def clip_each(texts: Sequence[str], limit: int) -> list[str]:
 
 
 def fence_safe_each(texts: Sequence[str]) -> list[str]:
-    """`fence_safe` of every text."""
-    joined = "\n".join(texts)
-    if "`" not in joined and "~~~" not in joined and "@" not in joined and all(map(_untouched, texts)):
-        return list(texts)
-    if _untouched("".join(texts)):  # what `clean` leaves whole together it leaves whole apart
-        return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t else t for t in texts]
+    """`fence_safe` of every text.
+
+    When `clean` leaves them whole together (it then leaves each whole, and none holds a newline, which
+    is not printable), the fence marks are broken in all of them at once, joined by newlines: no mark
+    spans a newline, so each text comes back as `fence_safe` makes it."""
+    joined = "".join(texts)
+    if _untouched(joined):
+        if "`" not in joined and "~" not in joined and "@" not in joined:
+            return list(texts)
+        return _fence_marks_broken("\n".join(texts)).split("\n")
     return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not _untouched(t) else t for t in texts]
 
 
@@ -332,7 +336,11 @@ def fence_safe(text: str) -> str:
 
     `@everyone` and `@here` get a zero-width space too, so no copy of the text can ping.
     """
-    text = clean(text).replace("`", "`\u200b").replace("~~~", "~\u200b~~")
+    return _fence_marks_broken(clean(text))
+
+
+def _fence_marks_broken(text: str) -> str:
+    text = text.replace("`", "`\u200b").replace("~~~", "~\u200b~~")
     return _EVERYONE.sub("@\u200b\\1", text) if "@" in text else text
 
 

@@ -35,7 +35,8 @@ def blocks_size(blocks: list[dict[str, Any]]) -> int:
                 size = _raw_cells_size(node["rows"])
                 if size is not None:
                     total += size
-                    node = {k: v for k, v in node.items() if k != "rows"}
+                    skip = ("rows", "column_settings") if _plain_settings(node.get("column_settings")) else ("rows",)
+                    node = {k: v for k, v in node.items() if k not in skip}
             for key, value in node.items():
                 if isinstance(value, str):
                     if key == "text" or key == "url":
@@ -61,6 +62,14 @@ def _raw_cells_size(rows: list[Any]) -> int | None:
     if set(map(type, texts)) != {str}:
         return None
     return utf16_len("".join(texts)) + TEXT_OBJECT_COST * len(texts)
+
+
+def _plain_settings(settings: Any) -> bool:
+    """Whether a table's column settings hold no text to count: objects of flags and words only (ours)."""
+    if not isinstance(settings, list) or set(map(type, settings)) - {dict}:
+        return False
+    return not set(map(type, chain.from_iterable(map(dict.values, settings)))) - {str, bool} and \
+        not set(chain.from_iterable(settings)) & {"text", "url"}
 
 
 def element_size(element: dict[str, Any]) -> int:

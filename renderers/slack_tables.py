@@ -9,7 +9,7 @@ only until the room is full: rows that are not shown are never turned into text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, islice
+from itertools import chain
 from typing import Any
 
 from oz0.edge.cards.model import cell_text, cell_texts
@@ -29,12 +29,8 @@ TABLE_MAX_ROWS = 100
 TABLE_MAX_COLUMNS = 20
 CELL_MAX = 300
 _EMPTY_CELL = "—"
+_NUMBERS = {int, float}
 _CHUNK_ROWS = 24  # the first rows made; then as many as the room is likely to hold
-
-
-def _cell(value: Any) -> dict[str, Any]:
-    text = one_line(cell_text(value)) if not isinstance(value, str) else one_line(value)
-    return {"text": clip(text, CELL_MAX) or _EMPTY_CELL, "type": "raw_text"}
 
 
 def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room: Room, *,
@@ -50,7 +46,8 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     table_rows: list[list[dict[str, Any]]] = []
     clipped_any = False
     if header is not None:
-        table_rows.append([_cell(c) for c in header[:shown_columns]])
+        head_texts = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
+        table_rows.append([{"text": t, "type": "raw_text"} for t in head_texts])
     budget = room.chars - 400
     head = [c["text"] for c in table_rows[0]] if table_rows else []  # blocks_size of the header row, counted directly
     used = sum(utf16_lens(head)) + TEXT_OBJECT_COST * len(head) + 40
@@ -74,7 +71,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
             took += 1
         if not clipped_any and max(map(len, flat), default=0) > CELL_MAX:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
-        table_rows += [[{"text": t, "type": "raw_text"} for t in row] for row in islice(zip(*cells_text), took)]
+        if took:  # the cells of the rows taken, column by column, then regrouped into rows at C speed
+            objects = [{"text": t, "type": "raw_text"} for column in cells_text for t in column[:took]]
+            table_rows += map(list, zip(*(objects[i:i + took] for i in range(0, len(objects), took))))
         shown += took
         if took < len(chunk):
             break
@@ -108,6 +107,8 @@ def _cell_texts(texts: list[str]) -> list[str]:
 def _align(values: Sequence[Any]) -> str:
     kinds = set(map(type, values))
     kinds.discard(type(None))
+    if kinds <= _NUMBERS or str in kinds:  # what JSON holds, told without looking at each kind
+        return "right" if kinds and str not in kinds else "left"
     numeric = kinds and all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
     return "right" if numeric else "left"
 

@@ -7,8 +7,10 @@ printable ASCII passed whole, the Discord escape without a URL or a list mark.
 from __future__ import annotations
 
 import pytest
+from hostile import corpus
 
-from oz0.renderers.safety import clean, discord_escape, one_line, one_line_each
+from oz0.renderers import monospace
+from oz0.renderers.safety import clean, discord_escape, fence_safe, fence_safe_each, one_line, one_line_each
 
 
 @pytest.mark.parametrize(("text", "cleaned"), [
@@ -43,3 +45,25 @@ def test_one_line_each_matches_one_line_on_hostile_cells() -> None:
 ])
 def test_discord_escape_without_urls_or_marks_is_the_full_escape(text: str, escaped: str) -> None:
     assert discord_escape(text) == escaped
+
+
+def _groups(texts: list[str], size: int) -> list[list[str]]:
+    return [texts[i:i + size] for i in range(0, len(texts), size)]
+
+
+def test_fence_safe_each_matches_fence_safe_on_the_hostile_corpus() -> None:
+    texts = corpus() + ["`a` ~~~b~~~ @everyone", "~~~~", "x@here`"]
+    lines = [one_line(t) for t in texts]  # one-line texts: where the joined shortcut is taken
+    for group in _groups(texts, 7) + _groups(lines, 7) + _groups(lines, 1) + [lines, []]:
+        assert fence_safe_each(group) == [fence_safe(t) for t in group]
+
+
+def test_fit_table_small_and_general_paths_agree_on_the_hostile_corpus() -> None:
+    texts = corpus()
+    for group in _groups(texts, 48):
+        rows = [tuple(group[i:i + 2]) + (i,) for i in range(0, len(group), 2)]
+        small = monospace.fit_table(["a", "b", "n"], rows, 100_000, cell_width=32, probe_rows=200)
+        general = monospace.fit_table(["a", "b", "n"], rows + [("", "", 0)] * 25, 100_000, cell_width=32,
+                                      probe_rows=len(rows))
+        assert small.shown == general.shown == len(rows)
+        assert (small.text, small.used, small.clipped) == (general.text, general.used, general.clipped)
