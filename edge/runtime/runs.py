@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -82,13 +83,16 @@ class Runs:
         job = await read_out("a job's read", self.jobs.job, job_id)
         assert job is not None
         journal = JournalProgress(self.jobs.store, job_id, on_progress, publish=self.jobs.stream.publish)
+        work = self._run_claimed(job, journal, resume)
         try:
             with job_span(job) as span:
-                ended = await self.tree.watch(job, self.stops.guard(job_id, self._run_claimed(job, journal, resume)))
+                ended = await self.tree.watch(job, self.stops.guard(job_id, work))
                 span.set(status=ended.status, failure_kind=ended.failure_kind)
                 return ended
         finally:
             journal.close()
+            if inspect.getcoroutinestate(work) == inspect.CORO_CREATED:  # stopped before it began (its tree's time was up)
+                work.close()
 
     async def _run_claimed(self, job: Job, on_progress: ProgressSink | None, resume: bool) -> Job:
         """The claimed job's work: its input checked, its attempts under the tree's limits, its end."""

@@ -307,3 +307,20 @@ def test_a_child_started_past_its_trees_time_ends_limit_exceeded_not_left_runnin
     assert ended.failure_reason.startswith("limits.tree_timeout_s is 1 (set by flow slow): the tree had run 5.")
     assert ended.failure_reason.endswith(f"(waits for a person excluded) at step b of job {root.id}")
     assert runtime.job(root.id).limit_reached == ended.failure_reason
+
+
+def test_a_run_stopped_before_it_began_leaves_no_coroutine_unawaited(runtime):
+    """Its tree's time was up before the child's run started: the run is closed, not left to the
+    garbage collector's "coroutine ... was never awaited"."""
+    import gc
+    import warnings
+
+    root, _ = runtime.submit("slow", '{"n": 0}')
+    runtime.store.update_job(root.id, status="running", started=root.created - 5)
+    child = runtime.submit_child(runtime.job(root.id), "sleeper", '{"n": 0}', dedupe_key=f"flow:{root.id}:b")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ended = asyncio.run(asyncio.wait_for(runtime.execute_here(child.id), 10))
+        gc.collect()
+    assert ended.failure_kind == "LimitExceeded"
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
