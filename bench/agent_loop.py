@@ -46,8 +46,9 @@ SCRIPT = [Turn(calls=(("ci_log", {"run_id": 1}),)), Turn(calls=(("ci_log", {"run
 TARGET = 1.3
 
 
-def _agent(url: str, *, durable: bool) -> Any:
-    """The bench's loop as a bare Pydantic AI agent; `durable`: with the library's own DBOS capability."""
+def _agent(url: str, *, durable: bool = False, stepped: bool = False) -> Any:
+    """The bench's loop as a bare Pydantic AI agent; `durable`: with the library's own DBOS capability;
+    `stepped`: its model and its toolset wrapped so each request and each call is a plain DBOS step."""
     from fastmcp.client.transports import StdioTransport
     from loop_kit import VERDICT
     from pydantic_ai import Agent, NativeOutput, StructuredDict
@@ -56,11 +57,13 @@ def _agent(url: str, *, durable: bool) -> Any:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return Agent(OpenAIChatModel("triage-1", provider=OpenAIProvider(base_url=url, api_key="sk-bench")),
-                 output_type=NativeOutput(StructuredDict(VERDICT, name="answer"), strict=False),
-                 toolsets=[MCPToolset(StdioTransport(command=sys.executable, args=[CI_SERVER, ""]), id="ci")],
-                 instructions="You triage failing CI runs.", name="bench_durable" if durable else "bench_bare",
-                 capabilities=[DBOSDurability()] if durable else [])
+    model: Any = OpenAIChatModel("triage-1", provider=OpenAIProvider(base_url=url, api_key="sk-bench"))
+    tools: Any = MCPToolset(StdioTransport(command=sys.executable, args=[CI_SERVER, ""]), id="ci")
+    if stepped:
+        model, tools = _step_wrappers(model, tools)
+    return Agent(model, output_type=NativeOutput(StructuredDict(VERDICT, name="answer"), strict=False),
+                 toolsets=[tools], instructions="You triage failing CI runs.",
+                 name="bench_durable" if durable else "bench_bare", capabilities=[DBOSDurability()] if durable else [])
 
 
 async def _turns(runs: dict[str, Callable[[str], Awaitable[Any]]], count: int) -> dict[str, float]:
@@ -76,8 +79,9 @@ async def _turns(runs: dict[str, Callable[[str], Awaitable[Any]]], count: int) -
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def _stepped(agent: Any) -> Any:
-    """`agent` with each model request and each tool call a plain DBOS step: the checkpoint rule and nothing else."""
+def _step_wrappers(model: Any, tools: Any) -> tuple[Any, Any]:
+    """`model` and `tools` with each model request and each tool call a plain DBOS step: the checkpoint
+    rule and nothing else."""
     from dbos import DBOS
     from pydantic_ai.messages import ModelMessagesTypeAdapter
     from pydantic_ai.models.wrapper import WrapperModel
@@ -95,9 +99,7 @@ def _stepped(agent: Any) -> Any:
                 return await self.wrapped.call_tool(*args)
             return await DBOS.run_step_async(None, call)
 
-    agent._model = StepModel(agent.model)
-    agent._user_toolsets = [StepTools(t) for t in agent._user_toolsets]
-    return agent
+    return StepModel(model), StepTools(tools)
 
 
 async def library_phase(count: int) -> dict[str, float]:
@@ -110,7 +112,7 @@ async def library_phase(count: int) -> dict[str, float]:
         from oz0.edge.runtime.engine_settings import write_ahead_log
 
         bare, library = _agent(model.url, durable=False), _agent(model.url, durable=True)
-        stepped = _stepped(_agent(model.url, durable=False))
+        stepped = _agent(model.url, stepped=True)
 
         @DBOS.workflow(name="bench.stepped_loop")
         async def stepped_loop(prompt: str) -> Any:
