@@ -29,7 +29,6 @@ TABLE_MAX_ROWS = 100
 TABLE_MAX_COLUMNS = 20
 CELL_MAX = 300
 _EMPTY_CELL = "—"
-_NUMBERS = {int, float}
 _CHUNK_ROWS = 24  # the first rows made; then as many as the room is likely to hold
 
 
@@ -107,8 +106,6 @@ def _cell_texts(texts: list[str]) -> list[str]:
 def _align(values: Sequence[Any]) -> str:
     kinds = set(map(type, values))
     kinds.discard(type(None))
-    if kinds <= _NUMBERS or str in kinds:  # what JSON holds, told without looking at each kind
-        return "right" if kinds and str not in kinds else "left"
     numeric = kinds and all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
     return "right" if numeric else "left"
 

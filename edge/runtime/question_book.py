@@ -77,6 +77,7 @@ _RUNNING_AGAIN = update(jobs).where(
     jobs.c.id == bindparam("job_id"), jobs.c.status == "waiting",
     ~exists().where(table.c.job_id == jobs.c.id, table.c.action.is_(None))).values(status="running")
 
+
 class Questions:
     """The runtime's person steps: the store's questions, published on the job's stream, and waited for.
 
