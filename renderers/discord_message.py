@@ -44,7 +44,6 @@ from oz0.renderers.safety import (
     one_line,
     one_line_each,
     utf16_len,
-    utf16_lens,
 )
 
 __all__ = ["MAX_COMPONENTS", "MAX_TEXT", "component_count", "render", "text_length"]
@@ -343,7 +342,7 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
     components = [container, *actions]
     # counted from the children just made (Text Displays, a Separator, Files: none nests another), as
     # `text_length` and `component_count` would count the whole payload, which adds nothing to them
-    length = sum(utf16_lens([c["content"] for c in children if c["type"] == 10]))
+    length = utf16_len("".join([c["content"] for c in children if c["type"] == 10]))
     count = 1 + len(children)
     problem = None
     if length > MAX_TEXT:

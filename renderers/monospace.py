@@ -13,8 +13,9 @@ Both take one-line texts (no control characters); what escaping a platform needs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import sub
 from typing import Any
@@ -31,9 +32,14 @@ def _cell_len(text: str) -> int:
     """`rich.cells.cell_len`, without importing rich for printable ASCII (one column a character)."""
     if text.isascii() and text.isprintable():
         return len(text)
-    from rich.cells import cell_len as rich_cell_len
+    return _rich_cell_len()(text)
 
-    return rich_cell_len(text)
+
+@cache
+def _rich_cell_len() -> Callable[[str], int]:
+    from rich.cells import cell_len  # defers rich (~10 ms) to the first text past ASCII
+
+    return cell_len
 
 
 def _plain(texts: Sequence[str]) -> bool:
@@ -46,7 +52,15 @@ def cell_widths(texts: Sequence[str]) -> list[int]:
     """Monospace widths of one-line texts (no control characters): ASCII is one column a character."""
     if all(map(str.isascii, texts)):
         return list(map(len, texts))
-    return [len(t) if t.isascii() else _cell_len(t) for t in texts]
+    measure = _rich_cell_len()
+    return [len(t) if t.isascii() else measure(t) for t in texts]
+
+
+def _wider_than(texts: Sequence[str], cell_width: int) -> bool:
+    """Whether a text takes more than `cell_width` columns: only one longer than half of it can (a
+    character takes at most two), so only those are measured."""
+    long = list(compress(texts, map((cell_width // 2).__lt__, map(len, texts))))
+    return max(cell_widths(long), default=0) > cell_width
 
 
 def aligned(rows: Sequence[Sequence[str]], *, rule: bool = False) -> str:
@@ -152,7 +166,7 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
             break
         shown = fitted
     shown = shown if body else 0
-    clipped = any(max(cell_widths(col[:shown + 1]), default=0) > cell_width for col in columns)
+    clipped = any(_wider_than(col[:shown + 1], cell_width) for col in columns)
     return FittedTable(head + ("\n" + body if body else ""), shown, chars - left, clipped)
 
 
@@ -186,9 +200,7 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
     if used > chars:
         return None
-    long = list(compress(texts, map((cell_width // 2).__lt__, map(len, texts))))  # a character takes at most two columns
-    clipped = max(cell_widths(long), default=0) > cell_width
-    return FittedTable(text, count, used, clipped)
+    return FittedTable(text, count, used, _wider_than(texts, cell_width))
 
 
 def _most_rows(cells: list[list[str]], widths: list[list[int]], widest: list[list[int]], candidates: int,

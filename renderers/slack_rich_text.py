@@ -56,12 +56,10 @@ def _raw_cells_size(rows: list[Any]) -> int | None:
             return 0
         if set(map(len, cells)) != {2} or set(map(itemgetter("type"), cells)) != {"raw_text"}:
             return None
-        texts = list(map(itemgetter("text"), cells))
+        joined = "".join(map(itemgetter("text"), cells))  # TypeError unless every text is a str
     except (TypeError, KeyError):
         return None
-    if set(map(type, texts)) != {str}:
-        return None
-    return utf16_len("".join(texts)) + TEXT_OBJECT_COST * len(texts)
+    return utf16_len(joined) + TEXT_OBJECT_COST * len(cells)
 
 
 def _plain_settings(settings: Any) -> bool:

@@ -37,6 +37,10 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     """One native table: header row (if any), then as many rows as the limits and the room allow,
     preceded by a context block saying what was cut."""
     width = len(header) if header is not None else max((len(r) for r in rows), default=0)
+    if header is not None and 0 < width <= TABLE_MAX_COLUMNS and 0 < len(rows) <= _CHUNK_ROWS:
+        small = _small_table(header, rows, room)
+        if small is not None:
+            return small
     shown_columns = min(width, TABLE_MAX_COLUMNS)
     notes: list[str] = []
     if width > TABLE_MAX_COLUMNS:
@@ -97,6 +101,28 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     return out
 
 
+def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room) -> list[dict[str, Any]] | None:
+    """A table of a few rows under a header, when all of it fits the room (None otherwise): the block
+    `table_block` makes then, its header and cells made, cleaned and counted in one pass over all of them."""
+    width, count = len(header), len(rows)
+    values = table_columns(rows, width)
+    flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values)))))
+    cells = _cell_texts(flat)
+    used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + 40
+    if used > room.chars - 400:
+        return None
+    objects = [{"text": t, "type": "raw_text"} for t in cells]
+    table_rows = [objects[:width], *map(list, zip(*(objects[i:i + count] for i in range(width, len(objects), count))))]
+    settings = [{"align": _align(col), "is_wrapped": True} for col in values]
+    out: list[dict[str, Any]] = []
+    if max(map(len, flat[width:])) > CELL_MAX:
+        notes = [f"Values longer than {CELL_MAX} characters are shortened, full result attached"]
+        room.cut += notes
+        out.append(room.take(context(notes)))
+    out.append(room.take({"column_settings": settings, "rows": table_rows, "type": "table"}, size=used - 40))
+    return out
+
+
 def _cell_texts(texts: list[str]) -> list[str]:
     """A column's one-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell)."""
     texts = clip_each(texts, CELL_MAX)
@@ -104,10 +130,13 @@ def _cell_texts(texts: list[str]) -> list[str]:
 
 
 def _align(values: Sequence[Any]) -> str:
+    """Right for a column of numbers (blanks aside), left for anything else (a boolean is no number)."""
     kinds = set(map(type, values))
     kinds.discard(type(None))
-    numeric = kinds and all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
-    return "right" if numeric else "left"
+    for kind in kinds:
+        if kind is bool or not issubclass(kind, (int, float)):
+            return "left"
+    return "right" if kinds else "left"
 
 
 def context(texts: list[str]) -> dict[str, Any]:

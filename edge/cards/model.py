@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Literal
 
 from oz0.edge.contracts.schema import Violation
@@ -55,11 +56,30 @@ def cell_texts(values: Sequence[Any]) -> list[str]:
     kinds = set(map(type, values))
     if kinds <= {str}:
         return list(values)
-    if kinds == {int}:
-        return list(map(int.__repr__, values))
-    if kinds == {float} and all(map(math.isfinite, values)):
-        return list(map(float.__repr__, values))
+    if kinds == {int} or (kinds == {float} and all(map(math.isfinite, values))):
+        return _numbers_as_json(values) or list(map(int.__repr__ if kinds == {int} else float.__repr__, values))
     return [v if type(v) is str else cell_text(v) for v in values]
+
+
+def _numbers_as_json(values: Sequence[int | float]) -> list[str] | None:
+    """A column of ints or of finite floats as orjson writes it (about four times faster than `repr`
+    for floats), or None where that is not what `cell_text` writes: orjson writes a float's shortest
+    digits as `repr` does, but one under 1e-4 without an exponent (0.000099 for 9.9e-05) or with a
+    shorter one (1e-7 for 1e-07), and no int past 64 bits."""
+    try:
+        data = _orjson_dumps()(values)
+    except TypeError:  # orjson.JSONEncodeError: an int past 64 bits
+        return None
+    if b"e" in data or b"0.0000" in data:
+        return None
+    return data.decode()[1:-1].split(",")
+
+
+@cache
+def _orjson_dumps() -> Callable[[Any], bytes]:
+    import orjson  # defers orjson to the first column of numbers: a card's model is imported without it
+
+    return orjson.dumps
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,18 @@ from __future__ import annotations
 import pytest
 from hostile import corpus
 
-from oz0.renderers import monospace
-from oz0.renderers.safety import clean, discord_escape, fence_safe, fence_safe_each, one_line, one_line_each
+from oz0.renderers import monospace, slack_tables
+from oz0.renderers.safety import (
+    clean,
+    discord_escape,
+    fence_safe,
+    fence_safe_each,
+    one_line,
+    one_line_each,
+    utf16_len,
+    utf16_lens,
+)
+from oz0.renderers.slack_rich_text import Room
 
 
 @pytest.mark.parametrize(("text", "cleaned"), [
@@ -67,3 +77,29 @@ def test_fit_table_small_and_general_paths_agree_on_the_hostile_corpus() -> None
                                       probe_rows=len(rows))
         assert small.shown == general.shown == len(rows)
         assert (small.text, small.used, small.clipped) == (general.text, general.used, general.clipped)
+
+
+def test_the_each_forms_match_the_one_text_forms_on_the_hostile_corpus() -> None:
+    """Columns scanned together (only their texts past ASCII read for disguises) come out as each text alone."""
+    texts = corpus() + ["e\u0301\u0301", "\u0301\u0301\u0301x", "🎉🎉", "🎉🎉🎉", "日本語", "plain", "Zürich"]
+    for group in _groups(texts, 7) + _groups(texts, 2) + [texts, []]:
+        assert one_line_each(group) == [one_line(t) for t in group]
+        assert utf16_lens(group) == [utf16_len(t) for t in group]
+
+
+def test_slack_small_table_path_draws_what_the_general_path_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of a few rows is made in one pass; the block, what it counts and what it says it cut are the same."""
+    texts = corpus() + ["x" * 400, "y" * 301]
+    cases = [[(texts[i], texts[i + 1], i, i / 7, None) for i in range(start, start + 2 * rows, 2)]
+             for start, rows in zip(range(0, len(texts) - 60, 50), [1, 5, 24, 12] * 40)]
+    cases += [[("x" * 400, "y" * 301, 1, 0.5, None), ("", " ", 2, 1e300, None)], [("x" * 301, "b", 1, 0.5, None)]]
+    for rows in cases:
+        small_room = Room(11_000, 40)
+        small = slack_tables.table_block(["a", "b", "n", "f", "none"], rows, small_room)
+        with monkeypatch.context() as patch:
+            patch.setattr(slack_tables, "_small_table", lambda *args: None)
+            general_room = Room(11_000, 40)
+            general = slack_tables.table_block(["a", "b", "n", "f", "none"], rows, general_room)
+        assert small == general
+        assert (small_room.chars, small_room.blocks, small_room.cut) == (
+            general_room.chars, general_room.blocks, general_room.cut)
