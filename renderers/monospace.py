@@ -186,15 +186,14 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
     cells = fence_safe_each(clip_each(texts, cell_width))
     lens = list(map(len, cells))
     measured = cell_widths(cells)
-    body = [width + i * count for i in range(width)]  # where each column's cells start, after the header
-    widths = [max(measured[i], *measured[start:start + count]) if count else measured[i]
-              for i, start in enumerate(body)]
-    pads = list(chain(widths, chain.from_iterable(map(repeat, widths, repeat(count)))))  # each cell's column
-    if measured != lens:  # a wide cell is padded to its width less its extra columns
-        pads = list(map(sub, pads, map(sub, measured, lens)))
-    padded = list(map(str.ljust, cells, pads))
-    rows_padded = zip(*(padded[start:start + count] for start in body))
-    lines = list(map(str.rstrip, map("  ".join, chain([padded[:width]], rows_padded))))
+    # the header's cells, then each row's: in these lists made column by column, every count-th cell
+    rows_at = [slice(0, width), *(slice(width + r, None, count) for r in range(count))]
+    widths = list(map(max, *(measured[at] for at in rows_at))) if count else measured[:width]
+    wide = measured != lens
+    lines = []
+    for at in rows_at:  # a wide cell is padded to its column's width less its extra columns
+        pads = list(map(sub, widths, map(sub, measured[at], lens[at]))) if wide and measured[at] != lens[at] else widths
+        lines.append("  ".join(map(str.ljust, cells[at], pads)).rstrip())
     lines.insert(1, "  ".join(map("─".__mul__, widths)))
     text = "\n".join(lines)
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them

@@ -74,9 +74,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
             took += 1
         if not clipped_any and max(map(len, flat), default=0) > CELL_MAX:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
-        if took:  # the cells of the rows taken, column by column, then regrouped into rows at C speed
-            objects = [{"text": t, "type": "raw_text"} for column in cells_text for t in column[:took]]
-            table_rows += map(list, zip(*(objects[i:i + took] for i in range(0, len(objects), took))))
+        if took:  # the cells of the rows taken, regrouped from columns into rows at C speed
+            table_rows += [[{"text": t, "type": "raw_text"} for t in row]
+                           for row in zip(*(column[:took] for column in cells_text))]
         shown += took
         if took < len(chunk):
             break
@@ -111,8 +111,8 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + 40
     if used > room.chars - 400:
         return None
-    objects = [{"text": t, "type": "raw_text"} for t in cells]
-    table_rows = [objects[:width], *map(list, zip(*(objects[i:i + count] for i in range(width, len(objects), count))))]
+    body = zip(*(cells[i:i + count] for i in range(width, len(cells), count)))  # columns regrouped into rows
+    table_rows = [[{"text": t, "type": "raw_text"} for t in row] for row in chain([cells[:width]], body)]
     settings = [{"align": _align(col), "is_wrapped": True} for col in values]
     out: list[dict[str, Any]] = []
     if max(map(len, flat[width:])) > CELL_MAX:
