@@ -13,6 +13,7 @@ Both take one-line texts (no control characters); what escaping a platform needs
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -97,6 +98,13 @@ def fit(pieces: Iterable[str], chars: int, *, sep: str = "\n") -> tuple[str, int
     return sep.join(out), len(out), used
 
 
+def _fit_made(lines: list[str], chars: int) -> tuple[str, int, int]:
+    """`fit(lines, chars)` of lines already made, counted in one pass: they are all measured at once."""
+    ends = list(accumulate(map((1).__add__, utf16_lens(lines))))  # each line with its newline
+    taken = bisect_right(ends, chars)
+    return "\n".join(lines[:taken]), taken, ends[taken - 1] if taken else 0
+
+
 def table_columns(rows: Sequence[Sequence[Any]], width: int) -> list[Sequence[Any]]:
     """The first `width` cells of the rows, column by column (a short row padded with None)."""
     if not rows:
@@ -134,7 +142,8 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
     candidates = 0
     for start in range(0, min(len(rows), probe_rows), _CHUNK_ROWS):
         chunk = rows[start:min(start + _CHUNK_ROWS, probe_rows)]
-        made = [one_line_each(cell_texts(col)) for col in table_columns(chunk, shown_cols)]
+        texts = one_line_each(list(chain.from_iterable(map(cell_texts, table_columns(chunk, shown_cols)))))
+        made = _by_column(texts, len(chunk))
         between = 2 * (shown_cols - 1) + 1 if all(made[-1]) else 1
         took = 0
         floors = map(_floor_lens, made, header_widths[:-1] + [0], repeat(cell_width))  # the last is not padded
@@ -148,26 +157,35 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
         candidates += took
         if took < len(chunk):
             break
-    cells = [fence_safe_each(clip_each(col, cell_width)) for col in columns]
-    widths = [cell_widths(col) for col in cells]
+    every = fence_safe_each(clip_each(list(chain.from_iterable(columns)), cell_width))
+    cells = _by_column(every, candidates + 1)
+    widths = _by_column(cell_widths(every), candidates + 1)
     extra = [None if w == lens else list(map(sub, w, lens)) for w, lens in zip(widths, (list(map(len, c)) for c in cells))]
-    widest = [list(accumulate(w, max)) for w in widths]
+    widest = list(map(_running_max, widths))
     most = _most_rows(cells, widths, widest, candidates, chars)
     shown = candidates if most is None else most
     left = chars
     while True:  # widths from `shown` rows; a row that no longer fits makes the next widths narrower
         width = [w[shown] for w in widest]
-        lines = _table_lines(cells, extra, width, shown)
-        head, _, head_used = fit(list(islice(lines, 2)), chars)
-        body, fitted, body_used = fit(lines, chars - head_used)
+        lines = list(_table_lines(cells, extra, width, shown))
+        head, _, head_used = _fit_made(lines[:2], chars)
+        body, fitted, body_used = _fit_made(lines[2:], chars - head_used)
         left = chars - head_used - body_used
         if fitted >= shown or [w[fitted] for w in widest] == width:
             shown = fitted
             break
         shown = fitted
     shown = shown if body else 0
-    clipped = any(_wider_than(col[:shown + 1], cell_width) for col in columns)
+    clipped = _wider_than(list(chain.from_iterable(col[:shown + 1] for col in columns)), cell_width)
     return FittedTable(head + ("\n" + body if body else ""), shown, chars - left, clipped)
+
+
+def _by_column(values: list[Any], rows: int) -> list[list[Any]]:
+    """A list made column by column (each column's `rows` values in turn), cut back into its columns.
+
+    The passes over a table's cells (cleaning, cutting, measuring) run once over all of them, not once
+    a column: a pass costs about as much to start as to run over a column of a few dozen cells."""
+    return [values[start:start + rows] for start in range(0, len(values), rows)] if rows else []
 
 
 def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, *,
@@ -211,7 +229,7 @@ def _most_rows(cells: list[list[str]], widths: list[list[int]], widest: list[lis
     between cells. None when even the header and its rule do not fit.
     """
     columns = len(cells)
-    units = [utf16_lens(col) for col in cells]
+    units = _by_column(utf16_lens(list(chain.from_iterable(cells))), candidates + 1)
     ends: list[int] | None = None
     if all(islice(cells[-1], candidates + 1)):  # every line ends in its last column: counted column by column
         spare = [list(map(sub, u, w)) for u, w in zip(units[:-1], widths[:-1])]
@@ -252,8 +270,22 @@ def _floor_lens(texts: Sequence[str], header_width: int, cell_width: int) -> lis
     ASCII (one unit and at most one column a character), no less than the header's width either."""
     lens = list(map(len, texts))
     if max(lens, default=0) > cell_width:
-        lens = [min(n, cell_width) for n in lens]
-    return list(map(max, lens, repeat(header_width))) if all(map(str.isascii, texts)) else lens
+        lens = [n if n < cell_width else cell_width for n in lens]
+    return [n if n > header_width else header_width for n in lens] if all(map(str.isascii, texts)) else lens
+
+
+# `max` called on two numbers at a time (by `map` or `accumulate`) costs four times a comparison in a
+# comprehension or a loop: the elementwise maxima here are written out.
+
+def _running_max(values: list[int]) -> list[int]:
+    """The largest of `values` up to each one (`accumulate(values, max)`)."""
+    out = []
+    most = values[0] if values else 0
+    for value in values:
+        if value > most:
+            most = value
+        out.append(most)
+    return out
 
 
 def _table_lines(cells: list[list[str]], extra: list[list[int] | None], widths: list[int],

@@ -274,7 +274,8 @@ _BACKTICKS = re.compile("`{3,}")
 def _fallback_line(line: str, room: int) -> str:
     """One line escaped, its backtick runs spaced out, cut (with "…") to `room` UTF-16 units."""
     def escaped(text: str) -> str:
-        return _BACKTICKS.sub(lambda m: " ".join(m.group(0)), slack_escape(text))
+        text = slack_escape(text)
+        return _BACKTICKS.sub(lambda m: " ".join(m.group(0)), text) if "```" in text else text
 
     text = escaped(line)
     limit = len(line)
