@@ -54,7 +54,8 @@ def _raw_cells_size(rows: list[Any]) -> int | None:
         cells = list(chain.from_iterable(rows))
         if not cells:
             return 0
-        if set(map(len, cells)) != {2} or set(map(itemgetter("type"), cells)) != {"raw_text"}:
+        # every cell has a "type" and a "text" (or KeyError), so two keys a cell on average is two each
+        if set(map(itemgetter("type"), cells)) != {"raw_text"} or sum(map(len, cells)) != 2 * len(cells):
             return None
         joined = "".join(map(itemgetter("text"), cells))  # TypeError unless every text is a str
     except (TypeError, KeyError):

@@ -20,7 +20,7 @@ from oz0.renderers.safety import (
     utf16_len,
     utf16_lens,
 )
-from oz0.renderers.slack_rich_text import Room
+from oz0.renderers.slack_rich_text import Room, blocks_size
 
 
 @pytest.mark.parametrize(("text", "cleaned"), [
@@ -103,3 +103,16 @@ def test_slack_small_table_path_draws_what_the_general_path_draws(monkeypatch: p
         assert small == general
         assert (small_room.chars, small_room.blocks, small_room.cut) == (
             general_room.chars, general_room.blocks, general_room.cut)
+
+
+@pytest.mark.parametrize(("cells", "size"), [
+    ([{"text": "ab", "type": "raw_text"}, {"text": "日本", "type": "raw_text"}], 2 + 4 + 2 + 4),  # the fast count
+    ([{"text": "ab", "type": "raw_text", "url": "xyz"}], 2 + 4 + 3 + 4),   # a third key: every text is counted
+    ([{"text": "ab", "type": "raw_text"}, {"type": "raw_text", "x": 1}], 2 + 4),  # one without text: walked
+    ([{"text": "ab", "type": "rich_text"}], 2 + 4),
+    ([{"text": "🎉", "type": "raw_text"}], 2 + 4),                     # a character past U+FFFF counts twice
+])
+def test_slack_counts_a_table_as_its_walk_does(cells: list[dict[str, object]], size: int) -> None:
+    """The table's count at C speed is the count of every text and URL the generic walk would find."""
+    table = {"column_settings": [{"align": "left", "is_wrapped": True}], "rows": [cells], "type": "table"}
+    assert blocks_size([table]) == size
