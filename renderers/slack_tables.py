@@ -30,6 +30,9 @@ TABLE_MAX_COLUMNS = 20
 CELL_MAX = 300
 _EMPTY_CELL = "—"
 _CHUNK_ROWS = 24  # the first rows made; then as many as the room is likely to hold
+_ROOM_KEPT = 400  # of the room, kept for the cut notes a table may add before it
+_TABLE_COST = 40  # counted for the table block itself while its rows are fitted
+_CLIPPED = f"Values longer than {CELL_MAX} characters are shortened, full result attached"
 
 
 def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room: Room, *,
@@ -51,9 +54,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     if header is not None:
         head_texts = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
         table_rows.append([{"text": t, "type": "raw_text"} for t in head_texts])
-    budget = room.chars - 400
+    budget = room.chars - _ROOM_KEPT
     head = [c["text"] for c in table_rows[0]] if table_rows else []  # blocks_size of the header row, counted directly
-    used = sum(utf16_lens(head)) + TEXT_OBJECT_COST * len(head) + 40
+    used = sum(utf16_lens(head)) + TEXT_OBJECT_COST * len(head) + _TABLE_COST
     shown = 0
     room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
     row_cost = TEXT_OBJECT_COST * shown_columns
@@ -87,7 +90,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
                  else f"Slack takes about {MAX_BLOCKS_CHARS:,} characters a message")
         notes.insert(0, f"… {len(rows) - shown:,} more {noun} ({limit}), full result attached")
     if clipped_any:
-        notes.append(f"Values longer than {CELL_MAX} characters are shortened, full result attached")
+        notes.append(_CLIPPED)
     out: list[dict[str, Any]] = []
     if notes:
         room.cut += notes
@@ -97,7 +100,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     settings = [{"align": _align(col), "is_wrapped": True}
                 for col in table_columns(rows[:TABLE_MAX_ROWS], shown_columns)]
     table = {"column_settings": settings, "rows": table_rows, "type": "table"}
-    out.append(room.take(table, size=used - 40))
+    out.append(room.take(table, size=used - _TABLE_COST))
     return out
 
 
@@ -108,18 +111,18 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     values = table_columns(rows, width)
     flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values)))))
     cells = _cell_texts(flat)
-    used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + 40
-    if used > room.chars - 400:
+    used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
+    if used > room.chars - _ROOM_KEPT:
         return None
     body = zip(*(cells[i:i + count] for i in range(width, len(cells), count)))  # columns regrouped into rows
     table_rows = [[{"text": t, "type": "raw_text"} for t in row] for row in chain([cells[:width]], body)]
     settings = [{"align": _align(col), "is_wrapped": True} for col in values]
     out: list[dict[str, Any]] = []
     if max(map(len, flat[width:])) > CELL_MAX:
-        notes = [f"Values longer than {CELL_MAX} characters are shortened, full result attached"]
+        notes = [_CLIPPED]
         room.cut += notes
         out.append(room.take(context(notes)))
-    out.append(room.take({"column_settings": settings, "rows": table_rows, "type": "table"}, size=used - 40))
+    out.append(room.take({"column_settings": settings, "rows": table_rows, "type": "table"}, size=used - _TABLE_COST))
     return out
 
 
