@@ -17,7 +17,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, chain, compress, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import sub
 from typing import Any
 
@@ -57,11 +57,9 @@ def cell_widths(texts: Sequence[str]) -> list[int]:
     return [len(t) if t.isascii() else measure(t) for t in texts]
 
 
-def _wider_than(texts: Sequence[str], cell_width: int) -> bool:
-    """Whether a text takes more than `cell_width` columns: only one longer than half of it can (a
-    character takes at most two), so only those are measured."""
-    long = list(compress(texts, map((cell_width // 2).__lt__, map(len, texts))))
-    return max(cell_widths(long), default=0) > cell_width
+def _longer_than(texts: Sequence[str], cell_width: int) -> bool:
+    """Whether a text is cut to `cell_width` (cells are cut by characters, not monospace columns)."""
+    return max(map(len, texts), default=0) > cell_width
 
 
 def aligned(rows: Sequence[Sequence[str]], *, rule: bool = False) -> str:
@@ -176,7 +174,7 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
             break
         shown = fitted
     shown = shown if body else 0
-    clipped = _wider_than(list(chain.from_iterable(col[:shown + 1] for col in columns)), cell_width)
+    clipped = _longer_than(list(chain.from_iterable(col[:shown + 1] for col in columns)), cell_width)
     return FittedTable(head + ("\n" + body if body else ""), shown, chars - left, clipped)
 
 
@@ -217,7 +215,7 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
     if used > chars:
         return None
-    return FittedTable(text, count, used, _wider_than(texts, cell_width))
+    return FittedTable(text, count, used, _longer_than(texts, cell_width))
 
 
 def _most_rows(cells: list[list[str]], widths: list[list[int]], widest: list[list[int]], candidates: int,

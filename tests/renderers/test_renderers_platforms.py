@@ -231,6 +231,20 @@ def test_discord_table_is_as_wide_as_the_rows_it_shows_and_shows_all_that_fit() 
     assert shown == (4_000 - 400 - 12 - 82) // 42 == 83
 
 
+@pytest.mark.parametrize("rows", [2, 40])  # drawn whole, and by the fitter of longer tables
+def test_discord_says_a_value_was_shortened_exactly_when_one_was(rows: int) -> None:
+    """The note and the attachment follow what was cut: a value of more than 32 characters, not one that
+    is wider than 32 monospace columns (20 CJK characters take 40 and are shown whole)."""
+    accented = "e\u0301" * 20  # 40 characters (a letter and its accent each) in 20 columns: cut to 32
+    for value, cut in (("日本語の値" * 4, False), (accented, True), ("x" * 32, False), ("x" * 33, True)):
+        card = Card(form="table", columns=("id", "v"), rows=tuple((i, value) for i in range(rows)))
+        rendered = discord_message.render(card)
+        texts = " ".join(_discord_texts(rendered.payload))
+        assert ("Values longer than 32 characters are shortened, full result attached" in texts) is cut, value
+        assert bool(rendered.uploads) is cut, value
+        assert (value in texts) is not cut, value
+
+
 # HTML ----------------------------------------------------------------------------------------------
 
 def test_html_escapes_and_uses_classes() -> None:
