@@ -22,7 +22,7 @@ from operator import sub
 from typing import Any
 
 from oz0.edge.cards.model import cell_texts
-from oz0.renderers.safety import clip_each, fence_safe_each, one_line_each, utf16_len, utf16_lens
+from oz0.renderers.safety import fence_safe_clipped, one_line_each, utf16_len, utf16_lens
 
 __all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_columns"]
 
@@ -135,7 +135,7 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
         return small
     shown_cols = len(header)
     columns = [[h] for h in header]  # one-line texts, column by column: the header, then the candidate rows
-    header_widths = cell_widths(fence_safe_each(clip_each(header, cell_width)))
+    header_widths = cell_widths(fence_safe_clipped(header, cell_width))
     need = 0
     candidates = 0
     for start in range(0, min(len(rows), probe_rows), _CHUNK_ROWS):
@@ -155,7 +155,7 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
         candidates += took
         if took < len(chunk):
             break
-    every = fence_safe_each(clip_each(list(chain.from_iterable(columns)), cell_width))
+    every = fence_safe_clipped(list(chain.from_iterable(columns)), cell_width)
     cells = _by_column(every, candidates + 1)
     widths = _by_column(cell_widths(every), candidates + 1)
     extra = [None if w == lens else list(map(sub, w, lens)) for w, lens in zip(widths, (list(map(len, c)) for c in cells))]
@@ -199,7 +199,7 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
         return FittedTable(text, count, utf16_len(text) + 1, False) if utf16_len(text) + 1 <= chars else None
     values = table_columns(rows, width)
     texts = one_line_each(list(chain(header, chain.from_iterable(map(cell_texts, values)))))
-    cells = fence_safe_each(clip_each(texts, cell_width))
+    cells = fence_safe_clipped(texts, cell_width)
     lens = list(map(len, cells))
     measured = cell_widths(cells)
     # the header's cells, then each row's: in these lists made column by column, every count-th cell
