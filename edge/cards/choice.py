@@ -287,14 +287,8 @@ def _ordered(present: list[str], *views: SchemaView) -> list[str]:
         order, named = refs.derived(key, lambda: _schema_order(views))
     else:
         order, named = _schema_order(views)
-    wanted = set(present)
-    out = dict.fromkeys(n for n in order if n in wanted)
-    for name in named:
-        if name in wanted:
-            out.setdefault(name)
-    for name in present:
-        out.setdefault(name)
-    return list(out)
+    wanted = set(present).__contains__
+    return list(dict.fromkeys(chain(filter(wanted, order), filter(wanted, named), present)))  # first places kept
 
 
 def _schema_order(views: tuple[SchemaView, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
