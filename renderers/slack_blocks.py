@@ -33,6 +33,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
 from oz0.renderers.attachments import files_for, shortened, size_text, uploads_for
 from oz0.renderers.rendered import Rendered
@@ -369,15 +371,29 @@ def _render(card: Card) -> Rendered:
     return Rendered(payload, uploads + files_for(card), tuple(cuts))
 
 
+def _json_size(blocks: list[dict[str, Any]], cells: int) -> int | None:
+    """The bytes of the blocks' JSON, which `blocks_size` never exceeds: every text it counts is in the JSON
+    whole (a UTF-8 byte or more for each UTF-16 unit), inside a `"text":""` of 9 bytes or a `"url":""` of 8
+    that stand for its 4. So a card whose JSON is within the limit needs no walk (a small card's every
+    time). None when it is surely over (`cells` table cells of `_RAW_CELL` bytes or more each) or cannot
+    be written (a lone surrogate): then the blocks are walked."""
+    if cells * len(_RAW_CELL) > MAX_BLOCKS_CHARS:
+        return None
+    try:
+        return len(orjson.dumps(blocks))
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+
+
+_RAW_CELL = b'{"text":"","type":"raw_text"}'
+
+
 def _over_limit(payload: dict[str, Any]) -> str | None:
     """Which limit slack_sdk does not check the payload breaks, if any: blocks, characters, and the one
     table's rows and cells."""
     blocks = payload["blocks"]
     if len(blocks) > MAX_BLOCKS:
         return f"{len(blocks)} blocks, over Slack's {MAX_BLOCKS}"
-    size = blocks_size(blocks)
-    if size > MAX_BLOCKS_CHARS:
-        return f"{size:,} characters of blocks, over our {MAX_BLOCKS_CHARS:,}"
     tables = [b for b in blocks if b["type"] == "table"]
     if len(tables) > 1:
         return f"{len(tables)} table blocks; Slack allows one a message"
@@ -386,4 +402,9 @@ def _over_limit(payload: dict[str, Any]) -> str | None:
         if not 1 <= len(rows) <= TABLE_MAX_ROWS or not 1 <= max(map(len, rows)) <= TABLE_MAX_COLUMNS:
             return (f"a table of {len(rows)} rows and up to {max(map(len, rows), default=0)} cells "
                     f"a row; Slack takes 1 to {TABLE_MAX_ROWS} rows of 1 to {TABLE_MAX_COLUMNS}")
+    bound = _json_size(blocks, sum(map(len, tables[0]["rows"])) if tables else 0)
+    if bound is None or bound > MAX_BLOCKS_CHARS:
+        size = blocks_size(blocks)
+        if size > MAX_BLOCKS_CHARS:
+            return f"{size:,} characters of blocks, over our {MAX_BLOCKS_CHARS:,}"
     return None

@@ -52,7 +52,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     table_rows: list[list[dict[str, Any]]] = []
     clipped_any = False
     if header is not None:
-        head_texts = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
+        head_texts, _ = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
         table_rows.append([{"text": t, "type": "raw_text"} for t in head_texts])
     budget = room.chars - _ROOM_KEPT
     head = [c["text"] for c in table_rows[0]] if table_rows else []  # blocks_size of the header row, counted directly
@@ -66,7 +66,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
         count = len(chunk)
         # every cell of the chunk in one list, column by column: each pass runs once over all of them
         flat = one_line_each(list(chain.from_iterable(map(cell_texts, table_columns(chunk, shown_columns)))))
-        cells = _cell_texts(flat)
+        cells, clipped = _cell_texts(flat)
         lens = utf16_lens(cells)
         cells_text = [cells[i:i + count] for i in range(0, len(cells), count)]
         took = 0
@@ -75,7 +75,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
                 break
             used += size + row_cost
             took += 1
-        if not clipped_any and max(map(len, flat), default=0) > CELL_MAX:
+        if clipped and not clipped_any:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
         if took:  # the cells of the rows taken, regrouped from columns into rows at C speed
             table_rows += [[{"text": t, "type": "raw_text"} for t in row]
@@ -110,7 +110,7 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     width, count = len(header), len(rows)
     values = table_columns(rows, width)
     flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values)))))
-    cells = _cell_texts(flat)
+    cells, clipped = _cell_texts(flat)
     used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
     if used > room.chars - _ROOM_KEPT:
         return None
@@ -118,7 +118,7 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     table_rows = [[{"text": t, "type": "raw_text"} for t in row] for row in chain([cells[:width]], body)]
     settings = [{"align": _align(col), "is_wrapped": True} for col in values]
     out: list[dict[str, Any]] = []
-    if max(map(len, flat[width:])) > CELL_MAX:
+    if clipped and max(map(len, flat[width:])) > CELL_MAX:  # a body cell, not only the header
         notes = [_CLIPPED]
         room.cut += notes
         out.append(room.take(context(notes)))
@@ -126,10 +126,13 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     return out
 
 
-def _cell_texts(texts: list[str]) -> list[str]:
-    """A column's one-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell)."""
-    texts = clip_each(texts, CELL_MAX)
-    return texts if all(texts) else [t or _EMPTY_CELL for t in texts]
+def _cell_texts(texts: list[str]) -> tuple[list[str], bool]:
+    """One-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell); and whether
+    one was clipped. `texts` is the caller's own list, returned as it is when nothing changes."""
+    clipped = max(map(len, texts), default=0) > CELL_MAX
+    if clipped:
+        texts = clip_each(texts, CELL_MAX)
+    return (texts if all(texts) else [t or _EMPTY_CELL for t in texts]), clipped
 
 
 def _align(values: Sequence[Any]) -> str:
