@@ -1,19 +1,23 @@
 """The shortcuts `renderers.safety` takes for the usual text draw exactly what the full rules draw.
 
 Each case sits at the edge of a shortcut: the one-class scan before the disguise scan, lines of
-printable ASCII passed whole, the Discord escape without a URL or a list mark.
+printable ASCII passed whole, the Discord escape without a URL or a list mark, a table's clean cells
+cleaned again only where they were clipped, Slack's size walk skipped when the blocks' JSON bounds it.
 """
 
 from __future__ import annotations
 
+import orjson
 import pytest
-from hostile import corpus
+from hostile import CARDS, big_cards, corpus
 
-from oz0.renderers import monospace, slack_tables
+from oz0.renderers import monospace, slack_blocks, slack_tables
 from oz0.renderers.safety import (
     clean,
+    clip_each,
     discord_escape,
     fence_safe,
+    fence_safe_clipped,
     fence_safe_each,
     one_line,
     one_line_each,
@@ -28,6 +32,9 @@ from oz0.renderers.slack_rich_text import Room, blocks_size
     ("e\u0301\u0301\u0301\u0301\u0301\u0301 Zürich", "e\u0301\u0301\u0301\u0301 Zürich"),  # Zalgo still cut to 4 marks
     ("name\u3164 日本", "name  日本"),                         # a blank filler still becomes a space
     ("🎉🎉🎉🎉🎉🎉 party", "🎉🎉🎉🎉🎉🎉 party"),             # a run of emoji is kept
+    ("📎 attached 日本", "📎 attached 日本"),                  # an emoji without a mark or filler: untouched
+    ("📎 e\u0301\u0301\u0301\u0301\u0301\u0301", "📎 e\u0301\u0301\u0301\u0301"),  # with Zalgo: still cut
+    ("📎\u3164name", "📎 name"),                              # with a filler: still a space
     ("line one\n\tline two", "line one\n\tline two"),       # lines of printable ASCII pass whole
     ("a\r\nb\rc", "a\nb\nc"),                                # but a carriage return is still a newline
     ("bell\x07 and del\x7f\nnext", "bell and del\nnext"),    # and controls are still removed
@@ -59,6 +66,18 @@ def test_discord_escape_without_urls_or_marks_is_the_full_escape(text: str, esca
 
 def _groups(texts: list[str], size: int) -> list[list[str]]:
     return [texts[i:i + size] for i in range(0, len(texts), size)]
+
+
+def test_fence_safe_clipped_matches_the_full_rules_on_the_hostile_corpus() -> None:
+    # a cut can end a text in a joiner, a non-joiner or a flag's tags that only the whole text kept
+    cut_kept = ["👨\u200d👩\u200d👧 family", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f flag"]
+    lines = one_line_each(corpus() + cut_kept + ["`a` ~~~b~~~ @everyone", "x@here`"])
+    assert fence_safe_clipped(["👨\u200d👩 family"], 2) == [clean("👨\u200d…")] == ["👨…"]
+    for limit in (1, 2, 3, 5, 8, 32, 300):
+        for group in _groups(lines, 7) + _groups(lines, 1) + [lines, []]:
+            assert fence_safe_clipped(group, limit) == fence_safe_each(clip_each(group, limit))
+            assert fence_safe_clipped(group, limit) == [fence_safe(t[:limit - 1] + "…" if len(t) > limit else t)
+                                                        for t in group]
 
 
 def test_fence_safe_each_matches_fence_safe_on_the_hostile_corpus() -> None:
@@ -116,3 +135,21 @@ def test_slack_counts_a_table_as_its_walk_does(cells: list[dict[str, object]], s
     """The table's count at C speed is the count of every text and URL the generic walk would find."""
     table = {"column_settings": [{"align": "left", "is_wrapped": True}], "rows": [cells], "type": "table"}
     assert blocks_size([table]) == size
+
+
+def test_slack_blocks_json_bounds_their_counted_size_on_the_hostile_corpus() -> None:
+    """`_over_limit` skips the walk when the blocks' JSON is within the limit: that JSON must never be
+    smaller than what the walk counts (astral characters, escapes, tables, links and all)."""
+    cards = [make(text) for text in corpus() for make in CARDS.values()] + list(big_cards().values())
+    for card in cards:
+        blocks = slack_blocks.render(card).payload["blocks"]
+        assert blocks_size(blocks) <= len(orjson.dumps(blocks))
+    emoji = [{"type": "context", "elements": [{"type": "plain_text", "text": "😀" * 3_000, "emoji": False}]}]
+    assert blocks_size(emoji) == 6_004 and len(orjson.dumps(emoji)) > 12_000
+
+
+def test_slack_over_limit_still_walks_blocks_its_json_cannot_hold() -> None:
+    lone = {"blocks": [{"type": "section", "text": {"type": "plain_text", "text": "\ud800" * 12_500}}]}
+    assert slack_blocks._over_limit(lone) == "12,504 characters of blocks, over our 12,000"
+    small = {"blocks": [{"type": "section", "text": {"type": "plain_text", "text": "x" * 100}}]}
+    assert slack_blocks._over_limit(small) is None
