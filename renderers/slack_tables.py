@@ -9,6 +9,7 @@ only until the room is full: rows that are not shown are never turned into text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from itertools import chain
 from typing import Any
 
@@ -61,11 +62,18 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
     row_cost = TEXT_OBJECT_COST * shown_columns
     start, chunk_rows = used, _CHUNK_ROWS
+    kinds: list[set[type]] = [set() for _ in range(shown_columns)]  # each column's types, for its alignment
+    made = 0  # the rows made into text so far (their types are in `kinds`)
     while shown < room_rows:
         chunk = rows[shown:min(room_rows, shown + chunk_rows)]
         count = len(chunk)
+        made = shown + count
         # every cell of the chunk in one list, column by column: each pass runs once over all of them
-        flat = one_line_each(list(chain.from_iterable(map(cell_texts, table_columns(chunk, shown_columns)))))
+        values = table_columns(chunk, shown_columns)
+        chunk_kinds = [set(map(type, column)) for column in values]
+        for column_kinds, more in zip(kinds, chunk_kinds):
+            column_kinds |= more
+        flat = one_line_each(list(chain.from_iterable(map(cell_texts, values, chunk_kinds))))
         cells, clipped = _cell_texts(flat)
         lens = utf16_lens(cells)
         cells_text = [cells[i:i + count] for i in range(0, len(cells), count)]
@@ -97,8 +105,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
         out.append(room.take(context(notes)))
     if not table_rows:
         return out
-    settings = [{"align": _align(col), "is_wrapped": True}
-                for col in table_columns(rows[:TABLE_MAX_ROWS], shown_columns)]
+    for column_kinds, column in zip(kinds, table_columns(rows[made:TABLE_MAX_ROWS], shown_columns)):
+        column_kinds |= set(map(type, column))  # the rows up to Slack's 100 that were not made: aligned by too
+    settings = [{"align": _align(column_kinds), "is_wrapped": True} for column_kinds in kinds]
     table = {"column_settings": settings, "rows": table_rows, "type": "table"}
     out.append(room.take(table, size=used - _TABLE_COST))
     return out
@@ -109,14 +118,15 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     `table_block` makes then, its header and cells made, cleaned and counted in one pass over all of them."""
     width, count = len(header), len(rows)
     values = table_columns(rows, width)
-    flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values)))))
+    kinds = [set(map(type, column)) for column in values]
+    flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values, kinds)))))
     cells, clipped = _cell_texts(flat)
     used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
     if used > room.chars - _ROOM_KEPT:
         return None
     body = zip(*(cells[i:i + count] for i in range(width, len(cells), count)))  # columns regrouped into rows
     table_rows = [[{"text": t, "type": "raw_text"} for t in row] for row in chain([cells[:width]], body)]
-    settings = [{"align": _align(col), "is_wrapped": True} for col in values]
+    settings = [{"align": _align(column_kinds), "is_wrapped": True} for column_kinds in kinds]
     out: list[dict[str, Any]] = []
     if clipped and max(map(len, flat[width:])) > CELL_MAX:  # a body cell, not only the header
         notes = [_CLIPPED]
@@ -135,10 +145,10 @@ def _cell_texts(texts: list[str]) -> tuple[list[str], bool]:
     return (texts if all(texts) else [t or _EMPTY_CELL for t in texts]), clipped
 
 
-def _align(values: Sequence[Any]) -> str:
-    """Right for a column of numbers (blanks aside), left for anything else (a boolean is no number)."""
-    kinds = set(map(type, values))
-    kinds.discard(type(None))
+def _align(kinds: AbstractSet[type]) -> str:
+    """Right for a column of numbers (blanks aside), left for anything else (a boolean is no number):
+    `kinds` is the set of the column's types."""
+    kinds = kinds - {type(None)}
     for kind in kinds:
         if kind is bool or not issubclass(kind, (int, float)):
             return "left"

@@ -258,6 +258,17 @@ def test_slack_says_a_value_was_shortened_exactly_when_one_was(rows: int) -> Non
         CHECKS["slack"](rendered, shortened=False)
 
 
+@pytest.mark.parametrize(("at", "align"), [(None, "right"), (3, "left"), (60, "left"), (120, "right")])
+def test_slack_aligns_a_column_by_its_first_100_rows_shown_or_not(at: int | None, align: str) -> None:
+    """A column of numbers is right-aligned unless a row among Slack's first 100 holds something else,
+    whether that row fits in the message or not (here about 40 do); rows past 100 do not count."""
+    rows = tuple((i if i != at else "n/a", "x" * 250) for i in range(150))
+    table = next(b for b in slack_blocks.render(Card(form="table", columns=("n", "text"), rows=rows)).payload["blocks"]
+                 if b["type"] == "table")
+    assert 2 < len(table["rows"]) < 60
+    assert [s["align"] for s in table["column_settings"]] == [align, "left"]
+
+
 # HTML ----------------------------------------------------------------------------------------------
 
 def test_html_escapes_and_uses_classes() -> None:
