@@ -199,10 +199,7 @@ def fence_safe_clipped(texts: Sequence[str], limit: int) -> list[str]:
         out = list(texts)
     else:
         out = [t if len(t) <= limit else clip(t, limit) if t.isascii() else clean(clip(t, limit)) for t in texts]
-    joined = "\n".join(out)
-    if "`" not in joined and "~" not in joined and "@" not in joined:
-        return out
-    return _fence_marks_broken(joined).split("\n")
+    return _marks_broken_each(out)
 
 
 def fence_safe_each(texts: Sequence[str]) -> list[str]:
@@ -212,11 +209,16 @@ def fence_safe_each(texts: Sequence[str]) -> list[str]:
     is not printable), the fence marks are broken in all of them at once, joined by newlines: no mark
     spans a newline, so each text comes back as `fence_safe` makes it."""
     if _untouched_each(texts):
-        joined = "\n".join(texts)
-        if "`" not in joined and "~" not in joined and "@" not in joined:
-            return list(texts)
-        return _fence_marks_broken(joined).split("\n")
+        return _marks_broken_each(list(texts))
     return [fence_safe(t) if "`" in t or "~~~" in t or "@" in t or not _untouched(t) else t for t in texts]
+
+
+def _marks_broken_each(texts: list[str]) -> list[str]:
+    """The fence marks broken in clean one-line texts, all at once: joined by newlines (no mark spans one)."""
+    joined = "\n".join(texts)
+    if "`" not in joined and "~" not in joined and "@" not in joined:
+        return texts
+    return _fence_marks_broken(joined).split("\n")
 
 
 def utf16_lens(texts: Sequence[str]) -> list[int]:
