@@ -227,19 +227,31 @@ def _table_rows(value: Any, view: SchemaView) -> tuple[list[Any] | None, SchemaV
 
 def _table_card(rows: list[dict[str, Any]], row_view: SchemaView, outer: SchemaView, *,
                 title: str | None, status: Status | None, full_result: bytes) -> Card:
-    if not rows:
-        seen = dict.fromkeys(row_view.properties())
-    elif len(set().union(*rows)) == len(rows[0]):  # the first row has every key: the usual table, found faster
-        seen = dict.fromkeys(rows[0])
+    same = _same_keys_cells(rows, row_view, outer) if rows and len(rows[0]) > 1 else None
+    if same is not None:
+        columns, cells = same
     else:
-        seen = dict.fromkeys(chain.from_iterable(rows))
-    columns = _ordered(list(seen), row_view, outer)
-    if len(columns) > 1 and set(map(len, rows)) == {len(columns)}:  # every row has every column
-        cells = tuple(map(itemgetter(*columns), rows))
-    else:
+        seen = dict.fromkeys(chain.from_iterable(rows)) if rows else dict.fromkeys(row_view.properties())
+        columns = _ordered(list(seen), row_view, outer)
         cells = tuple(tuple(map(row.get, columns)) for row in rows)
     return Card(form="table", title=title, status=status, columns=tuple(columns), rows=cells,
                 full_result=full_result)
+
+
+def _same_keys_cells(rows: list[dict[str, Any]], row_view: SchemaView,
+                     outer: SchemaView) -> tuple[list[str], tuple[tuple[Any, ...], ...]] | None:
+    """The columns and cells of a table whose rows are plain dicts of the first row's keys (the usual
+    table), read at C speed with the columns found in the first row alone; None for any other table.
+
+    Every row has as many keys as the first and `itemgetter` finds all of the first's in it, so it has
+    no other: no set of every row's keys is needed to know it."""
+    if set(map(len, rows)) != {len(rows[0])} or set(map(type, rows)) != {dict}:  # a subclass may have __missing__
+        return None
+    columns = _ordered(list(rows[0]), row_view, outer)
+    try:
+        return columns, tuple(map(itemgetter(*columns), rows))
+    except KeyError:  # a row of as many keys, not all of them the first row's
+        return None
 
 
 def _diff_card(value: dict[str, Any], view: SchemaView, before: str, after: str, *,

@@ -25,6 +25,28 @@ def test_without_schema_columns_are_first_seen():
     assert card.columns == ("b", "a", "c")
 
 
+
+def test_rows_of_as_many_keys_but_other_ones_get_every_column():
+    card = choose_card([{"b": 1, "a": 2}, {"c": 3, "a": 4}, {"a": 5, "b": 6}])
+    assert card.columns == ("b", "a", "c")
+    assert card.rows == ((1, 2, None), (None, 4, 3), (6, 5, None))
+
+
+def test_rows_of_the_same_keys_in_another_order_keep_the_first_rows_order():
+    card = choose_card([{"b": 1, "a": 2}, {"a": 4, "b": 3}])
+    assert card.columns == ("b", "a")
+    assert card.rows == ((1, 2), (3, 4))
+
+
+def test_a_row_mapping_with_a_default_is_read_without_adding_to_it():
+    from collections import defaultdict
+
+    odd = defaultdict(int, {"a": 1, "c": 2})
+    card = choose_card([{"a": 0, "b": 0}, odd])
+    assert card.columns == ("a", "b", "c")
+    assert card.rows == ((0, 0, None), (1, None, 2))
+    assert dict(odd) == {"a": 1, "c": 2}
+
 def test_x_oz0_order_for_columns_on_row_schema_then_enclosing():
     row = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}}
     rows = [{"a": 1, "b": 2, "c": 3}]
