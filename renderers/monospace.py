@@ -26,7 +26,8 @@ from oz0.renderers.safety import fence_safe_clipped, one_line_each, utf16_len, u
 
 __all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_columns"]
 
-_CHUNK_ROWS = 24
+_CHUNK_ROWS = 24  # the first rows made; then about as many as the rest of the budget holds
+_MIN_CHUNK_ROWS = 8
 
 
 def _cell_len(text: str) -> int:
@@ -138,8 +139,10 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
     header_widths = cell_widths(fence_safe_clipped(header, cell_width))
     need = 0
     candidates = 0
-    for start in range(0, min(len(rows), probe_rows), _CHUNK_ROWS):
-        chunk = rows[start:min(start + _CHUNK_ROWS, probe_rows)]
+    probe = min(len(rows), probe_rows)
+    chunk_rows = _CHUNK_ROWS
+    while candidates < probe:
+        chunk = rows[candidates:min(candidates + chunk_rows, probe)]
         texts = one_line_each(list(chain.from_iterable(map(cell_texts, table_columns(chunk, shown_cols)))))
         made = _by_column(texts, len(chunk))
         between = 2 * (shown_cols - 1) + 1 if all(made[-1]) else 1
@@ -155,6 +158,8 @@ def fit_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: int, 
         candidates += took
         if took < len(chunk):
             break
+        # next, about as many rows as the rest of the budget holds at the rows' floors so far, and a quarter more
+        chunk_rows = max(_MIN_CHUNK_ROWS, int((chars - need) * candidates / max(1, need) * 1.25) + 1)
     every = fence_safe_clipped(list(chain.from_iterable(columns)), cell_width)
     cells = _by_column(every, candidates + 1)
     widths = _by_column(cell_widths(every), candidates + 1)
