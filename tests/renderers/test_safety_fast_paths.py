@@ -98,6 +98,25 @@ def test_fit_table_small_and_general_paths_agree_on_the_hostile_corpus() -> None
         assert (small.text, small.used, small.clipped) == (general.text, general.used, general.clipped)
 
 
+def test_fit_table_draws_the_same_table_however_many_rows_it_makes_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After its first rows the fitter makes as many as the budget seems to hold (too few after long rows):
+    rows made a few at a time, or in the usual chunks, give the table all of them made at once give."""
+    texts = corpus() + ["x" * 40, "日本語" * 9, "plain"]
+    rows = [(texts[i % len(texts)], i, texts[(i * 7) % len(texts)], i / 3) for i in range(150)]
+    rows[5:5] = [("x" * 40, 10**15, "日本語" * 11, 1e300)] * 20  # long rows that make the next chunk too short
+    header = ["a", "n", "b", "f"]
+
+    def fitted(chars: int, first: int, least: int) -> monospace.FittedTable:
+        with monkeypatch.context() as patch:
+            patch.setattr(monospace, "_CHUNK_ROWS", first)
+            patch.setattr(monospace, "_MIN_CHUNK_ROWS", least)
+            return monospace.fit_table(header, rows, chars, cell_width=32, probe_rows=120)
+
+    for chars in range(200, 12_000, 290):
+        at_once = fitted(chars, 1_000, 1_000)
+        assert fitted(chars, 24, 8) == fitted(chars, 2, 1) == at_once, chars
+
+
 def test_the_each_forms_match_the_one_text_forms_on_the_hostile_corpus() -> None:
     """Columns scanned together (only their texts past ASCII read for disguises) come out as each text alone."""
     texts = corpus() + ["e\u0301\u0301", "\u0301\u0301\u0301x", "🎉🎉", "🎉🎉🎉", "日本語", "plain", "Zürich"]
