@@ -52,12 +52,12 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
                      "full result attached")
     table_rows: list[list[dict[str, Any]]] = []
     clipped_any = False
+    used = _TABLE_COST
     if header is not None:
-        head_texts, _ = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
+        head_texts, _, head_lens = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
         table_rows.append([{"text": t, "type": "raw_text"} for t in head_texts])
+        used += sum(head_lens) + TEXT_OBJECT_COST * len(head_lens)
     budget = room.chars - _ROOM_KEPT
-    head = [c["text"] for c in table_rows[0]] if table_rows else []  # blocks_size of the header row, counted directly
-    used = sum(utf16_lens(head)) + TEXT_OBJECT_COST * len(head) + _TABLE_COST
     shown = 0
     room_rows = min(len(rows), TABLE_MAX_ROWS - len(table_rows))
     row_cost = TEXT_OBJECT_COST * shown_columns
@@ -74,8 +74,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
         for column_kinds, more in zip(kinds, chunk_kinds):
             column_kinds |= more
         flat = one_line_each(list(chain.from_iterable(map(cell_texts, values, chunk_kinds))))
-        cells, clipped = _cell_texts(flat)
-        lens = utf16_lens(cells)
+        cells, clipped, lens = _cell_texts(flat)
         cells_text = [cells[i:i + count] for i in range(0, len(cells), count)]
         took = 0
         for size in map(sum, zip(*(lens[i:i + count] for i in range(0, len(lens), count)))):
@@ -120,8 +119,8 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     values = table_columns(rows, width)
     kinds = [set(map(type, column)) for column in values]
     flat = one_line_each(list(chain(cell_texts(header), chain.from_iterable(map(cell_texts, values, kinds)))))
-    cells, clipped = _cell_texts(flat)
-    used = sum(utf16_lens(cells)) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
+    cells, clipped, lens = _cell_texts(flat)
+    used = sum(lens) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
     if used > room.chars - _ROOM_KEPT:
         return None
     body = zip(*(cells[i:i + count] for i in range(width, len(cells), count)))  # columns regrouped into rows
@@ -136,13 +135,19 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     return out
 
 
-def _cell_texts(texts: list[str]) -> tuple[list[str], bool]:
-    """One-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell); and whether
-    one was clipped. `texts` is the caller's own list, returned as it is when nothing changes."""
-    clipped = max(map(len, texts), default=0) > CELL_MAX
+def _cell_texts(texts: list[str]) -> tuple[list[str], bool, list[int]]:
+    """One-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell); whether one
+    was clipped; and the cells' UTF-16 lengths. `texts` is the caller's own list, returned as it is when
+    nothing changes. A text is never longer than its UTF-16 length, so only a long one is measured twice."""
+    lens = utf16_lens(texts)
+    clipped = max(lens, default=0) > CELL_MAX and max(map(len, texts)) > CELL_MAX
     if clipped:
         texts = clip_each(texts, CELL_MAX)
-    return (texts if all(texts) else [t or _EMPTY_CELL for t in texts]), clipped
+    if not all(texts):
+        texts = [t or _EMPTY_CELL for t in texts]
+    elif not clipped:
+        return texts, False, lens
+    return texts, clipped, utf16_lens(texts)
 
 
 def _align(kinds: AbstractSet[type]) -> str:

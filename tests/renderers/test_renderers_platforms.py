@@ -247,14 +247,17 @@ def test_discord_says_a_value_was_shortened_exactly_when_one_was(rows: int) -> N
 
 @pytest.mark.parametrize("rows", [2, 40])  # drawn in one pass, and a chunk of rows at a time
 def test_slack_says_a_value_was_shortened_exactly_when_one_was(rows: int) -> None:
-    """Slack's cells hold 300 characters: the note and the attachment follow a value cut to them, and a
-    long column name, shortened too, is no value."""
-    for column, value, cut in (("v", "x" * 300, False), ("v", "x" * 301, True), ("n" * 400, "short", False)):
+    """Slack's cells hold 300 characters (not UTF-16 units): the note and the attachment follow a value
+    cut to them, and a long column name, shortened too, is no value."""
+    emoji = "\U0001f600" * 200  # 200 characters in 400 UTF-16 units: shown whole
+    for column, value, cut in (("v", "x" * 300, False), ("v", "x" * 301, True), ("n" * 400, "short", False),
+                               ("v", emoji, False), ("v", emoji + "x" * 101, True)):
         card = Card(form="table", columns=("id", column), rows=tuple((i, value if i == 1 else "s") for i in range(rows)))
         rendered = slack_blocks.render(card)
         texts = _texts(rendered.payload["blocks"])
         assert ("Values longer than 300 characters are shortened, full result attached" in texts) is cut, column
         assert bool(rendered.uploads) is cut, column
+        assert (value in texts) is not cut, column
         CHECKS["slack"](rendered, shortened=False)
 
 
