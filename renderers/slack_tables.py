@@ -138,7 +138,8 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
 def _cell_texts(texts: list[str]) -> tuple[list[str], bool, list[int]]:
     """One-line texts as Slack cells: clipped, and never empty (Slack refuses an empty cell); whether one
     was clipped; and the cells' UTF-16 lengths. `texts` is the caller's own list, returned as it is when
-    nothing changes. A text is never longer than its UTF-16 length, so only a long one is measured twice."""
+    nothing changes. A text is never longer than its UTF-16 length, so the texts are counted by characters
+    only when one is over the limit in UTF-16 units."""
     lens = utf16_lens(texts)
     clipped = max(lens, default=0) > CELL_MAX and max(map(len, texts)) > CELL_MAX
     if clipped:
