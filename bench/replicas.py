@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "support")]
 
 import aiohttp
+from ports import free_port
 from postgres_server import PostgresServer
 from replica_harness import bench_replicas, install_replica_plugin
-from slack_harness import free_port
 from slack_standin import SlackStandIn, signed_headers, slash_command_body
 
 from oz0.edge.flows.engine import FLOW_ENGINE

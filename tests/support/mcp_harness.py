@@ -14,16 +14,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ports import free_port
+
 if TYPE_CHECKING:
     from oz0.edge.runtime.runner import Runtime
 
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "cards_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes], *, timeout: float = 20.0) -> None:

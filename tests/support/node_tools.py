@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_harness import free_port, serving
+from mcp_harness import serving
+from ports import free_port
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 EVERYTHING = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"

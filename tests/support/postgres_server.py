@@ -10,13 +10,14 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from ports import free_port
 
 __all__ = ["PostgresServer", "find_binaries"]
 
@@ -30,12 +31,6 @@ def find_binaries() -> tuple[str, str] | None:
         if os.access(f"{folder}/initdb", os.X_OK) and os.access(f"{folder}/postgres", os.X_OK):
             return f"{folder}/initdb", f"{folder}/postgres"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -65,7 +60,7 @@ class PostgresServer:
                               capture_output=True, text=True, timeout=120)
         if made.returncode != 0:
             raise RuntimeError(f"initdb failed: {made.stderr[-2000:]}")
-        port = _free_port()
+        port = free_port()
         command = (*as_user, postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1", "-k", str(folder),
                    "-c", f"max_connections={max_connections}", "-c", "fsync=off")
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

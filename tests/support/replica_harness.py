@@ -83,34 +83,40 @@ class Replica:
     name: str
     home: Path
     env: dict[str, str]
-    slack_port: int
+    port: int = 0   # where the channel it was started for listens: read from that channel's ready line
     process: subprocess.Popen | None = None
     lines: list[str] = field(default_factory=list)
 
     @classmethod
-    def make(cls, name: str, home: Path, *, api_url: str, slack_port: int, runs_file: Path,
+    def make(cls, name: str, home: Path, *, api_url: str, runs_file: Path,
              database_url: str | None = None, **extra: str) -> Replica:
+        """A replica whose Slack channel listens on a port the system picks when it starts (a port picked
+        here and handed over could be taken by then: the replica would fail to bind it)."""
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SLACK_", "DISCORD_", "OZ0_"))}
         env.update(OZ0_HOME=str(home), OZ0_REPLICA_ID=name, SLACK_BOT_TOKEN=BOT_TOKEN,
                    SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=api_url, OZ0_SLACK_HOST="127.0.0.1",
-                   OZ0_SLACK_PORT=str(slack_port), OZ0_TEST_RUNS=str(runs_file), **extra)
+                   OZ0_SLACK_PORT="0", OZ0_TEST_RUNS=str(runs_file), **extra)
         if database_url:
             env["OZ0_DATABASE_URL"] = database_url
-        return cls(name, home, env, slack_port)
+        return cls(name, home, env)
 
     @property
     def events_url(self) -> str:
-        return f"http://127.0.0.1:{self.slack_port}/slack/events"
+        return f"http://127.0.0.1:{self.port}/slack/events"
 
     def start(self, *, timeout: float = 60.0, ready: str = r"Slack channel: HTTP events at") -> Replica:
-        """Start `oz0 serve`; return once its channel listens (the log line `ready`: Slack's by default)."""
+        """Start `oz0 serve`; return once its channel listens (the log line `ready`: Slack's by default),
+        with `port` the one that line names (a restart listens on a new one)."""
         self.lines = []
         mark = len(self.lines)
         self.process = subprocess.Popen([OZ0, "serve", "--port", "0"], env=self.env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, args=(self.process,), daemon=True).start()
-        self.wait_log(ready, timeout=timeout, since=mark)
+        line = self.wait_log(ready, timeout=timeout, since=mark)
+        named = re.search(r"http://[^\s/]+:(\d+)", line)
+        if named is not None:
+            self.port = int(named.group(1))
         return self
 
     def _read(self, process: subprocess.Popen) -> None:
@@ -151,12 +157,10 @@ class Replica:
 
 def bench_replicas(tmp: Path, *, api_url: str, database_url: str, **extra: str) -> list[Replica]:
     """The two replicas of the benchmarks (bench-a, bench-b), each with the plugin installed, not started."""
-    from slack_harness import free_port
-
     made = []
     for name in ("bench-a", "bench-b"):
         home = tmp / f"home-{name}"
         install_replica_plugin(home, database_url=database_url)
-        made.append(Replica.make(name, home, api_url=api_url, slack_port=free_port(), runs_file=tmp / "runs.txt",
+        made.append(Replica.make(name, home, api_url=api_url, runs_file=tmp / "runs.txt",
                                  database_url=database_url, **extra))
     return made

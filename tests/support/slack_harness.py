@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import aiohttp
 from chat_plugin import install_chat_plugin
 from plugin_kit import COUNT_AGENT
+from ports import free_port
 from slack_sdk.models.blocks import Block
 from slack_standin import (
     APP_TOKEN,
@@ -75,12 +75,6 @@ def install_test_plugin(home: Path) -> None:
         install_chat_plugin(runtime, home.parent / "slacktest-plugin", name="slacktest", impl=IMPL)
     finally:
         runtime.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_valid_blocks(blocks: list[dict[str, Any]]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,12 +16,13 @@ import aiohttp
 import pytest
 from chat_plugin import install_chat_plugin
 from discord_harness import IMPL
+from ports import free_port
 from teams_standin import TeamsStandIn
 
 from oz0.adapters.chat import teams
 from oz0.edge.runtime.runner import Runtime
 
-__all__ = ["Harness", "free_port", "home", "run", "running_channel"]
+__all__ = ["Harness", "home", "run", "running_channel"]
 
 
 def run(coro: Any) -> Any:
@@ -34,12 +34,6 @@ def home(oz0_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """OZ0_HOME, with the chat plugin's agents writing their runs beside it."""
     monkeypatch.setenv("OZ0_TEST_RUNS", str(oz0_home.parent / "runs.txt"))
     return oz0_home
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -13,7 +13,6 @@ from pathlib import Path
 import aiohttp
 from cancel_kit import SLEEPER_FILES, started, wait_gone
 from replica_harness import Replica, install_replica_plugin
-from slack_harness import free_port
 from slack_standin import SlackStandIn, block_action_body, mention_event_body, signed_headers
 
 from oz0.edge.runtime.runner import Runtime
@@ -24,7 +23,7 @@ def _replicas(tmp_path: Path, slack: SlackStandIn, database_url: str) -> list[Re
     for name in ("replica-a", "replica-b"):
         home = tmp_path / f"home-{name}"
         install_replica_plugin(home, database_url=database_url, extra=SLEEPER_FILES)
-        made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+        made.append(Replica.make(name, home, api_url=slack.api_url,
                                  runs_file=tmp_path / "runs.txt", database_url=database_url, OZ0_LEASE_S="2",
                                  OZ0_TEST_PIDS=str(tmp_path / "pids.jsonl")))
     return made

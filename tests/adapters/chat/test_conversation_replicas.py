@@ -16,7 +16,6 @@ from pathlib import Path
 import aiohttp
 from model_standins import ModelStandin, Turn
 from replica_harness import Replica, install_replica_plugin
-from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers, thread_message_body
 from sqlalchemy import create_engine, text
 from stream_kit import KEY, KEY_ENV
@@ -38,7 +37,7 @@ def replicas(tmp_path: Path, slack: SlackStandIn, database_url: str, model_url: 
         home = tmp_path / f"home-{name}"
         install_replica_plugin(home, database_url=database_url,
                                extra={"agents/writer.yaml": WRITER.format(url=model_url)})
-        made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+        made.append(Replica.make(name, home, api_url=slack.api_url,
                                  runs_file=tmp_path / "runs.txt", database_url=database_url, **{KEY_ENV: KEY}))
     return made
 

@@ -183,7 +183,7 @@ def test_in_a_personal_chat_a_cut_card_offers_the_full_result_as_a_file_and_uplo
 
 def test_unreadable_signing_keys_are_503_and_run_nothing(home):
     async def scenario():
-        from teams_harness import free_port
+        from ports import free_port
         async with running_channel(home, env={"TEAMS_OPENID_METADATA_URL": f"http://127.0.0.1:{free_port()}/openid"}) as h:
             status, body = await h.post(h.standin.message("echo nope"))
             assert (status, body) == (503, {"error": "the signing keys are unavailable"})

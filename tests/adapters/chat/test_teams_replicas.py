@@ -10,19 +10,17 @@ from pathlib import Path
 
 import aiohttp
 from replica_harness import Replica, install_replica_plugin, runs
-from teams_harness import free_port
 from teams_standin import TeamsStandIn, cards, runs_text
 
 
 def replica(tmp_path: Path, name: str, standin: TeamsStandIn, database_url: str) -> Replica:
     home = tmp_path / f"home-{name}"
     install_replica_plugin(home, database_url=database_url)
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DISCORD_", "TEAMS_", "OZ0_"))}
     env.update(standin.env(), OZ0_HOME=str(home), OZ0_REPLICA_ID=name, OZ0_DATABASE_URL=database_url,
-               OZ0_TEAMS_HOST="127.0.0.1", OZ0_TEAMS_PORT=str(port), OZ0_TEST_RUNS=str(tmp_path / "runs.txt"),
+               OZ0_TEAMS_HOST="127.0.0.1", OZ0_TEAMS_PORT="0", OZ0_TEST_RUNS=str(tmp_path / "runs.txt"),
                OZ0_LEASE_S="2")
-    return Replica(name, home, env, port)
+    return Replica(name, home, env)
 
 
 def test_the_same_activity_posted_to_two_replicas_runs_once_and_is_answered_once(tmp_path, postgres_url):
@@ -35,7 +33,7 @@ def test_the_same_activity_posted_to_two_replicas_runs_once_and_is_answered_once
             activity = standin.message("echo once")
             async with aiohttp.ClientSession() as http:
                 async def post(r: Replica) -> int:
-                    url = f"http://127.0.0.1:{r.slack_port}/api/messages"
+                    url = f"http://127.0.0.1:{r.port}/api/messages"
                     headers = {"Authorization": f"Bearer {standin.activity_token()}"}
                     async with http.post(url, json=activity, headers=headers) as response:
                         return response.status

@@ -12,8 +12,9 @@ import sys
 from typing import Any
 
 import pytest
-from mcp_harness import free_port, wait_listening
+from mcp_harness import wait_listening
 from paths import SUPPORT
+from ports import free_port
 from test_agent_kinds import run, runtime_with
 from test_hardening_secrets import KEY, leaks, shown
 

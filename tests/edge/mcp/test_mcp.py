@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_harness import SERVER, free_port, http_server
+from mcp_harness import SERVER, http_server
+from ports import free_port
 
 from oz0.edge.contracts.schema import ContractError
 from oz0.edge.mcp.cards import card_form, result_card

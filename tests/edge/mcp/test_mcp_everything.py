@@ -174,8 +174,9 @@ def test_the_console_offers_the_tools_image_for_download(runtime: Runtime) -> No
 
 
 def test_an_http_session_the_server_forgot_is_opened_again(tmp_path: Path) -> None:
-    from mcp_harness import free_port, serving
+    from mcp_harness import serving
     from node_tools import EVERYTHING, node
+    from ports import free_port
 
     argv = [node(), str(EVERYTHING), "streamableHttp"]
     port = free_port()

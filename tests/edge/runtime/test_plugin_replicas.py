@@ -40,7 +40,7 @@ def replica(name: str, home: Path, database_url: str) -> Replica:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DISCORD_", "TEAMS_", "OZ0_"))}
     env.update(OZ0_HOME=str(home), OZ0_REPLICA_ID=name, OZ0_DATABASE_URL=database_url, OZ0_ADMIN_TOKEN=ADMIN,
                OZ0_CONSOLE_HOST="127.0.0.1", OZ0_CONSOLE_PORT="0")
-    return Replica(name, home, env, 0)
+    return Replica(name, home, env)
 
 
 class Serving:

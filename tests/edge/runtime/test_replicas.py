@@ -14,7 +14,6 @@ from pathlib import Path
 import aiohttp
 from mcp_harness import SERVER
 from replica_harness import Replica, install_replica_plugin, runs
-from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers, slash_command_body
 
 from oz0.edge.flows.engine import FLOW_ENGINE
@@ -45,7 +44,7 @@ def replicas(tmp_path: Path, slack: SlackStandIn, names: list[str], *, database_
     for name in names:
         home = tmp_path / f"home-{name}"
         install_replica_plugin(home, database_url=database_url, extra=files)
-        made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+        made.append(Replica.make(name, home, api_url=slack.api_url,
                                  runs_file=tmp_path / "runs.txt", database_url=database_url,
                                  OZ0_LEASE_S=str(LEASE_S), **extra))
     return made

@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from replica_harness import Replica, install_replica_plugin, runs
-from slack_harness import free_port
 from slack_standin import SlackStandIn
 
 from oz0.edge.plugins.lint import lint_plugin
@@ -36,7 +35,7 @@ def _replicas(tmp_path: Path, slack: SlackStandIn, names: list[str], files: dict
     for name in names:
         home = tmp_path / f"home-{name}"
         install_replica_plugin(home, database_url=database_url, extra=files)
-        made.append(Replica.make(name, home, api_url=slack.api_url, slack_port=free_port(),
+        made.append(Replica.make(name, home, api_url=slack.api_url,
                                  runs_file=tmp_path / "runs.txt", database_url=database_url, OZ0_LEASE_S="2",
                                  OZ0_SHUTDOWN_S="1"))
     return made

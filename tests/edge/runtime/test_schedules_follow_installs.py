@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 from replica_harness import Replica, install_replica_plugin
-from slack_harness import free_port
 from slack_standin import SlackStandIn
 
 OZ0 = str(Path(sys.executable).with_name("oz0"))
@@ -45,7 +44,7 @@ def test_a_plugin_installed_on_a_running_server_ticks_and_stops_when_uninstalled
 
     async def main() -> None:
         async with SlackStandIn() as slack:
-            solo = Replica.make("solo", home, api_url=slack.api_url, slack_port=free_port(),
+            solo = Replica.make("solo", home, api_url=slack.api_url,
                                 runs_file=tmp_path / "runs.txt", OZ0_SHUTDOWN_S="1")
             try:
                 await asyncio.to_thread(solo.start)

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from replica_harness import Replica, install_replica_plugin
-from slack_harness import free_port
 from slack_standin import SlackStandIn
 from teams_standin import TeamsStandIn
 
@@ -31,9 +30,9 @@ def test_a_schedule_posts_each_tick_to_a_teams_conversation_and_to_slack(tmp_pat
                     'cron: "*/2 * * * * *"\nagent: echo\ninput: to the team\n'
                     f'teams: {{conversation: "{CONVERSATION}", service_url: "{teams.service_url}"}}\n'
                     "slack: {channel: C0GENERAL}\n")})
-                solo = Replica.make("solo", home, api_url=slack.api_url, slack_port=free_port(),
+                solo = Replica.make("solo", home, api_url=slack.api_url,
                                     runs_file=tmp_path / "runs.txt", OZ0_SHUTDOWN_S="1", OZ0_TEAMS_HOST="127.0.0.1",
-                                    OZ0_TEAMS_PORT=str(free_port()), **teams.env())
+                                    OZ0_TEAMS_PORT="0", **teams.env())
                 path = f"/connector/v3/conversations/{CONVERSATION}/activities"
                 try:
                     await asyncio.to_thread(solo.start)

@@ -12,7 +12,6 @@ import aiohttp
 from loop_kit import loop_plugin
 from model_standins import ModelStandin, Turn
 from replica_harness import Replica
-from slack_harness import free_port
 from slack_standin import SlackStandIn, mention_event_body, signed_headers
 
 
@@ -37,7 +36,7 @@ def test_a_loop_killed_between_two_tool_calls_resumes_without_repeating_a_finish
             home = tmp_path / "home"
             await asyncio.to_thread(lambda: loop_plugin(tmp_path / "plugin", home, model.url).close())
             async with SlackStandIn() as slack, aiohttp.ClientSession() as http:
-                serve = Replica.make("solo", home, api_url=slack.api_url, slack_port=free_port(),
+                serve = Replica.make("solo", home, api_url=slack.api_url,
                                      runs_file=tmp_path / "runs.txt", OZ0_TEST_MODEL_KEY="sk-test-crash-123456",
                                      OZ0_TEST_CALLS=str(calls_file))
                 try:
