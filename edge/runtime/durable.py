@@ -151,6 +151,7 @@ class Engine(Leases):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._lease_conn: Any = None
+        self._lease_engine: Any = None   # the lease's own sessions (Leases), made at its first use
         self._watcher: threading.Thread | None = None
         self.launched = False
 

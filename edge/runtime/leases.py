@@ -2,8 +2,13 @@
 lives; a replica that finds a peer's lock free for a lease hands that peer's pending workflows back to
 the queues with DBOS's own recovery.
 
-A mixin of edge.runtime.durable.Engine (which sets `runtime`, `replica`, `lease_s`, `_stop` and
-`_lease_conn`); a duplicate replica id is its EngineError.
+A mixin of edge.runtime.durable.Engine (which sets `runtime`, `replica`, `lease_s`, `_stop`,
+`_lease_conn` and `_lease_engine`); a duplicate replica id is its EngineError.
+
+The lease's sessions are its own, opened on demand, never drawn from the journal's pool: the jobs
+running here can hold every pooled session (16 workers, a pool of 15), most of all right after a
+database restart, and a lease that waited behind them would look free to a peer, which would then take
+over a live replica's jobs.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ __all__ = ["EngineError", "Leases"]
 
 log = logging.getLogger("oz0.engine")
 
+LEASE_CONNECT_TIMEOUT_S = 5   # a session that cannot be opened in this long counts as a failed look
+
 
 def _lock_key(replica: str) -> int:
     return int.from_bytes(hashlib.sha256(b"oz0-replica:" + replica.encode()).digest()[:8], "big", signed=True)
@@ -38,6 +45,17 @@ class Leases:
     lease_s: float
     _stop: threading.Event
     _lease_conn: Any
+    _lease_engine: Any
+
+    def _lease_session(self) -> Any:
+        """A new session of the lease's own (no pool: see the module's docstring)."""
+        import sqlalchemy as sa
+        from sqlalchemy.pool import NullPool
+
+        if self._lease_engine is None:
+            self._lease_engine = sa.create_engine(self.runtime.store.url, poolclass=NullPool,
+                                                  connect_args={"connect_timeout": LEASE_CONNECT_TIMEOUT_S})
+        return self._lease_engine.connect()
 
     def _take_own_lease(self) -> None:
         """Hold the session lock on this replica id; wait (up to two leases) while a peer holds it to
@@ -54,7 +72,7 @@ class Leases:
         import sqlalchemy as sa
 
         self._release_lease()
-        conn = self.runtime.store.engine.connect()
+        conn = self._lease_session()
         try:
             got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _lock_key(self.replica)}).scalar()
             conn.commit()
@@ -99,7 +117,7 @@ class Leases:
         """Every few seconds: keep this replica's own lease (retaken after a database restart); then a
         replica with pending workflows whose lock has been free for a lease is dead: take its lock and
         give its workflows back to the queues (DBOS's own recovery). Each look uses a session of its
-        own from the pool, so a database restart costs one failed look, never a broken session."""
+        own, so a database restart costs one failed look, never a broken session."""
         free_since: dict[str, float] = {}
         period = max(0.2, min(self.lease_s / 4, 5.0))
         while not self._stop.wait(period):
@@ -118,7 +136,7 @@ class Leases:
             return  # without its own lease this replica takes over nobody's jobs
         peers = {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False, load_output=False)}
         peers.discard(self.replica)
-        with self.runtime.store.engine.connect() as conn:
+        with self._lease_session() as conn:
             for peer in sorted(p for p in peers if p):
                 key = {"k": _lock_key(peer)}
                 if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
