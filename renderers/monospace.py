@@ -22,7 +22,14 @@ from operator import sub
 from typing import Any
 
 from oz0.edge.cards.model import cell_texts
-from oz0.renderers.safety import fence_safe_clipped, one_line_each, utf16_len, utf16_lens
+from oz0.renderers.safety import (
+    clipped_clean_each,
+    fence_marks_broken,
+    fence_safe_clipped,
+    one_line_each,
+    utf16_len,
+    utf16_lens,
+)
 
 __all__ = ["FittedTable", "aligned", "cell_widths", "fit", "fit_table", "table_columns"]
 
@@ -195,8 +202,8 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
                  cell_width: int) -> FittedTable | None:
     """A table of a few rows drawn whole, when the whole of it fits (None otherwise): the same lines as
     the general fitter draws then, without its budget bookkeeping. Its cells are made column by column
-    (a column holds one JSON type as a rule, turned to text at C speed) and cleaned, cut and made
-    fence-safe in one pass over all of them."""
+    (a column holds one JSON type as a rule, turned to text at C speed), cleaned and cut in one pass over
+    all of them, and made fence-safe once, in the drawn text."""
     width = len(header)
     count = len(rows)
     if not width:
@@ -204,7 +211,7 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
         return FittedTable(text, count, utf16_len(text) + 1, False) if utf16_len(text) + 1 <= chars else None
     values = table_columns(rows, width)
     texts = one_line_each(list(chain(header, chain.from_iterable(map(cell_texts, values)))))
-    cells = fence_safe_clipped(texts, cell_width)
+    cells = clipped_clean_each(texts, cell_width)  # their fence marks are broken in the drawn text, at once
     lens = list(map(len, cells))
     measured = cell_widths(cells)
     # the header's cells, then each row's: in these lists made column by column, every count-th cell
@@ -216,7 +223,7 @@ def _small_table(header: Sequence[str], rows: Sequence[Sequence[Any]], chars: in
         pads = list(map(sub, widths, map(sub, measured[at], lens[at]))) if wide and measured[at] != lens[at] else widths
         lines.append("  ".join(map(str.ljust, cells[at], pads)).rstrip())
     lines.insert(1, "  ".join(map("─".__mul__, widths)))
-    text = "\n".join(lines)
+    text = fence_marks_broken("\n".join(lines))
     used = utf16_len(text) + 1  # every line and its newline, as `fit` counts them
     if used > chars:
         return None

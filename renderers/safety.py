@@ -32,7 +32,9 @@ __all__ = [
     "clean",
     "clip",
     "clip_each",
+    "clipped_clean_each",
     "discord_escape",
+    "fence_marks_broken",
     "fence_safe",
     "fence_safe_clipped",
     "fence_safe_each",
@@ -191,15 +193,18 @@ def clip_each(texts: Sequence[str], limit: int) -> list[str]:
 
 
 def fence_safe_clipped(texts: Sequence[str], limit: int) -> list[str]:
-    """`fence_safe_each(clip_each(texts, limit))` of texts `one_line_each` made (a table's cells for a code block).
+    """`fence_safe_each(clip_each(texts, limit))` of texts `one_line_each` made (a table's cells for a code block)."""
+    return _marks_broken_each(clipped_clean_each(texts, limit))
+
+
+def clipped_clean_each(texts: Sequence[str], limit: int) -> list[str]:
+    """`clip_each(texts, limit)` of clean one-line texts, still clean.
 
     They are clean already, so only a clipped one past ASCII is cleaned again: a cut can leave a joiner
     or a tag character without the emoji or the flag that kept it."""
     if max(map(len, texts), default=0) <= limit:
-        out = list(texts)
-    else:
-        out = [t if len(t) <= limit else clip(t, limit) if t.isascii() else clean(clip(t, limit)) for t in texts]
-    return _marks_broken_each(out)
+        return list(texts)
+    return [t if len(t) <= limit else clip(t, limit) if t.isascii() else clean(clip(t, limit)) for t in texts]
 
 
 def fence_safe_each(texts: Sequence[str]) -> list[str]:
@@ -218,7 +223,7 @@ def _marks_broken_each(texts: list[str]) -> list[str]:
     joined = "\n".join(texts)
     if "`" not in joined and "~" not in joined and "@" not in joined:
         return texts
-    return _fence_marks_broken(joined).split("\n")
+    return fence_marks_broken(joined).split("\n")
 
 
 def utf16_lens(texts: Sequence[str]) -> list[int]:
@@ -301,7 +306,7 @@ def slack_escape(text: str) -> str:
 
 _DISCORD_URL = re.compile(r"https?://[^\s<>`|\\\[\]()\"']+")
 _DISCORD_INLINE_ESCAPES = str.maketrans({c: "\\" + c for c in "\\*_~`|<>[]"})  # each backslash-escaped
-_EVERYONE = re.compile(r"@(everyone|here)", re.IGNORECASE)
+_EVERYONE = re.compile(r"@(?=everyone|here)", re.IGNORECASE)  # the `@` alone: a literal replacement is no template
 _DISCORD_LINE_START = re.compile(r"^(\s*)(?:([-+#])|(\d+)([.)]))", re.MULTILINE)
 
 
@@ -344,7 +349,7 @@ def _discord_url(url: str, *, said: str) -> str:
         note = "" if said.startswith((" (not a link: its real host", " is not a link: its real host")) else \
             f" (not a link: its real host is {host})"
         return f"`{fence_safe(url)}`{note}"
-    url = _EVERYONE.sub("%40\\1", url)
+    url = _EVERYONE.sub("%40", url)
     try:
         name = urlsplit(url).hostname or ""
     except ValueError:
@@ -364,7 +369,7 @@ def _escape_line_start(m: re.Match[str]) -> str:
 
 def _discord_escape_plain(text: str) -> str:
     text = text.translate(_DISCORD_INLINE_ESCAPES)
-    return _EVERYONE.sub("@\u200b\\1", text) if "@" in text else text
+    return _EVERYONE.sub("@\u200b", text) if "@" in text else text
 
 
 def fence_safe(text: str) -> str:
@@ -372,12 +377,16 @@ def fence_safe(text: str) -> str:
 
     `@everyone` and `@here` get a zero-width space too, so no copy of the text can ping.
     """
-    return _fence_marks_broken(clean(text))
+    return fence_marks_broken(clean(text))
 
 
-def _fence_marks_broken(text: str) -> str:
+def fence_marks_broken(text: str) -> str:
+    """Clean text with its fence marks broken: a backtick or `~~~` cannot close a code block, `@everyone`
+    and `@here` cannot ping. No mark spans a blank, so on clean one-line texts joined by blanks (a
+    table's lines) it breaks exactly the marks that breaking each text would; a zero-width space takes
+    no column, so texts padded before their marks are broken line up as those padded after."""
     text = text.replace("`", "`\u200b").replace("~~~", "~\u200b~~")
-    return _EVERYONE.sub("@\u200b\\1", text) if "@" in text else text
+    return _EVERYONE.sub("@\u200b", text) if "@" in text else text
 
 
 def html_escape(text: str) -> str:

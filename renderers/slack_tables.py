@@ -84,9 +84,9 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
             took += 1
         if clipped and not clipped_any:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
-        if took:  # the cells of the rows taken, regrouped from columns into rows at C speed
-            table_rows += [[{"text": t, "type": "raw_text"} for t in row]
-                           for row in zip(*(column[:took] for column in cells_text))]
+        if took:  # the cells of the rows taken, made in one pass and regrouped from columns into rows at C speed
+            made_cells = [{"text": t, "type": "raw_text"} for t in chain.from_iterable(c[:took] for c in cells_text)]
+            table_rows += map(list, zip(*(made_cells[i:i + took] for i in range(0, len(made_cells), took))))
         shown += took
         if took < len(chunk):
             break
@@ -123,8 +123,8 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     used = sum(lens) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
     if used > room.chars - _ROOM_KEPT:
         return None
-    body = zip(*(cells[i:i + count] for i in range(width, len(cells), count)))  # columns regrouped into rows
-    table_rows = [[{"text": t, "type": "raw_text"} for t in row] for row in chain([cells[:width]], body)]
+    made = [{"text": t, "type": "raw_text"} for t in cells]  # in one pass, then regrouped from columns into rows
+    table_rows = [made[:width], *map(list, zip(*(made[i:i + count] for i in range(width, len(made), count))))]
     settings = [{"align": _align(column_kinds), "is_wrapped": True} for column_kinds in kinds]
     out: list[dict[str, Any]] = []
     if clipped and max(map(len, flat[width:])) > CELL_MAX:  # a body cell, not only the header

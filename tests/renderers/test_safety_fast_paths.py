@@ -88,7 +88,9 @@ def test_fence_safe_each_matches_fence_safe_on_the_hostile_corpus() -> None:
 
 
 def test_fit_table_small_and_general_paths_agree_on_the_hostile_corpus() -> None:
-    texts = corpus()
+    """The small path breaks fence marks once in the drawn text, the general path in each cell: the same
+    text, marks at a cell's edge (`~~` then `~`, `@` then `everyone`) and wide cells included."""
+    texts = corpus() + ["~~", "~", "@", "everyone", "`", "日`本", "~~~~", "@here`", "a@Everyone", "`" * 40]
     for group in _groups(texts, 48):
         rows = [tuple(group[i:i + 2]) + (i,) for i in range(0, len(group), 2)]
         small = monospace.fit_table(["a", "b", "n"], rows, 100_000, cell_width=32, probe_rows=200)
