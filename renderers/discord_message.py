@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 from oz0.edge.cards.model import FEEDBACK_ACTION, Action, Card, cell_text
@@ -296,6 +297,12 @@ def _action_rows(actions: tuple[Action, ...]) -> list[dict[str, Any]]:
             for i in range(0, len(buttons), BUTTONS_PER_ROW)]
 
 
+@lru_cache(maxsize=64)
+def _file_name(name: str) -> str:
+    """An attachment's name as Discord text: escaped once per name (nearly every card's is `result.json`)."""
+    return discord_escape(name)
+
+
 def render(card: Card) -> Rendered:
     """The card as a Discord Create Message body, the files to upload beside it and what was cut.
 
@@ -324,7 +331,7 @@ def _render(card: Card) -> tuple[Rendered, str | None]:
     uploads = uploads_for(card, cut=cut)
     if uploads:
         a = uploads[0]
-        tail.append(f"-# 📎 Full result attached: {discord_escape(a.filename)} ({a.content_type}, {size_text(a.size)})")
+        tail.append(f"-# 📎 Full result attached: {_file_name(a.filename)} ({a.content_type}, {size_text(a.size)})")
     files = files_for(card)
     room_for = MAX_FILES - len(uploads)
     if len(files) > room_for:

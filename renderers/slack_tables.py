@@ -154,6 +154,8 @@ def _cell_texts(texts: list[str]) -> tuple[list[str], bool, list[int]]:
 def _align(kinds: AbstractSet[type]) -> str:
     """Right for a column of numbers (blanks aside), left for anything else (a boolean is no number):
     `kinds` is the set of the column's types."""
+    if str in kinds:  # the usual column, read without a set made
+        return "left"
     kinds = kinds - {type(None)}
     for kind in kinds:
         if kind is bool or not issubclass(kind, (int, float)):
