@@ -8,7 +8,7 @@ only until the room is full: rows that are not shown are never turned into text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from itertools import chain
 from typing import Any
@@ -55,7 +55,7 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
     used = _TABLE_COST
     if header is not None:
         head_texts, _, head_lens = _cell_texts(one_line_each(cell_texts(header[:shown_columns])))
-        table_rows.append([{"text": t, "type": "raw_text"} for t in head_texts])
+        table_rows.append(_cells(head_texts))
         used += sum(head_lens) + TEXT_OBJECT_COST * len(head_lens)
     budget = room.chars - _ROOM_KEPT
     shown = 0
@@ -84,9 +84,8 @@ def table_block(header: list[Any] | None, rows: Sequence[tuple[Any, ...]], room:
             took += 1
         if clipped and not clipped_any:
             clipped_any = any(max(map(len, flat[i:i + took]), default=0) > CELL_MAX for i in range(0, len(flat), count))
-        if took:  # the cells of the rows taken, made in one pass and regrouped from columns into rows at C speed
-            made_cells = [{"text": t, "type": "raw_text"} for t in chain.from_iterable(c[:took] for c in cells_text)]
-            table_rows += map(list, zip(*(made_cells[i:i + took] for i in range(0, len(made_cells), took))))
+        if took:  # the cells of the rows taken
+            table_rows += _by_row(_cells(chain.from_iterable(column[:took] for column in cells_text)), took)
         shown += took
         if took < len(chunk):
             break
@@ -123,8 +122,8 @@ def _small_table(header: list[Any], rows: Sequence[tuple[Any, ...]], room: Room)
     used = sum(lens) + TEXT_OBJECT_COST * len(cells) + _TABLE_COST
     if used > room.chars - _ROOM_KEPT:
         return None
-    made = [{"text": t, "type": "raw_text"} for t in cells]  # in one pass, then regrouped from columns into rows
-    table_rows = [made[:width], *map(list, zip(*(made[i:i + count] for i in range(width, len(made), count))))]
+    made = _cells(cells)
+    table_rows = [made[:width], *_by_row(made[width:], count)]
     settings = [{"align": _align(column_kinds), "is_wrapped": True} for column_kinds in kinds]
     out: list[dict[str, Any]] = []
     if clipped and max(map(len, flat[width:])) > CELL_MAX:  # a body cell, not only the header
@@ -149,6 +148,17 @@ def _cell_texts(texts: list[str]) -> tuple[list[str], bool, list[int]]:
     elif not clipped:
         return texts, False, lens
     return texts, clipped, utf16_lens(texts)
+
+
+def _cells(texts: Iterable[str]) -> list[dict[str, Any]]:
+    """Texts as table cells: `raw_text`, which Slack never parses."""
+    return [{"text": t, "type": "raw_text"} for t in texts]
+
+
+def _by_row(cells: list[dict[str, Any]], count: int) -> list[list[dict[str, Any]]]:
+    """Cells made column by column (each column's `count` in turn) regrouped into rows, at C speed: the
+    cells are made in one pass, not one comprehension a row (each a call in Python 3.11)."""
+    return list(map(list, zip(*(cells[i:i + count] for i in range(0, len(cells), count)))))
 
 
 def _align(kinds: AbstractSet[type]) -> str:
