@@ -51,7 +51,7 @@ from oz0.edge.runtime.engine_settings import (
     workflow_id,
     write_ahead_log,
 )
-from oz0.edge.runtime.leases import EngineError, Leases
+from oz0.edge.runtime.leases import EngineError, Lease
 from oz0.edge.runtime.placement import QUEUE_POLL_S, Places
 from oz0.edge.runtime.recovery import runner_id
 from oz0.edge.runtime.retention import PRUNE_CRON, prune_by_settings
@@ -108,6 +108,19 @@ def _prune_workflow(scheduled_at: datetime, context: Any) -> dict[str, int]:
     return DBOS.run_step(step_options("oz0.retention.prune"), lambda: prune_by_settings(_current().runtime.store.engine))
 
 
+def _pending_replicas() -> set[str]:
+    """The replicas (DBOS executors) that have pending workflows: whose leases a replica looks at."""
+    return {w.executor_id for w in DBOS.list_workflows(status="PENDING", load_input=False, load_output=False)
+            if w.executor_id}
+
+
+def _recover(replica: str) -> int:
+    """Hand a dead replica's pending workflows back to the queues; how many. DBOS's own recovery, which
+    its admin API runs for `POST /dbos-workflow-recovery`; the Python API names it only with an underscore,
+    and the admin server (a port per replica) is not worth opening for it."""
+    return len(DBOS._recover_pending_workflows([replica]))
+
+
 def current_runtime() -> Runtime:
     """The Runtime whose engine runs this process's workflows (for code inside a workflow)."""
     return _current().runtime
@@ -124,7 +137,7 @@ def _current() -> Engine:
     return _ENGINE
 
 
-class Engine(Leases):
+class Engine:
     """The DBOS side of one Runtime: launch, run a job as a workflow, recover dead replicas."""
 
     def __init__(self, runtime: Runtime, *, env: dict[str, str] | None = None, private: bool = False) -> None:
@@ -150,8 +163,8 @@ class Engine(Leases):
         self._progress: dict[str, ProgressSink] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._lease_conn: Any = None
-        self._lease_engine: Any = None   # the lease's own sessions (Leases), made at its first use
+        self.lease = (Lease(url, self.replica, self.lease_s, pending_replicas=_pending_replicas, recover=_recover)
+                      if self.postgres and not private else None)  # a private engine takes over nobody's jobs
         self._watcher: threading.Thread | None = None
         self.launched = False
 
@@ -164,8 +177,8 @@ class Engine(Leases):
         global _ENGINE
         if _ENGINE is not None:
             raise EngineError("the job engine is already launched in this process (one Runtime per process)")
-        if self.postgres and not self.private:
-            self._take_own_lease()
+        if self.lease is not None:
+            self.lease.take()
         config: DBOSConfig = {
             "name": "oz0", "system_database_url": self.system_url, "executor_id": self.replica,
             "application_version": app_version(), "serializer": DBOSPortableJSONSerializer(),
@@ -194,13 +207,15 @@ class Engine(Leases):
                 status=["PENDING", "ENQUEUED", "DELAYED"], load_input=False, load_output=False)}
         except BaseException:
             _ENGINE = None
-            self._release_lease()
+            if self.lease is not None:
+                self.lease.release()
             raise
         self.launched = True
         log.info("job engine launched: replica %s, %s, lease %.0f s", self.replica,
                  "Postgres" if self.postgres else "SQLite", self.lease_s)
-        if self.postgres and not self.private:
-            self._watcher = threading.Thread(target=self._watch_peers, name="oz0-lease", daemon=True)
+        if self.lease is not None:
+            self._watcher = threading.Thread(target=self.lease.watch, args=(self._stop,), name="oz0-lease",
+                                             daemon=True)
             self._watcher.start()
 
     def drain(self, timeout_s: float) -> None:
@@ -220,7 +235,8 @@ class Engine(Leases):
         if self.launched:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             self.launched = False
-        self._release_lease()
+        if self.lease is not None:
+            self.lease.release()
         if _ENGINE is self:
             _ENGINE = None
 

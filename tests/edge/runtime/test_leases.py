@@ -14,16 +14,16 @@ from contextlib import ExitStack
 import psycopg
 
 from oz0.edge.runtime.durable import Engine
-from oz0.edge.runtime.leases import _lock_key
+from oz0.edge.runtime.leases import lock_key
 from oz0.edge.runtime.runner import Runtime
 
 
 def _held_by_someone(url: str, replica: str) -> bool:
     dsn = url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn) as conn:
-        got = conn.execute("SELECT pg_try_advisory_lock(%s)", (_lock_key(replica),)).fetchone()[0]
+        got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(replica),)).fetchone()[0]
         if got:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(replica),))
+            conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key(replica),))
         return not got
 
 
@@ -31,6 +31,8 @@ def test_a_replica_takes_its_lease_while_its_jobs_hold_every_pooled_session(tmp_
     runtime = Runtime(tmp_path / "home", database_url=postgres_url)
     replica = f"busy-{uuid.uuid4().hex[:8]}"
     engine = Engine(runtime, env={"OZ0_REPLICA_ID": replica, "OZ0_LEASE_S": "2"})
+    assert engine.lease is not None and engine.lease.replica == replica
+    assert not any(value is engine or value is runtime for value in vars(engine.lease).values())
     pool = runtime.store.engine.pool
     try:
         with ExitStack() as held:
@@ -38,7 +40,7 @@ def test_a_replica_takes_its_lease_while_its_jobs_hold_every_pooled_session(tmp_
                 held.enter_context(runtime.store.engine.connect())
             took: list[float] = []
             started = time.monotonic()
-            taker = threading.Thread(target=lambda: (engine._take_own_lease(), took.append(time.monotonic() - started)),
+            taker = threading.Thread(target=lambda: (engine.lease.take(), took.append(time.monotonic() - started)),
                                      daemon=True)
             taker.start()
             taker.join(10)
@@ -46,6 +48,6 @@ def test_a_replica_takes_its_lease_while_its_jobs_hold_every_pooled_session(tmp_
             assert took and took[0] < 5, took
             assert _held_by_someone(runtime.store.url, replica)
     finally:
-        engine._release_lease()
+        engine.lease.release()
         runtime.close()
     assert not _held_by_someone(runtime.store.url, replica)   # its session ended, and the lock with it

@@ -93,6 +93,17 @@ def _host() -> str:
     return runner_id().split(":", 1)[0]
 
 
+def test_the_engine_composes_its_lease_rather_than_inheriting_it(tmp_path: Path) -> None:
+    from oz0.edge.runtime.durable import Engine  # imports DBOS (about a second)
+
+    assert Engine.__mro__ == (Engine, object)  # no mixins
+    runtime = Runtime(tmp_path)
+    try:
+        assert Engine(runtime, env={"OZ0_REPLICA_ID": "solo"}).lease is None  # SQLite: one process, no lease
+    finally:
+        runtime.close()
+
+
 def test_the_runtime_composes_services_none_of_which_holds_it(tmp_path: Path) -> None:
     runtime = Runtime(tmp_path)
     try:
@@ -125,9 +136,19 @@ def _private_reaches(path: Path) -> list[str]:
     return found
 
 
+# DBOS's recovery of another executor's workflows: what its admin API's POST /dbos-workflow-recovery runs,
+# with no public Python name (DBOS 3.4); `resume_workflow` is no substitute, as it would requeue a workflow a
+# live peer already took over. The one private name the engine reaches, and only in `_recover`.
+_DBOS_RECOVERY = "._recover_pending_workflows"
+
+
 @pytest.mark.parametrize("module", ["edge/flows/durable.py", "edge/runtime/durable.py", "edge/flows/runner.py"])
 def test_the_durable_flow_and_the_engine_use_public_names_of_each_other_only(module: str) -> None:
-    assert _private_reaches(ROOT / module) == []
+    reaches = _private_reaches(ROOT / module)
+    if module == "edge/runtime/durable.py":
+        assert [r for r in reaches if r.endswith(_DBOS_RECOVERY)] != [], "DBOS's recovery moved: update this test"
+        reaches = [r for r in reaches if not r.endswith(_DBOS_RECOVERY)]
+    assert reaches == []
 
 
 def test_answered_event_type_is_published_by_the_person_steps_service(tmp_path: Path) -> None:
