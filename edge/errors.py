@@ -31,6 +31,7 @@ check that raises it (its floor) and keeps the built-in base it had, so `except 
     │   ├── AccessError            access.yaml written wrong (edge.runtime.access)
     │   ├── AnswerRefused          a person step's answer not taken, and why (edge.runtime.questions)
     │   ├── CancelRefused          a stop not made: no such job, not the asker's, or ended (edge.runtime.cancel)
+    │   ├── ConversationBusy       a thread's turn not numbered in time: a burst of asks (edge.runtime.conversations)
     │   ├── EngineError            the durable engine cannot start (edge.runtime.engine_settings)
     │   ├── PluginStateError       an uninstall or rollback the installed state refuses (edge.runtime.plugin_admin)
     │   ├── RetentionError         retention settings written wrong (edge.runtime.retention)

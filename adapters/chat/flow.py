@@ -52,6 +52,7 @@ from oz0.adapters.chat.working import PROGRESS_EVERY_S, WorkingProgress
 from oz0.edge import AgentSpec, Card, Job, tracing
 from oz0.edge.model.progress import Progress
 from oz0.edge.runtime.access import AccessPolicy, Asker
+from oz0.edge.runtime.conversations import ConversationBusy
 from oz0.edge.runtime.events import Answered, QuestionAsked, TextDelta
 from oz0.edge.runtime.jobs import new_job_id
 from oz0.edge.runtime.metrics import count_channel_error
@@ -279,7 +280,13 @@ class AskFlow:
             if not early:
                 await self.wire.ignore(ask)
             return
-        await self.conversing.turn(ask, job.id, job.agent)
+        try:
+            await self.conversing.turn(ask, job.id, job.agent)
+        except Exception as exc:   # the ask is journaled and acknowledged: it runs, whatever its thread's state
+            if not (is_transient(exc) or isinstance(exc, ConversationBusy)):
+                raise
+            self.log.warning("job %s: not journaled as its thread's next turn (%s); it runs without the "
+                             "earlier turns", job.id, type(exc).__name__)
         self.tasks.spawn(self.names.of(ask.requester, workspace=ask.asker.workspace),  # "asked by Ana Lima"
                          name=f"{self.wire.platform}-name-{job.id}")  # on the console and every replica
         if not early:

@@ -4,7 +4,10 @@ A conversation's id is platform + channel + thread (`conversation_id`). Its one 
 turn, numbered from 1: a turn is a job (linked to the previous turn's job) or a stop (`@oz0 stop`,
 the Stop button). The latest row says where the conversation stands: its agent, when it last moved,
 whether it was stopped. Two replicas adding a turn at once cannot both take the same number (the
-primary key): the loser reads again and takes the next one.
+primary key): the loser reads again, after a short random wait, and takes the next one. A burst of
+replies in one thread (fifty at once on two replicas) is numbered in turn; a turn that still finds no
+number after ADD_WITHIN_S seconds raises ConversationBusy (the chat flow then runs its job outside the
+conversation rather than lose it).
 
 A follow-up's agent is given the earlier turns (`history`): each ask and its final answer (a tool loop's
 answer after a line naming the tools it called, edge.runtime.loop_trace.tool_summaries), the oldest
@@ -15,6 +18,7 @@ on the card (`dropped_note`). Revision 0015 makes the table.
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Column, Float, Index, Integer, String, Table, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from oz0.edge.errors import Oz0Error
 from oz0.edge.model.agent import ConversationLimits
 from oz0.edge.runtime.loop_trace import tool_summaries
 from oz0.edge.runtime.store import jobs, metadata
@@ -30,11 +35,12 @@ from oz0.edge.runtime.store import jobs, metadata
 if TYPE_CHECKING:
     from oz0.edge.runtime.store import Store
 
-__all__ = ["CHARS_PER_TOKEN", "Conversation", "Conversations", "History", "conversation_id", "conversation_turns",
-           "thread_in"]
+__all__ = ["ADD_WITHIN_S", "CHARS_PER_TOKEN", "Conversation", "ConversationBusy", "Conversations", "History",
+           "conversation_id", "conversation_turns", "thread_in"]
 
 CHARS_PER_TOKEN = 4        # the token estimate of a turn's text, without a provider's tokenizer
-MAX_ADD_TRIES = 5          # turns numbered at once by as many replicas before one gives up
+ADD_WITHIN_S = 10.0        # how long a turn waits for a number while other asks of its thread take theirs
+_RETRY_WAIT_S = (0.005, 0.2)  # the first and the longest random wait between two tries
 MAX_ID_CHARS = 300
 MAX_SCAN = 500             # earlier rows read for a history (the bounds keep far fewer)
 
@@ -113,6 +119,15 @@ def answer_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, sort_keys=True)
 
 
+class ConversationBusy(Oz0Error, RuntimeError):
+    """A turn that found no free number for ADD_WITHIN_S seconds: so many asks in one thread at once."""
+
+    def __init__(self, cid: str) -> None:
+        self.conversation_id = cid
+        super().__init__(f"conversation {cid}: so many asks in this thread at once that this one found no "
+                         f"place in it within {ADD_WITHIN_S:g} s")
+
+
 class Conversations:
     """The conversations of the journal (one `Store`)."""
 
@@ -163,7 +178,9 @@ class Conversations:
         return True
 
     def _add(self, cid: str, kind: str, *, job_id: str | None, agent: str | None, by: str) -> int:
-        for _ in range(MAX_ADD_TRIES):
+        deadline = time.monotonic() + ADD_WITHIN_S
+        wait = _RETRY_WAIT_S[0]
+        while True:
             current = self.get(cid)
             seq = (current.turns if current is not None else 0) + 1
             previous = current.last_job_id if current is not None and not current.stopped else None
@@ -174,8 +191,11 @@ class Conversations:
                         agent=agent, by=by[:200], at=time.time()))
                 return seq
             except IntegrityError:
-                continue   # another replica took this number: read again
-        raise RuntimeError(f"conversation {cid}: {MAX_ADD_TRIES} replicas added a turn at once; ask again")
+                if time.monotonic() >= deadline:   # another ask of the thread took this number each time
+                    raise ConversationBusy(cid) from None
+            time.sleep(random.uniform(0, wait))   # apart, so that the asks of a burst take their numbers in turn
+            wait = min(2 * wait, _RETRY_WAIT_S[1])
+
 
     def history(self, job_id: str, limits: ConversationLimits) -> History:
         """The turns before `job_id` in its conversation (since its last stop), within `limits`: the

@@ -23,7 +23,7 @@ TREE = {  # class -> its parent in the tree (built-in bases kept beside Oz0Error
     "UpgradeRefused": "Oz0Error",
     "AccessError": "Oz0Error", "AnswerRefused": "Oz0Error", "EngineError": "Oz0Error",
     "RetentionError": "Oz0Error", "SearchError": "Oz0Error", "PluginStateError": "Oz0Error",
-    "CancelRefused": "Oz0Error", "ScheduleError": "Oz0Error",
+    "CancelRefused": "Oz0Error", "ScheduleError": "Oz0Error", "ConversationBusy": "Oz0Error",
     "ScaffoldError": "Oz0Error",
 }
 

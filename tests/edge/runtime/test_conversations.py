@@ -127,6 +127,31 @@ def test_a_reply_in_the_thread_is_a_follow_up_with_the_earlier_turns(home: Path)
     run(main())
 
 
+def test_a_follow_up_whose_turn_cannot_be_journaled_is_still_answered(home: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """The ask is journaled and acknowledged before its turn is: a turn that finds no number (a burst in
+    the thread) must not leave its job queued forever, with no card."""
+    from oz0.edge.runtime.conversations import ConversationBusy
+
+    async def main() -> None:
+        async with running_channel(home) as h:
+            await h.mention("recall triage the nightly build", event_id="Ev1", ts="1700000000.000100")
+            await card_texts(h, 1)
+
+            def busy(cid: str, *args: Any, **kw: Any) -> int:
+                raise ConversationBusy(cid)
+
+            h.runtime.conversations.add_turn = busy
+            assert await reply(h, "and yesterday's?", event_id="Ev2", thread_ts="1700000000.000100",
+                               ts="1700000000.000200") == 200
+            second = (await card_texts(h, 2))[1]
+            assert "and yesterday's?" in second and '\\"history\\": []' in second   # run, without the turns
+            [job2, _] = h.runtime.jobs(limit=2)
+            assert job2.status == "succeeded"
+    run(main())
+    assert any("not journaled as its thread's next turn (ConversationBusy)" in r.getMessage() for r in caplog.records)
+
+
 def test_a_reply_outside_a_conversation_and_the_bots_own_messages_are_not_asks(home: Path) -> None:
     async def main() -> None:
         async with running_channel(home) as h:
@@ -269,6 +294,66 @@ def test_two_runtimes_over_one_postgres_share_a_conversation(postgres_url: str, 
     finally:
         a.close()
         b.close()
+
+
+def test_a_burst_of_asks_in_one_thread_on_two_replicas_takes_every_turn_in_order(postgres_url: str,
+                                                                                 tmp_path: Path) -> None:
+    """Fifty replies at once in one thread, from two replicas: each gets a turn, numbered 1 to 50, each
+    linked to the turn before it (five tries used to give up, and the acknowledged ask was never run)."""
+    import threading
+
+    from test_migrations import fresh_database
+
+    from oz0.edge.runtime.conversations import Conversations
+
+    url = fresh_database(postgres_url)
+    stores = [Store(url), Store(url)]
+    try:
+        books = [Conversations(store) for store in stores]
+        cid, count = "slack:C1:7.0", 50
+        start = threading.Barrier(count)
+        taken: dict[str, int] = {}
+        failed: list[BaseException] = []
+
+        def add(i: int) -> None:
+            start.wait()
+            try:
+                taken[f"j{i}"] = books[i % 2].add_turn(cid, f"j{i}", "echo", by="slack:U1")
+            except BaseException as exc:
+                failed.append(exc)
+
+        threads = [threading.Thread(target=add, args=(i,)) for i in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert failed == [], failed[:3]
+        assert sorted(taken.values()) == list(range(1, count + 1))
+        rows = books[0].turns(cid)
+        assert [r["seq"] for r in rows] == list(range(1, count + 1))
+        assert [r["previous_job_id"] for r in rows] == [None] + [r["job_id"] for r in rows[:-1]]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_turn_that_finds_no_number_in_time_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oz0.edge.runtime import conversations
+    from oz0.edge.runtime.conversations import ConversationBusy, Conversations
+
+    store = Store(f"sqlite:///{tmp_path / 'oz0.db'}")
+    try:
+        book = Conversations(store)
+        assert book.add_turn("slack:C:1", "j1", "echo", by="ana") == 1
+        monkeypatch.setattr(conversations, "ADD_WITHIN_S", 0.2)
+        monkeypatch.setattr(book, "get", lambda cid: None)   # every try reads a thread with no turn yet
+        with pytest.raises(ConversationBusy) as raised:
+            book.add_turn("slack:C:1", "j2", "echo", by="ana")
+        assert str(raised.value) == ("conversation slack:C:1: so many asks in this thread at once that this one "
+                                     "found no place in it within 0.2 s")
+        assert [r["job_id"] for r in book.turns("slack:C:1")] == ["j1"]
+    finally:
+        store.close()
 
 
 def test_revision_0015_adds_conversation_turns_to_a_database_made_by_0009(tmp_path: Path) -> None:
