@@ -24,7 +24,7 @@ from oz0.adapters.chat.cards import failure_card
 from oz0.adapters.chat.wire import Ask
 from oz0.edge.cards.model import Action, Card
 from oz0.edge.model.agent import AgentSpec
-from oz0.edge.runtime.conversations import conversation_id, thread_in
+from oz0.edge.runtime.conversations import ConversationBusy, conversation_id, thread_in
 
 if TYPE_CHECKING:
     from oz0.adapters.chat.flow import AskFlow
@@ -53,6 +53,10 @@ def suggested_prompts(specs: list[AgentSpec]) -> list[tuple[str, str]]:
 def stop_button(cid: str) -> Action:
     """The Stop button under an answer in a conversation: its value names the conversation."""
     return Action(STOP_ACTION, "Stop", value=cid, style="danger")
+
+
+_BUSY_STOP = ("The conversation in this thread is taking many asks at this moment, so it was not stopped; "
+              "stop it again in a few seconds.")
 
 
 class Conversing:
@@ -111,8 +115,13 @@ class Conversing:
         cid = self.cid(ask)
         if not await self.flow._first(ask, recorded):  # type: ignore[arg-type]
             return
-        stopped = cid is not None and await self.flow.jobs.call(
-            lambda: self.flow.runtime.conversations.stop(cid, by=ask.requester))
+        try:
+            stopped = cid is not None and await self.flow.jobs.call(
+                lambda: self.flow.runtime.conversations.stop(cid, by=ask.requester))
+        except ConversationBusy:
+            card = Card(form="text", title="Not stopped yet", text=_BUSY_STOP, text_format="plain")
+            await self.flow.wire.show_help(ask, await self.flow.jobs.call(self.flow.draw, card))
+            return
         text = ("The conversation in this thread has ended: replies here are not asks any more. Mention the "
                 "bot to start again." if stopped else "There is no conversation in this thread to stop.")
         card = Card(form="text", title="Conversation ended" if stopped else "Nothing to stop", text=text,
@@ -121,7 +130,11 @@ class Conversing:
 
     async def stop_click(self, cid: str, by: str, reply: object) -> None:
         """The Stop button: end the conversation it names, and say so to the clicker."""
-        stopped = await self.flow.jobs.call(lambda: self.flow.runtime.conversations.stop(cid, by=by))
+        try:
+            stopped = await self.flow.jobs.call(lambda: self.flow.runtime.conversations.stop(cid, by=by))
+        except ConversationBusy:
+            await self.flow.wire.notice(reply, _BUSY_STOP)
+            return
         await self.flow.wire.notice(reply, "The conversation has ended: replies in this thread are not asks any "
                                     "more." if stopped else "This conversation had ended already.")
 

@@ -192,6 +192,26 @@ def test_a_mention_in_the_thread_switches_agent_and_stop_ends_the_conversation(h
     run(main())
 
 
+def test_a_stop_that_finds_the_thread_busy_says_to_stop_again(home: Path) -> None:
+    from oz0.edge.runtime.conversations import ConversationBusy
+
+    async def main() -> None:
+        async with running_channel(home) as h:
+            thread = "1700000000.000100"
+            await h.mention("echo first", event_id="Ev1", ts=thread)
+            await card_texts(h, 1)
+
+            def busy(cid: str, *, by: str) -> bool:
+                raise ConversationBusy(cid)
+
+            h.runtime.conversations.stop = busy
+            await h.mention("stop", event_id="Ev2", ts="1700000000.000200", thread_ts=thread)
+            [told] = await h.slack.wait_for("chat.postEphemeral")
+            assert "was not stopped; stop it again in a few seconds" in json.dumps(told.args)
+            assert not h.runtime.conversations.get(conversation_id("slack", "C0GENERAL", thread)).stopped
+    run(main())
+
+
 def test_a_follow_up_to_an_agent_that_takes_json_is_refused_naming_its_input(home: Path) -> None:
     async def main() -> None:
         async with running_channel(home) as h:
