@@ -23,7 +23,7 @@ from test_migrations import schema_drift
 from oz0.edge.flows.engine import FLOW_ENGINE
 from oz0.edge.model.agent import ConversationLimits
 from oz0.edge.runtime import migrate
-from oz0.edge.runtime.conversations import conversation_id
+from oz0.edge.runtime.conversations import ConversationBusy, conversation_id
 from oz0.edge.runtime.runner import Runtime
 from oz0.edge.runtime.store import Store
 
@@ -131,8 +131,6 @@ def test_a_follow_up_whose_turn_cannot_be_journaled_is_still_answered(home: Path
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     """The ask is journaled and acknowledged before its turn is: a turn that finds no number (a burst in
     the thread) must not leave its job queued forever, with no card."""
-    from oz0.edge.runtime.conversations import ConversationBusy
-
     async def main() -> None:
         async with running_channel(home) as h:
             await h.mention("recall triage the nightly build", event_id="Ev1", ts="1700000000.000100")
@@ -181,34 +179,24 @@ def test_a_mention_in_the_thread_switches_agent_and_stop_ends_the_conversation(h
             await reply(h, "third", event_id="Ev3", thread_ts=thread, ts="1700000000.000300")
             third = (await card_texts(h, 3))[2]
             assert "third" in third and "echo: first" in third
+            stop = h.runtime.conversations.stop
+
+            def busy(cid: str, *, by: str) -> bool:   # a burst of asks holds the thread's next number
+                raise ConversationBusy(cid)
+
+            h.runtime.conversations.stop = busy
+            await h.mention("stop", event_id="Ev4b", ts="1700000000.000350", thread_ts=thread)
+            [told] = await h.slack.wait_for("chat.postEphemeral")
+            assert "was not stopped; stop it again in a few seconds" in json.dumps(told.args)
+            h.runtime.conversations.stop = stop
             await h.mention("stop", event_id="Ev4", ts="1700000000.000400", thread_ts=thread)
-            [ended] = await h.slack.wait_for("chat.postEphemeral")
+            ended = (await h.slack.wait_for("chat.postEphemeral", 2))[1]
             assert "conversation in this thread has ended" in json.dumps(ended.args)
             await reply(h, "fourth", event_id="Ev5", thread_ts=thread, ts="1700000000.000500")
             await asyncio.sleep(0.5)
             assert len(h.runtime.jobs()) == 3
             cid = conversation_id("slack", "C0GENERAL", thread)
             assert h.runtime.conversations.get(cid).stopped
-    run(main())
-
-
-def test_a_stop_that_finds_the_thread_busy_says_to_stop_again(home: Path) -> None:
-    from oz0.edge.runtime.conversations import ConversationBusy
-
-    async def main() -> None:
-        async with running_channel(home) as h:
-            thread = "1700000000.000100"
-            await h.mention("echo first", event_id="Ev1", ts=thread)
-            await card_texts(h, 1)
-
-            def busy(cid: str, *, by: str) -> bool:
-                raise ConversationBusy(cid)
-
-            h.runtime.conversations.stop = busy
-            await h.mention("stop", event_id="Ev2", ts="1700000000.000200", thread_ts=thread)
-            [told] = await h.slack.wait_for("chat.postEphemeral")
-            assert "was not stopped; stop it again in a few seconds" in json.dumps(told.args)
-            assert not h.runtime.conversations.get(conversation_id("slack", "C0GENERAL", thread)).stopped
     run(main())
 
 
@@ -359,7 +347,7 @@ def test_a_burst_of_asks_in_one_thread_on_two_replicas_takes_every_turn_in_order
 
 def test_a_turn_that_finds_no_number_in_time_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from oz0.edge.runtime import conversations
-    from oz0.edge.runtime.conversations import ConversationBusy, Conversations
+    from oz0.edge.runtime.conversations import Conversations
 
     store = Store(f"sqlite:///{tmp_path / 'oz0.db'}")
     try:
