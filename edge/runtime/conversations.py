@@ -196,7 +196,6 @@ class Conversations:
             time.sleep(random.uniform(0, wait))   # apart, so that the asks of a burst take their numbers in turn
             wait = min(2 * wait, _RETRY_WAIT_S[1])
 
-
     def history(self, job_id: str, limits: ConversationLimits) -> History:
         """The turns before `job_id` in its conversation (since its last stop), within `limits`: the
         newest kept, the oldest dropped first."""

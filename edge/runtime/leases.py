@@ -52,11 +52,6 @@ class Lease:
         self._conn: sa.Connection | None = None  # the session that holds this replica's lock
         self._engine: sa.Engine | None = None    # the lease's own sessions, made at their first use
 
-    @property
-    def held(self) -> bool:
-        """Whether this replica holds its lock (on a session that answered when last asked)."""
-        return self._conn is not None
-
     def _session(self) -> sa.Connection:
         """A new session of the lease's own (no pool: see the module's docstring)."""
         import sqlalchemy as sa  # defers a costly import: only a Postgres replica holds a lease
