@@ -40,7 +40,8 @@ def lock_key(replica: str) -> int:
 
 
 class Lease:
-    """One replica's lease over the Postgres at `url`, held for `lease_s` seconds at a time."""
+    """One replica's lease over the Postgres at `url`, held for `lease_s` seconds at a time.
+    `pending_replicas()` gives the ids of the replicas with pending workflows (none empty)."""
 
     def __init__(self, url: str, replica: str, lease_s: float, *, pending_replicas: Callable[[], set[str]],
                  recover: Callable[[str], int]) -> None:
@@ -145,7 +146,7 @@ class Lease:
         peers = self._pending_replicas()
         peers.discard(self.replica)
         with self._session() as conn:
-            for peer in sorted(p for p in peers if p):
+            for peer in sorted(peers):
                 key = {"k": lock_key(peer)}
                 if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar():
                     free_since.pop(peer, None)
